@@ -1,0 +1,331 @@
+"""Runtime, Program and Method: the public API over the native core."""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import dtypes
+from ._native import check, ffi, lib, names
+from .errors import ExecutionError, ProgramLoadError
+
+_KIND_NONE, _KIND_INT, _KIND_BOOL, _KIND_DOUBLE, _KIND_TENSOR = 0, 1, 2, 3, 4
+_KIND_NAMES = {0: "none", 1: "int", 2: "bool", 3: "float", 4: "tensor", 5: "string", 6: "int_list",
+               7: "float_list", 8: "bool_list", 9: "tensor_list", 10: "optional_tensor_list"}
+
+ProgramSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
+
+
+@dataclass(frozen=True)
+class ValueMeta:
+    """One method input or output.
+
+    For tensors ``shape`` is the planned shape; when ``dynamic`` is true the program accepts
+    any size up to ``shape`` in each dimension (``dynamic_dims`` marks them as ``None``).
+    """
+
+    kind: str
+    dtype: Optional[str] = None
+    shape: Optional[Tuple[int, ...]] = None
+    dynamic: bool = False
+
+    @property
+    def dynamic_dims(self) -> Optional[Tuple[Optional[int], ...]]:
+        if self.shape is None:
+            return None
+        return tuple(None for _ in self.shape) if self.dynamic else self.shape
+
+    def __str__(self) -> str:
+        if self.kind != "tensor":
+            return self.kind
+        dims = ", ".join(("<=%d" % d) if self.dynamic else str(d) for d in self.shape)
+        return f"{self.dtype}[{dims}]"
+
+
+@dataclass(frozen=True)
+class MethodMeta:
+    name: str
+    inputs: Tuple[ValueMeta, ...]
+    outputs: Tuple[ValueMeta, ...]
+
+    def __str__(self) -> str:
+        return f"{self.name}({', '.join(map(str, self.inputs))}) -> ({', '.join(map(str, self.outputs))})"
+
+
+def _meta(m) -> ValueMeta:
+    kind = _KIND_NAMES.get(m.kind, str(m.kind))
+    if m.kind != _KIND_TENSOR:
+        return ValueMeta(kind)
+    return ValueMeta(kind, dtypes.dtype_name(m.dtype), tuple(int(m.sizes[i]) for i in range(m.ndim)), m.dynamic != 0)
+
+
+class Runtime:
+    """Owns a thread pool; serialises the method calls made through it.
+
+    ``Runtime.get()`` is the shared process-wide instance; ``Runtime(num_threads=N)``
+    makes an independent one (use one per thread for parallel inference).
+    """
+
+    _default: Optional["Runtime"] = None
+    _default_lock = threading.Lock()
+
+    def __init__(self, num_threads: Optional[int] = None) -> None:
+        if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
+            raise ValueError("num_threads must be a positive int or None")
+        out = ffi.new("etnp_runtime **")
+        check(lib.etnp_runtime_create(num_threads or 0, out), "creating runtime")
+        self._ptr = ffi.gc(out[0], lib.etnp_runtime_destroy)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> "Runtime":
+        """The shared default Runtime (created on first use)."""
+        with cls._default_lock:
+            if cls._default is None:
+                cls._default = cls()
+            return cls._default
+
+    @property
+    def num_threads(self) -> int:
+        return int(lib.etnp_runtime_num_threads(self._ptr))
+
+    def load_program(self, source: ProgramSource) -> "Program":
+        """Load a .pte program from a path (memory-mapped) or from bytes-like data (copied)."""
+        out = ffi.new("etnp_program **")
+        if isinstance(source, (str, os.PathLike)):
+            path = os.fsencode(source)
+            with self._lock:
+                check(lib.etnp_program_load_file(self._ptr, path, out), f"loading {os.fsdecode(path)!r}")
+        elif isinstance(source, (bytes, bytearray, memoryview)):
+            buf = memoryview(source).cast("B") if isinstance(source, memoryview) else source
+            data = ffi.from_buffer(buf)
+            with self._lock:
+                check(lib.etnp_program_load_bytes(self._ptr, data, len(data), out), "loading program bytes")
+        else:
+            raise TypeError(f"load_program() takes a path or bytes-like object, not {type(source).__name__}")
+        return Program(self, ffi.gc(out[0], lib.etnp_program_destroy))
+
+    def __repr__(self) -> str:
+        return f"Runtime(num_threads={self.num_threads})"
+
+
+class Program:
+    """A loaded .pte program. Methods loaded from it keep it alive."""
+
+    def __init__(self, runtime: Runtime, ptr) -> None:
+        self._runtime = runtime
+        self._ptr = ptr
+        n = lib.etnp_program_num_methods(ptr)
+        self._method_names = tuple(ffi.string(lib.etnp_program_method_name(ptr, i)).decode() for i in range(n))
+
+    @property
+    def method_names(self) -> Tuple[str, ...]:
+        return self._method_names
+
+    @property
+    def runtime(self) -> Runtime:
+        return self._runtime
+
+    def _live(self):
+        if self._ptr is None:
+            raise ExecutionError("the program has been closed")
+        return self._ptr
+
+    def load_method(self, name: str = "forward") -> "Method":
+        """Prepare a method: plan its memory, resolve kernels and initialise delegates."""
+        if not isinstance(name, str):
+            raise TypeError("method name must be a str")
+        ptr = self._live()
+        out = ffi.new("etnp_method **")
+        status = lib.etnp_method_load(ptr, name.encode(), out)
+        check(status, f"loading method {name!r}")
+        return Method(self, name, ffi.gc(out[0], lib.etnp_method_destroy))
+
+    def operators(self, method: str = "forward") -> List[str]:
+        """The operators a method calls (whether or not this runtime has them)."""
+        return self._list(lib.etnp_program_method_ops, method)
+
+    def delegates(self, method: str = "forward") -> List[str]:
+        """The backend ids of a method's delegate calls."""
+        return self._list(lib.etnp_program_method_delegates, method)
+
+    def _list(self, fn, method: str) -> List[str]:
+        ptr = self._live()
+        out, i, name = [], 0, ffi.new("const char **")
+        while True:
+            status = fn(ptr, method.encode(), i, name)
+            if status == 5 and i > 0 or (status == 5 and method in self._method_names):
+                return out
+            check(status, f"listing {method!r}")
+            out.append(ffi.string(name[0]).decode())
+            i += 1
+
+    def close(self) -> None:
+        """Release the program now (methods already loaded keep working)."""
+        if self._ptr is not None:
+            ffi.release(self._ptr)
+            self._ptr = None
+
+    def __enter__(self) -> "Program":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Program(methods={list(self._method_names)})"
+
+
+class Method:
+    """A runnable method. Call it with a sequence of inputs; returns a list of outputs.
+
+    Tensor inputs are numpy arrays of exactly the expected dtype (uint16 = bfloat16 bits,
+    or ml_dtypes.bfloat16). C-contiguous, aligned arrays are passed to the core without a
+    copy (read-only arrays too); other layouts are copied first. Lists and Python scalars
+    given for a tensor input are converted to the expected dtype. Outputs are always
+    fresh arrays that the caller owns.
+    """
+
+    def __init__(self, program: Program, name: str, ptr) -> None:
+        self._program = program
+        self._lock = program.runtime._lock
+        self._ptr = ptr
+        self.name = name
+        m = ffi.new("etnp_value_meta *")
+        ins, outs = [], []
+        for i in range(lib.etnp_method_num_inputs(ptr)):
+            check(lib.etnp_method_input_meta(ptr, i, m))
+            ins.append(_meta(m))
+        for i in range(lib.etnp_method_num_outputs(ptr)):
+            check(lib.etnp_method_output_meta(ptr, i, m))
+            outs.append(_meta(m))
+        self._meta = MethodMeta(name, tuple(ins), tuple(outs))
+        self._in_codes = []
+        for i in range(len(ins)):
+            check(lib.etnp_method_input_meta(ptr, i, m))
+            self._in_codes.append((m.kind, m.dtype))
+
+    @property
+    def metadata(self) -> MethodMeta:
+        return self._meta
+
+    @property
+    def program(self) -> Program:
+        return self._program
+
+    def _tensor(self, i: int, x: Any, code: int) -> np.ndarray:
+        if not isinstance(x, np.ndarray):
+            if isinstance(x, np.generic):
+                x = np.asarray(x)
+            else:
+                try:
+                    x = np.asarray(x, dtype=dtypes.to_numpy(code))
+                except (TypeError, ValueError) as e:
+                    raise ExecutionError(f"input {i}: cannot convert {type(x).__name__} to a tensor: {e}") from None
+        got = dtypes.from_numpy(x.dtype)
+        if got is None and x.dtype.kind in "biuf" and x.dtype.byteorder == ">":
+            x = x.astype(x.dtype.newbyteorder("="))
+            got = dtypes.from_numpy(x.dtype)
+        if got != code:
+            raise ExecutionError(
+                f"input {i}: expected dtype {dtypes.dtype_name(code)}, got {x.dtype}"
+                + (" (pass bfloat16 as uint16 bits or ml_dtypes.bfloat16)" if code == dtypes.BF16_CODE else ""))
+        if not (x.flags.c_contiguous and x.flags.aligned):
+            x = np.ascontiguousarray(x)
+        return x
+
+    def __call__(self, inputs: Sequence[Any] = ()) -> List[Any]:
+        if isinstance(inputs, np.ndarray) or not isinstance(inputs, (list, tuple)):
+            raise TypeError("a Method takes a list or tuple of inputs")
+        n = len(inputs)
+        if n != len(self._in_codes):
+            raise ExecutionError(f"method {self.name!r} takes {len(self._in_codes)} inputs, got {n}")
+        cin = ffi.new("etnp_input[]", max(n, 1))
+        keep = []
+        for i, (x, (kind, code)) in enumerate(zip(inputs, self._in_codes)):
+            c = cin[i]
+            if kind == _KIND_TENSOR:
+                arr = self._tensor(i, x, code)
+                shape = ffi.new("int64_t[]", max(arr.ndim, 1))
+                for d, s in enumerate(arr.shape):
+                    shape[d] = s
+                raw = arr.reshape(-1).view(np.uint8)
+                data = ffi.from_buffer("char[]", raw) if raw.size else ffi.NULL
+                keep += [arr, shape, data]
+                c.kind, c.dtype, c.ndim, c.sizes, c.data, c.nbytes = kind, code, arr.ndim, shape, data, arr.nbytes
+            elif kind in (_KIND_INT, _KIND_BOOL):
+                if isinstance(x, np.ndarray) and x.size == 1:
+                    x = x.item()
+                if not isinstance(x, (int, bool, np.integer, np.bool_)):
+                    raise ExecutionError(f"input {i}: expected an int, got {type(x).__name__}")
+                c.kind, c.int_value = (_KIND_BOOL if isinstance(x, (bool, np.bool_)) else _KIND_INT), int(x)
+            elif kind == _KIND_DOUBLE:
+                if isinstance(x, np.ndarray) and x.size == 1:
+                    x = x.item()
+                if not isinstance(x, (int, float, np.integer, np.floating)) or isinstance(x, bool):
+                    raise ExecutionError(f"input {i}: expected a float, got {type(x).__name__}")
+                c.kind, c.double_value = _KIND_DOUBLE, float(x)
+            elif kind == _KIND_NONE:
+                if x is not None:
+                    raise ExecutionError(f"input {i}: expected None")
+                c.kind = _KIND_NONE
+            else:
+                raise ExecutionError(f"input {i}: inputs of kind {_KIND_NAMES.get(kind, kind)} are not supported")
+        res = ffi.new("etnp_result **")
+        with self._lock:
+            status = lib.etnp_method_run(self._ptr, cin, n, res)
+        check(status, f"running {self.name!r}")
+        result = ffi.gc(res[0], lib.etnp_result_destroy)
+        try:
+            return self._outputs(result)
+        finally:
+            ffi.release(result)
+
+    def _outputs(self, result) -> List[Any]:
+        m = ffi.new("etnp_value_meta *")
+        outs: List[Any] = []
+        for i in range(lib.etnp_result_num_outputs(result)):
+            check(lib.etnp_result_output_meta(result, i, m))
+            if m.kind == _KIND_TENSOR:
+                shape = tuple(int(m.sizes[d]) for d in range(m.ndim))
+                dt = dtypes.to_numpy(m.dtype)
+                carrier = np.dtype(np.uint16) if m.dtype == dtypes.BF16_CODE else dt
+                arr = np.empty(shape, dtype=carrier)
+                if m.nbytes:
+                    check(lib.etnp_result_copy_output(result, i, ffi.from_buffer("char[]", arr.reshape(-1).view(np.uint8)),
+                                                      m.nbytes))
+                outs.append(arr.view(dt) if carrier != dt else arr)
+            elif m.kind == _KIND_INT:
+                outs.append(int(m.int_value))
+            elif m.kind == _KIND_BOOL:
+                outs.append(bool(m.int_value))
+            elif m.kind == _KIND_DOUBLE:
+                outs.append(float(m.double_value))
+            elif m.kind == _KIND_NONE:
+                outs.append(None)
+            else:
+                raise ExecutionError(f"output {i}: outputs of kind {_KIND_NAMES.get(m.kind, m.kind)} are not supported")
+        return outs
+
+    execute = __call__
+
+    def __repr__(self) -> str:
+        return f"Method({self._meta})"
+
+
+def runtime_info() -> dict:
+    """What this build of the runtime contains (derived from the native registry)."""
+    return {
+        "version": ffi.string(lib.etnp_version()).decode(),
+        "executorch_version": ffi.string(lib.etnp_et_version()).decode(),
+        "backends": names(lib.etnp_num_backends, lib.etnp_backend_name),
+        "operators": names(lib.etnp_num_operators, lib.etnp_operator_name),
+        "kernel_libs": names(lib.etnp_num_kernel_libs, lib.etnp_kernel_lib_name),
+        "supported_dtypes": list(dtypes.SUPPORTED_DTYPES),
+        "bfloat16": dtypes.bfloat16_mode(),
+        "cpu_features": ffi.string(lib.etnp_cpu_features()).decode(),
+        "default_num_threads": Runtime.get().num_threads,
+    }

@@ -1,0 +1,142 @@
+/* etnp.h - the C API of executorch-numpy-runtime's native core.
+ *
+ * This is the ONLY declaration of the API: build_ffi.py derives the cffi cdef
+ * from this file (preprocessor lines stripped), so keep it plain C: no macros
+ * inside declarations, constants as enums.
+ *
+ * Every function that can fail returns an etnp_status; on failure the calling
+ * thread's etnp_last_error_message() says what went wrong and
+ * etnp_last_error_detail() names the missing operator / backend (or "").
+ */
+#ifndef ETNP_H
+#define ETNP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum etnp_status {
+  ETNP_OK = 0,
+  ETNP_ERR_PROGRAM_LOAD = 1,          /* malformed / unsupported .pte */
+  ETNP_ERR_BACKEND_NOT_AVAILABLE = 2, /* delegate id not linked */
+  ETNP_ERR_OPERATOR_NOT_FOUND = 3,    /* kernel (or XNN node) not linked */
+  ETNP_ERR_EXECUTION = 4,             /* bad inputs, kernel failure */
+  ETNP_ERR_INVALID_ARGUMENT = 5,      /* API misuse (null handle, bad index) */
+  ETNP_ERR_INTERNAL = 6
+};
+
+enum etnp_limits { ETNP_MAX_DIMS = 16 };
+
+/* Value kinds (the EValue tags of program.fbs). */
+enum etnp_kind {
+  ETNP_KIND_NONE = 0,
+  ETNP_KIND_INT = 1,
+  ETNP_KIND_BOOL = 2,
+  ETNP_KIND_DOUBLE = 3,
+  ETNP_KIND_TENSOR = 4,
+  ETNP_KIND_STRING = 5,
+  ETNP_KIND_INT_LIST = 6,
+  ETNP_KIND_DOUBLE_LIST = 7,
+  ETNP_KIND_BOOL_LIST = 8,
+  ETNP_KIND_TENSOR_LIST = 9,
+  ETNP_KIND_OPTIONAL_TENSOR_LIST = 10
+};
+
+/* dtype codes are ExecuTorch's ScalarType numbers (scalar_type.fbs). */
+enum etnp_dtype {
+  ETNP_DTYPE_UINT8 = 0,
+  ETNP_DTYPE_INT8 = 1,
+  ETNP_DTYPE_INT16 = 2,
+  ETNP_DTYPE_INT32 = 3,
+  ETNP_DTYPE_INT64 = 4,
+  ETNP_DTYPE_FLOAT16 = 5,
+  ETNP_DTYPE_FLOAT32 = 6,
+  ETNP_DTYPE_FLOAT64 = 7,
+  ETNP_DTYPE_BOOL = 11,
+  ETNP_DTYPE_BFLOAT16 = 15
+};
+
+typedef struct etnp_runtime etnp_runtime;
+typedef struct etnp_program etnp_program;
+typedef struct etnp_method etnp_method;
+typedef struct etnp_result etnp_result;
+
+/* Describes one method input/output, or one produced output value. */
+typedef struct etnp_value_meta {
+  int kind;                       /* etnp_kind */
+  int dtype;                      /* etnp_dtype, tensors only */
+  int ndim;
+  int64_t sizes[16];              /* planned (upper-bound) sizes, or actual sizes of a result */
+  int dynamic;                    /* 0 static, 1 dynamic (bounded), 2 dynamic (unbounded) */
+  int64_t int_value;              /* INT / BOOL scalars */
+  double double_value;            /* DOUBLE scalars */
+  size_t nbytes;                  /* tensor data size in bytes */
+} etnp_value_meta;
+
+/* One input passed to etnp_method_run. For tensors, data must be C-contiguous
+ * and stay valid for the duration of the call; it is not copied. */
+typedef struct etnp_input {
+  int kind;                       /* ETNP_KIND_TENSOR, _INT, _BOOL or _DOUBLE */
+  int dtype;
+  int ndim;
+  const int64_t *sizes;
+  const void *data;
+  size_t nbytes;
+  int64_t int_value;
+  double double_value;
+} etnp_input;
+
+/* ---- errors (thread-local, valid until the thread's next failing call) ---- */
+const char *etnp_last_error_message(void);
+const char *etnp_last_error_detail(void);
+
+/* ---- build / registry introspection ---- */
+const char *etnp_version(void);
+const char *etnp_et_version(void);
+size_t etnp_num_operators(void);
+const char *etnp_operator_name(size_t i);
+size_t etnp_num_backends(void);
+const char *etnp_backend_name(size_t i);
+size_t etnp_num_kernel_libs(void);
+const char *etnp_kernel_lib_name(size_t i);
+const char *etnp_cpu_features(void);
+
+/* ---- runtime ---- */
+int etnp_runtime_create(int num_threads, etnp_runtime **out);  /* num_threads <= 0: physical cores */
+void etnp_runtime_destroy(etnp_runtime *rt);
+int etnp_runtime_num_threads(const etnp_runtime *rt);
+
+/* ---- program ---- */
+int etnp_program_load_file(etnp_runtime *rt, const char *path, etnp_program **out);
+int etnp_program_load_bytes(etnp_runtime *rt, const void *data, size_t size, etnp_program **out);
+void etnp_program_destroy(etnp_program *prog);
+size_t etnp_program_num_methods(const etnp_program *prog);
+const char *etnp_program_method_name(const etnp_program *prog, size_t i);
+/* Operators / delegates used by one method (for coverage tools); no kernels needed. */
+int etnp_program_method_ops(const etnp_program *prog, const char *method, size_t i, const char **name);
+int etnp_program_method_delegates(const etnp_program *prog, const char *method, size_t i, const char **id);
+
+/* ---- method ---- */
+int etnp_method_load(etnp_program *prog, const char *name, etnp_method **out);
+void etnp_method_destroy(etnp_method *m);
+size_t etnp_method_num_inputs(const etnp_method *m);
+size_t etnp_method_num_outputs(const etnp_method *m);
+int etnp_method_input_meta(const etnp_method *m, size_t i, etnp_value_meta *out);
+int etnp_method_output_meta(const etnp_method *m, size_t i, etnp_value_meta *out);
+/* Binds inputs, executes, and copies every output into a new result.
+ * Serialised per runtime (the runtime's mutex is held for the whole call). */
+int etnp_method_run(etnp_method *m, const etnp_input *inputs, size_t num_inputs, etnp_result **out);
+
+/* ---- result ---- */
+size_t etnp_result_num_outputs(const etnp_result *r);
+int etnp_result_output_meta(const etnp_result *r, size_t i, etnp_value_meta *out);
+int etnp_result_copy_output(const etnp_result *r, size_t i, void *dst, size_t nbytes);
+void etnp_result_destroy(etnp_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ETNP_H */

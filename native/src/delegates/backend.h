@@ -1,0 +1,43 @@
+// The delegate (backend) interface: a backend is registered by id, initialised from the
+// processed blob + compile specs at method load, executed with the delegate call's
+// EValues (inputs then outputs), and destroyed with the method.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/registry.h"
+#include "runtime/evalue.h"
+#include "runtime/program.h"
+
+namespace etnp {
+
+struct CompileSpec {
+  std::string key;
+  std::vector<uint8_t> value;
+};
+
+class DelegateHandle {
+ public:
+  virtual ~DelegateHandle() = default;
+  virtual void execute(KernelContext& ctx, EValue** args, size_t nargs) = 0;
+};
+
+struct BackendInit {
+  Span blob;
+  const std::vector<CompileSpec>* specs;
+  const Program* program;  // resolves named data
+  int num_threads;
+};
+
+struct Backend {
+  const char* id;
+  std::unique_ptr<DelegateHandle> (*init)(const BackendInit& init);
+};
+
+const std::vector<Backend>& backends();
+const Backend* find_backend(const std::string& id);
+
+std::unique_ptr<DelegateHandle> xnnpack_init(const BackendInit& init);
+
+}  // namespace etnp

@@ -1,0 +1,45 @@
+#include "kernels/copy_util.h"
+
+namespace etnp {
+
+View view_of(const Tensor& t) {
+  View v;
+  v.dtype = t.dtype;
+  v.data = t.data;
+  v.dim = t.dim;
+  for (int i = 0; i < t.dim; i++) { v.sizes[i] = t.sizes[i]; v.strides[i] = t.strides[i]; }
+  v.offset = 0;
+  return v;
+}
+
+void copy_view(const View& src, Tensor& dst, int64_t dst_off, const int64_t* dst_strides) {
+  const int64_t* ds = dst_strides ? dst_strides : dst.strides;
+  int nd = src.dim;
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++) n *= src.sizes[i];
+  if (n == 0) return;
+  bool same = src.dtype == dst.dtype;
+  size_t es = dtype_size(dst.dtype);
+  // Innermost run: contiguous in both -> memcpy rows.
+  int64_t inner = nd ? src.sizes[nd - 1] : 1;
+  bool row = same && nd && src.strides[nd - 1] == 1 && ds[nd - 1] == 1;
+  int64_t idx[kMaxDims] = {};
+  int outer_dims = row ? nd - 1 : nd;
+  int64_t steps = row ? n / inner : n;
+  const uint8_t* sp = (const uint8_t*)src.data;
+  uint8_t* dp = (uint8_t*)dst.data;
+  for (int64_t s = 0; s < steps; s++) {
+    int64_t so = src.offset, dof = dst_off;
+    for (int d = 0; d < outer_dims; d++) { so += idx[d] * src.strides[d]; dof += idx[d] * ds[d]; }
+    if (row) std::memcpy(dp + dof * es, sp + so * es, inner * es);
+    else if (same) std::memcpy(dp + dof * es, sp + so * es, es);
+    else if (is_floating(dst.dtype) || is_floating(src.dtype)) store_f64(dp, dst.dtype, dof, load_f64(sp, src.dtype, so));
+    else store_i64(dp, dst.dtype, dof, load_i64(sp, src.dtype, so));
+    for (int d = outer_dims - 1; d >= 0; d--) {
+      if (++idx[d] < src.sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace etnp

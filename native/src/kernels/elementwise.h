@@ -1,0 +1,36 @@
+// Generic elementwise machinery (broadcasting, dtype dispatch) used by several kernel files.
+#pragma once
+#include "kernels/kernel_util.h"
+
+namespace etnp {
+
+using BinaryD = double (*)(double, double);
+using BinaryI = int64_t (*)(int64_t, int64_t);
+using UnaryD = double (*)(double);
+using UnaryI = int64_t (*)(int64_t);
+
+// out = f(a, b) with broadcasting. Computes in double when any of a, b, out is floating,
+// otherwise in int64 (fi == nullptr then means: unsupported for integers).
+void binary_apply(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, BinaryD fd, BinaryI fi);
+// out = f(a), same domain rule.
+void unary_apply(KernelContext& ctx, const Tensor& a, Tensor& out, UnaryD fd, UnaryI fi);
+// out = f(a) where f is any callable on double (for parameterised activations).
+template <typename F>
+void unary_apply_fn(KernelContext& ctx, const Tensor& a, Tensor& out, F f) {
+  resize(out, shape_of(a));
+  int64_t n = a.numel();
+  if (a.dtype == DType::F32 && out.dtype == DType::F32 && a.default_dim_order() && out.default_dim_order()) {
+    const float* x = a.ptr<float>();
+    float* y = out.ptr<float>();
+    parallel(ctx, n, 1 << 14, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; i++) y[i] = (float)f((double)x[i]);
+    });
+    return;
+  }
+  const Tensor* ins[1] = {&a};
+  for_each_broadcast(out, ins, 1, [&](int64_t o, const int64_t* off) {
+    store_f64(out.data, out.dtype, o, f(load_f64(a.data, a.dtype, off[0])));
+  });
+}
+
+}  // namespace etnp

@@ -1,0 +1,22 @@
+// Packed single-precision GEMM: C[M,N] = A[M,K] * B[K,N] (+ bias) (clamped), with
+// arbitrary strides for A and B, register-blocked 6x16 micro-kernels (AVX2+FMA
+// chosen at run time, portable fallback) and the runtime's thread pool.
+#pragma once
+#include <cstdint>
+
+#include "threadpool/threadpool.h"
+
+namespace etnp {
+
+struct GemmEpilogue {
+  const float* bias_row = nullptr;  // bias[m], added to row m
+  const float* bias_col = nullptr;  // bias[n], added to column n
+  float min = -__builtin_inff(), max = __builtin_inff();
+  bool accumulate = false;          // C += A*B instead of C = A*B
+};
+
+// A(m,k) = A[m*rsa + k*csa]; B(k,n) = B[k*rsb + n*csb]; C(m,n) = C[m*ldc + n].
+void sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
+           const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, const GemmEpilogue& ep = GemmEpilogue());
+
+}  // namespace etnp

@@ -1,0 +1,288 @@
+// Indexing kernels: index_select, gather, scatter, embedding, index, index_put,
+// masked_fill, topk, sort.
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "kernels/copy_util.h"
+
+namespace etnp {
+namespace {
+
+int64_t checked_index(int64_t i, int64_t n, const char* op) {
+  if (i < -n || i >= n) throw_exec(std::string(op) + ": index " + std::to_string(i) + " is out of bounds for size " + std::to_string(n));
+  return i < 0 ? i + n : i;
+}
+void copy_elem(const Tensor& src, int64_t so, Tensor& dst, int64_t d) {
+  if (src.dtype == dst.dtype) {
+    size_t es = src.elem_size();
+    std::memcpy((uint8_t*)dst.data + d * es, (const uint8_t*)src.data + so * es, es);
+  } else if (is_floating(dst.dtype) || is_floating(src.dtype)) {
+    store_f64(dst.data, dst.dtype, d, load_f64(src.data, src.dtype, so));
+  } else {
+    store_i64(dst.data, dst.dtype, d, load_i64(src.data, src.dtype, so));
+  }
+}
+
+// index_select.out(self, dim, index, out)
+void index_select_kernel(KernelContext&, EValue** a, size_t) {
+  const Tensor& x = tensor_arg(a, 0);
+  int d = (int)wrap_dim(int_arg(a, 1), x.dim);
+  const Tensor& idx = tensor_arg(a, 2);
+  Tensor& out = tensor_arg(a, 3);
+  check_contiguous(x, "index_select input");
+  auto s = shape_of(x);
+  int64_t n = idx.numel();
+  if (x.dim) s[d] = n;
+  resize(out, s);
+  int64_t outer = prod(x, 0, d), len = x.dim ? x.sizes[d] : 1, inner = prod(x, d + 1, x.dim);
+  size_t es = x.elem_size();
+  for (int64_t j = 0; j < n; j++) {
+    int64_t k = checked_index(load_i64(idx.data, idx.dtype, j), len, "index_select");
+    for (int64_t o = 0; o < outer; o++)
+      std::memcpy((uint8_t*)out.data + ((o * n + j) * inner) * es, (const uint8_t*)x.data + ((o * len + k) * inner) * es,
+                  inner * es);
+  }
+}
+
+// embedding.out(weight, indices, padding_idx, scale_grad_by_freq, sparse, out)
+void embedding_kernel(KernelContext&, EValue** a, size_t) {
+  const Tensor &w = tensor_arg(a, 0), &idx = tensor_arg(a, 1);
+  Tensor& out = tensor_arg(a, 5);
+  if (w.dim != 2) throw_exec("embedding: weight must be 2-D");
+  check_contiguous(w, "embedding weight");
+  auto s = shape_of(idx);
+  s.push_back(w.sizes[1]);
+  resize(out, s);
+  size_t row = (size_t)w.sizes[1] * w.elem_size();
+  for (int64_t j = 0; j < idx.numel(); j++) {
+    int64_t k = checked_index(load_i64(idx.data, idx.dtype, j), w.sizes[0], "embedding");
+    std::memcpy((uint8_t*)out.data + j * row, (const uint8_t*)w.data + k * row, row);
+  }
+}
+
+// gather.out(self, dim, index, sparse_grad, out)
+void gather_kernel(KernelContext&, EValue** a, size_t) {
+  const Tensor& x = tensor_arg(a, 0);
+  int d = (int)wrap_dim(int_arg(a, 1), x.dim);
+  const Tensor& idx = tensor_arg(a, 2);
+  Tensor& out = tensor_arg(a, 4);
+  if (idx.dim != x.dim && !(x.dim == 0 && idx.dim <= 1)) throw_exec("gather: index rank must match input rank");
+  resize(out, shape_of(idx));
+  int64_t n = idx.numel(), pos[kMaxDims] = {};
+  for (int64_t i = 0; i < n; i++) {
+    int64_t so = 0;
+    for (int k = 0; k < idx.dim; k++) {
+      int64_t p = pos[k];
+      if (k == d) p = checked_index(load_i64(idx.data, idx.dtype, i), x.sizes[d], "gather");
+      else if (p >= x.sizes[k]) throw_exec("gather: index shape exceeds the input");
+      so += p * x.strides[k];
+    }
+    copy_elem(x, so, out, i);
+    for (int k = idx.dim - 1; k >= 0; k--) { if (++pos[k] < idx.sizes[k]) break; pos[k] = 0; }
+  }
+}
+
+// scatter.value_out(self, dim, index, value, out) / scatter.src_out(self, dim, index, src, out) /
+// scatter_add.out(self, dim, index, src, out)
+template <bool ADD>
+void scatter_kernel(KernelContext&, EValue** a, size_t) {
+  const Tensor& x = tensor_arg(a, 0);
+  int d = (int)wrap_dim(int_arg(a, 1), x.dim);
+  const Tensor& idx = tensor_arg(a, 2);
+  bool scalar = a[3]->tag != Tag::Tensor;
+  double value = scalar ? double_arg(a, 3) : 0;
+  const Tensor* src = scalar ? nullptr : &tensor_arg(a, 3);
+  Tensor& out = tensor_arg(a, 4);
+  resize(out, shape_of(x));
+  copy_view(view_of(x), out);
+  int64_t n = idx.numel(), pos[kMaxDims] = {};
+  for (int64_t i = 0; i < n; i++) {
+    int64_t oo = 0, so = 0;
+    for (int k = 0; k < idx.dim; k++) {
+      int64_t p = pos[k];
+      if (src) so += p * src->strides[k];
+      if (k == d) p = checked_index(load_i64(idx.data, idx.dtype, i), x.sizes[d], "scatter");
+      else if (p >= x.sizes[k]) throw_exec("scatter: index shape exceeds the input");
+      oo += p * out.strides[k];
+    }
+    double v = src ? load_f64(src->data, src->dtype, so) : value;
+    if (ADD) v += load_f64(out.data, out.dtype, oo);
+    store_f64(out.data, out.dtype, oo, v);
+    for (int k = idx.dim - 1; k >= 0; k--) { if (++pos[k] < idx.sizes[k]) break; pos[k] = 0; }
+  }
+}
+
+// Advanced indexing with a list of optional index tensors on the leading dims
+// (None entries keep a dim), broadcasting the index tensors together.
+void index_positions(const Tensor& x, const std::vector<Tensor*>& ids, std::vector<int64_t>& offsets,
+                     std::vector<int64_t>& out_shape) {
+  // Supports None entries before the indexed dims only (the common x[:, idx] form).
+  int first = -1, count = 0;
+  for (size_t i = 0; i < ids.size(); i++)
+    if (ids[i]) { if (first < 0) first = (int)i; count++; }
+  if (first < 0) throw_exec("index: no index tensors");
+  for (int i = first; i < first + count; i++)
+    if (!ids[i]) throw_exec("index: non-adjacent index tensors are not supported");
+  if (first + count > x.dim) throw_exec("index: too many indices");
+  Tensor bshape = *ids[first];
+  for (int i = first + 1; i < first + count; i++) {
+    auto s = broadcast_shapes(bshape, *ids[i]);
+    bshape.dim = (int)s.size();
+    for (int k = 0; k < bshape.dim; k++) bshape.sizes[k] = s[k];
+  }
+  bshape.compute_strides();
+  for (int i = first; i < first + count; i++)
+    if (ids[i]->dtype == DType::Bool) throw_exec("index: boolean masks are not supported (dynamic output size)");
+  out_shape.clear();
+  for (int k = 0; k < first; k++) out_shape.push_back(x.sizes[k]);
+  for (int k = 0; k < bshape.dim; k++) out_shape.push_back(bshape.sizes[k]);
+  for (int k = first + count; k < x.dim; k++) out_shape.push_back(x.sizes[k]);
+  int64_t pre = prod(x, 0, first), post = prod(x, first + count, x.dim), nb = bshape.numel();
+  std::vector<BroadcastStrides> bs;
+  for (int i = first; i < first + count; i++) bs.push_back(broadcast_strides(*ids[i], bshape));
+  offsets.assign((size_t)(pre * nb * post), 0);
+  int64_t bpos[kMaxDims] = {};
+  for (int64_t j = 0; j < nb; j++) {
+    int64_t off = 0;
+    for (int i = 0; i < count; i++) {
+      int64_t io = 0;
+      for (int k = 0; k < bshape.dim; k++) io += bpos[k] * bs[i].strides[k];
+      int dd = first + i;
+      off += checked_index(load_i64(ids[first + i]->data, ids[first + i]->dtype, io), x.sizes[dd], "index") * x.strides[dd];
+    }
+    for (int64_t p = 0; p < pre; p++)
+      for (int64_t q = 0; q < post; q++) {
+        // decompose p (leading dims) and q (trailing dims) into offsets
+        int64_t po = 0, rem = p;
+        for (int k = first - 1; k >= 0; k--) { po += (rem % x.sizes[k]) * x.strides[k]; rem /= x.sizes[k]; }
+        int64_t qo = 0;
+        rem = q;
+        for (int k = x.dim - 1; k >= first + count; k--) { qo += (rem % x.sizes[k]) * x.strides[k]; rem /= x.sizes[k]; }
+        offsets[(size_t)((p * nb + j) * post + q)] = po + off + qo;
+      }
+    for (int k = bshape.dim - 1; k >= 0; k--) { if (++bpos[k] < bshape.sizes[k]) break; bpos[k] = 0; }
+  }
+}
+
+// index.Tensor_out(self, indices, out)
+void index_kernel(KernelContext& ctx, EValue** a, size_t) {
+  const Tensor& x = tensor_arg(a, 0);
+  auto ids = tensor_list_arg(ctx, a, 1, true);
+  Tensor& out = tensor_arg(a, 2);
+  std::vector<int64_t> offs, shape;
+  index_positions(x, ids, offs, shape);
+  resize(out, shape);
+  for (size_t i = 0; i < offs.size(); i++) copy_elem(x, offs[i], out, (int64_t)i);
+}
+
+// index_put.out(self, indices, values, accumulate, out)
+void index_put_kernel(KernelContext& ctx, EValue** a, size_t) {
+  const Tensor& x = tensor_arg(a, 0);
+  auto ids = tensor_list_arg(ctx, a, 1, true);
+  const Tensor& v = tensor_arg(a, 2);
+  bool acc = bool_arg(a, 3);
+  Tensor& out = tensor_arg(a, 4);
+  resize(out, shape_of(x));
+  check_contiguous(out, "index_put output");
+  copy_view(view_of(x), out);
+  std::vector<int64_t> offs, shape;
+  index_positions(out, ids, offs, shape);
+  Tensor sh;
+  sh.dim = (int)shape.size();
+  for (int k = 0; k < sh.dim; k++) sh.sizes[k] = shape[k];
+  sh.compute_strides();
+  BroadcastStrides bs = broadcast_strides(v, sh);
+  int64_t pos[kMaxDims] = {};
+  for (size_t i = 0; i < offs.size(); i++) {
+    int64_t vo = 0;
+    for (int k = 0; k < sh.dim; k++) vo += pos[k] * bs.strides[k];
+    double val = load_f64(v.data, v.dtype, vo);
+    if (acc) val += load_f64(out.data, out.dtype, offs[i]);
+    store_f64(out.data, out.dtype, offs[i], val);
+    for (int k = sh.dim - 1; k >= 0; k--) { if (++pos[k] < sh.sizes[k]) break; pos[k] = 0; }
+  }
+}
+
+// masked_fill.Scalar_out(self, mask, value, out)
+void masked_fill_kernel(KernelContext&, EValue** a, size_t) {
+  const Tensor &x = tensor_arg(a, 0), &m = tensor_arg(a, 1);
+  double v = double_arg(a, 2);
+  Tensor& out = tensor_arg(a, 3);
+  resize(out, broadcast_shapes(x, m));
+  const Tensor* ins[2] = {&x, &m};
+  for_each_broadcast(out, ins, 2, [&](int64_t o, const int64_t* off) {
+    if (load_i64(m.data, m.dtype, off[1])) store_f64(out.data, out.dtype, o, v);
+    else copy_elem(x, off[0], out, o);
+  });
+}
+
+// Sorting along a dim: writes the first k of each run (values and int64 indices).
+void sort_along(const Tensor& x, int d, int64_t k, bool descending, bool stable, Tensor& values, Tensor& indices) {
+  check_contiguous(x, "sort input");
+  auto s = shape_of(x);
+  if (x.dim) s[d] = k;
+  resize(values, s);
+  resize(indices, s);
+  int64_t outer = prod(x, 0, d), len = x.dim ? x.sizes[d] : 1, inner = prod(x, d + 1, x.dim);
+  std::vector<int64_t> order((size_t)len);
+  std::vector<double> vals((size_t)len);
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      for (int64_t j = 0; j < len; j++) vals[j] = load_f64(x.data, x.dtype, (o * len + j) * inner + i);
+      std::iota(order.begin(), order.end(), 0);
+      auto cmp = [&](int64_t p, int64_t q) {  // NaN sorts as the largest value
+        double u = vals[p], w = vals[q];
+        bool un = std::isnan(u), wn = std::isnan(w);
+        if (descending) return un ? !wn : (!wn && u > w);
+        return wn ? !un : (!un && u < w);
+      };
+      (void)stable;
+      std::stable_sort(order.begin(), order.end(), cmp);
+      for (int64_t j = 0; j < k; j++) {
+        int64_t oo = (o * k + j) * inner + i;
+        copy_elem(x, (o * len + order[j]) * inner + i, values, oo);
+        store_i64(indices.data, indices.dtype, oo, order[j]);
+      }
+    }
+}
+// topk.values(self, k, dim, largest, sorted, values, indices)
+void topk_kernel(KernelContext&, EValue** a, size_t) {
+  const Tensor& x = tensor_arg(a, 0);
+  int64_t k = int_arg(a, 1);
+  int d = (int)wrap_dim(int_arg(a, 2), x.dim);
+  if (k < 0 || k > (x.dim ? x.sizes[d] : 1)) throw_exec("topk: k is out of range");
+  sort_along(x, d, k, bool_arg(a, 3), true, tensor_arg(a, 5), tensor_arg(a, 6));
+}
+// sort.values(self, dim, descending, values, indices)
+void sort_kernel(KernelContext&, EValue** a, size_t) {
+  const Tensor& x = tensor_arg(a, 0);
+  int d = (int)wrap_dim(int_arg(a, 1), x.dim);
+  sort_along(x, d, x.dim ? x.sizes[d] : 1, bool_arg(a, 2), true, tensor_arg(a, 3), tensor_arg(a, 4));
+}
+// sort.values_stable(self, stable?, dim, descending, values, indices)
+void sort_stable_kernel(KernelContext&, EValue** a, size_t) {
+  const Tensor& x = tensor_arg(a, 0);
+  int d = (int)wrap_dim(int_arg(a, 2), x.dim);
+  sort_along(x, d, x.dim ? x.sizes[d] : 1, bool_arg(a, 3), true, tensor_arg(a, 4), tensor_arg(a, 5));
+}
+
+}  // namespace
+
+void register_index_kernels(KernelRegistry& r) {
+  const char* P = "portable";
+  r.add("aten::index_select.out", &index_select_kernel, P, 4);
+  r.add("aten::embedding.out", &embedding_kernel, P, 6);
+  r.add("aten::gather.out", &gather_kernel, P, 5);
+  r.add("aten::scatter.value_out", &scatter_kernel<false>, P, 5);
+  r.add("aten::scatter.src_out", &scatter_kernel<false>, P, 5);
+  r.add("aten::scatter_add.out", &scatter_kernel<true>, P, 5);
+  r.add("aten::index.Tensor_out", &index_kernel, P, 3);
+  r.add("aten::index_put.out", &index_put_kernel, P, 5);
+  r.add("aten::masked_fill.Scalar_out", &masked_fill_kernel, P, 4);
+  r.add("aten::topk.values", &topk_kernel, P, 7);
+  r.add("aten::sort.values", &sort_kernel, P, 5);
+  r.add("aten::sort.values_stable", &sort_stable_kernel, P, 6);
+}
+
+}  // namespace etnp

@@ -1,0 +1,87 @@
+#include "kernels/kernel_util.h"
+
+namespace etnp {
+
+std::vector<int64_t> int_list_arg(KernelContext& ctx, EValue** a, int i) {
+  const EValue* v = a[i];
+  std::vector<int64_t> out;
+  if (v->tag == Tag::None) return out;
+  if (v->tag == Tag::Int) return {v->i};
+  if (v->tag != Tag::IntList) throw_exec("argument " + std::to_string(i) + ": expected an int list, got " + tag_name(v->tag));
+  out.reserve(v->items.size());
+  for (int64_t idx : v->items) {
+    if (idx < 0 || (size_t)idx >= ctx.num_values) throw_exec("int list item out of range");
+    const EValue& e = ctx.values[idx];
+    if (e.tag != Tag::Int) throw_exec("int list holds a non-int");
+    out.push_back(e.i);
+  }
+  return out;
+}
+
+std::vector<Tensor*> tensor_list_arg(KernelContext& ctx, EValue** a, int i, bool allow_none) {
+  const EValue* v = a[i];
+  if (v->tag != Tag::TensorList && v->tag != Tag::OptTensorList)
+    throw_exec("argument " + std::to_string(i) + ": expected a tensor list, got " + tag_name(v->tag));
+  std::vector<Tensor*> out;
+  for (int64_t idx : v->items) {
+    if (idx < 0 || ctx.values[idx].tag == Tag::None) {
+      if (!allow_none) throw_exec("tensor list holds None");
+      out.push_back(nullptr);
+      continue;
+    }
+    if ((size_t)idx >= ctx.num_values || ctx.values[idx].tag != Tag::Tensor) throw_exec("tensor list holds a non-tensor");
+    out.push_back(&ctx.values[idx].t);
+  }
+  return out;
+}
+
+std::vector<int64_t> broadcast_shapes(const Tensor& a, const Tensor& b) {
+  int n = std::max(a.dim, b.dim);
+  std::vector<int64_t> out(n);
+  for (int i = 0; i < n; i++) {
+    int ia = a.dim - n + i, ib = b.dim - n + i;
+    int64_t sa = ia >= 0 ? a.sizes[ia] : 1, sb = ib >= 0 ? b.sizes[ib] : 1;
+    if (sa != sb && sa != 1 && sb != 1)
+      throw_exec("shapes " + a.shape_str() + " and " + b.shape_str() + " cannot be broadcast");
+    out[i] = sa == 1 ? sb : sa;
+  }
+  return out;
+}
+
+BroadcastStrides broadcast_strides(const Tensor& in, const Tensor& out) {
+  BroadcastStrides r;
+  r.dim = out.dim;
+  if (in.dim > out.dim) throw_exec("input of shape " + in.shape_str() + " does not broadcast to " + out.shape_str());
+  for (int d = 0; d < out.dim; d++) {
+    int k = in.dim - out.dim + d;
+    int64_t s = k >= 0 ? in.sizes[k] : 1;
+    if (s != out.sizes[d] && s != 1)
+      throw_exec("input of shape " + in.shape_str() + " does not broadcast to " + out.shape_str());
+    r.sizes[d] = s;
+    r.strides[d] = (k >= 0 && s != 1) ? in.strides[k] : 0;
+  }
+  return r;
+}
+
+void make_scalar_tensor(const EValue* s, const Tensor& other, ScalarHolder& h) {
+  Tensor& t = h.t;
+  t = Tensor();
+  t.dim = 0;
+  t.data = h.storage;
+  t.capacity = sizeof(h.storage);
+  if (s->tag == Tag::Double) {
+    // float32/float64 tensors take the scalar in their own type; half types compute in float.
+    t.dtype = other.dtype == DType::F64 ? DType::F64 : is_floating(other.dtype) ? DType::F32 : DType::F64;
+    store_f64(t.data, t.dtype, 0, s->d);
+  } else if (s->tag == Tag::Int || s->tag == Tag::Bool) {
+    if (s->tag == Tag::Bool && other.dtype == DType::Bool) t.dtype = DType::Bool;
+    else t.dtype = is_floating(other.dtype) ? other.dtype : DType::I64;
+    store_i64(t.data, t.dtype, 0, s->i);
+  } else if (s->tag == Tag::Tensor) {
+    t = s->t;
+  } else {
+    throw_exec(std::string("expected a scalar, got ") + tag_name(s->tag));
+  }
+}
+
+}  // namespace etnp

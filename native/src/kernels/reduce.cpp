@@ -1,0 +1,264 @@
+// Reductions: sum/mean/prod/amax/amin/max/min/argmax/argmin/any/all/var/std/logsumexp/norm
+// over dims with keepdim, and cumulative sum/product.
+#include <vector>
+
+#include "kernels/kernel_util.h"
+
+namespace etnp {
+namespace {
+
+// The plan of a reduction: offsets of every kept position and of every reduced position.
+struct Reduction {
+  std::vector<int64_t> kept, reduced;
+  std::vector<int64_t> out_shape;
+};
+Reduction plan(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+  bool red[kMaxDims] = {};
+  if (dims.empty()) for (int i = 0; i < x.dim; i++) red[i] = true;
+  for (auto d : dims) red[wrap_dim(d, x.dim)] = true;
+  Reduction r;
+  for (int i = 0; i < x.dim; i++) {
+    if (!red[i]) r.out_shape.push_back(x.sizes[i]);
+    else if (keepdim) r.out_shape.push_back(1);
+  }
+  auto offsets = [&](bool want) {
+    std::vector<int64_t> off{0};
+    for (int i = 0; i < x.dim; i++) {
+      if (red[i] != want) continue;
+      std::vector<int64_t> next;
+      next.reserve(off.size() * x.sizes[i]);
+      for (auto o : off)
+        for (int64_t j = 0; j < x.sizes[i]; j++) next.push_back(o + j * x.strides[i]);
+      off.swap(next);
+    }
+    return off;
+  };
+  r.kept = offsets(false);
+  r.reduced = offsets(true);
+  return r;
+}
+
+enum class Op { Sum, Mean, Prod, Max, Min, ArgMax, ArgMin, Any, All, LogSumExp };
+
+void reduce(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, Op op, Tensor& out) {
+  Reduction r = plan(x, dims, keepdim);
+  resize(out, r.out_shape);
+  if (x.numel() == 0 && (op == Op::Max || op == Op::Min || op == Op::ArgMax || op == Op::ArgMin) && !r.kept.empty() && out.numel())
+    throw_exec("cannot compute max/min of an empty tensor");
+  bool int_domain = !is_floating(x.dtype) && !is_floating(out.dtype) && (op == Op::Sum || op == Op::Prod);
+  int64_t R = (int64_t)r.reduced.size();
+  parallel(ctx, (int64_t)r.kept.size(), 16, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; k++) {
+      int64_t base = r.kept[k];
+      if (int_domain) {
+        int64_t acc = op == Op::Sum ? 0 : 1;
+        for (auto o : r.reduced) {
+          int64_t v = load_i64(x.data, x.dtype, base + o);
+          acc = op == Op::Sum ? (int64_t)((uint64_t)acc + (uint64_t)v) : (int64_t)((uint64_t)acc * (uint64_t)v);
+        }
+        store_i64(out.data, out.dtype, k, acc);
+        continue;
+      }
+      double acc = 0;
+      int64_t best = 0;
+      switch (op) {
+        case Op::Sum: case Op::Mean:
+          for (auto o : r.reduced) acc += load_f64(x.data, x.dtype, base + o);
+          if (op == Op::Mean) acc = R ? acc / (double)R : NAN;
+          break;
+        case Op::Prod:
+          acc = 1;
+          for (auto o : r.reduced) acc *= load_f64(x.data, x.dtype, base + o);
+          break;
+        case Op::Max: case Op::Min: case Op::ArgMax: case Op::ArgMin: {
+          bool mx = op == Op::Max || op == Op::ArgMax;
+          acc = load_f64(x.data, x.dtype, base + r.reduced[0]);
+          for (int64_t j = 1; j < R && !std::isnan(acc); j++) {
+            double v = load_f64(x.data, x.dtype, base + r.reduced[j]);
+            if (std::isnan(v) || (mx ? v > acc : v < acc)) { acc = v; best = j; }
+          }
+          break;
+        }
+        case Op::Any:
+          for (auto o : r.reduced) if (load_f64(x.data, x.dtype, base + o) != 0) { acc = 1; break; }
+          break;
+        case Op::All:
+          acc = 1;
+          for (auto o : r.reduced) if (load_f64(x.data, x.dtype, base + o) == 0) { acc = 0; break; }
+          break;
+        case Op::LogSumExp: {
+          double m = -INFINITY;
+          for (auto o : r.reduced) m = std::max(m, load_f64(x.data, x.dtype, base + o));
+          for (auto o : r.reduced) acc += std::exp(load_f64(x.data, x.dtype, base + o) - m);
+          acc = std::isinf(m) ? m : m + std::log(acc);
+          break;
+        }
+      }
+      if (op == Op::ArgMax || op == Op::ArgMin) store_i64(out.data, out.dtype, k, best);
+      else store_f64(out.data, out.dtype, k, acc);
+    }
+  });
+}
+
+std::vector<int64_t> opt_dims(KernelContext& ctx, EValue** a, int i) { return int_list_arg(ctx, a, i); }
+
+// sum.IntList_out / mean.out (self, dim?, keepdim, dtype?, out)
+template <Op OP>
+void reduce_dims_kernel(KernelContext& ctx, EValue** a, size_t) {
+  reduce(ctx, tensor_arg(a, 0), opt_dims(ctx, a, 1), bool_arg(a, 2), OP, tensor_arg(a, 4));
+}
+// sum.dtype_out / mean.dtype_out / prod.out (self, dtype?, out): full reduction
+template <Op OP>
+void reduce_all_kernel(KernelContext& ctx, EValue** a, size_t) { reduce(ctx, tensor_arg(a, 0), {}, false, OP, tensor_arg(a, 2)); }
+// amax.out / amin.out / any.dims_out / all.dims_out (self, dim, keepdim, out)
+template <Op OP>
+void reduce_dims3_kernel(KernelContext& ctx, EValue** a, size_t) {
+  reduce(ctx, tensor_arg(a, 0), opt_dims(ctx, a, 1), bool_arg(a, 2), OP, tensor_arg(a, 3));
+}
+// any.all_out / all.all_out / max.unary_out / min.unary_out (self, out)
+template <Op OP>
+void reduce_unary_kernel(KernelContext& ctx, EValue** a, size_t) { reduce(ctx, tensor_arg(a, 0), {}, false, OP, tensor_arg(a, 1)); }
+// prod.int_out (self, dim, keepdim, dtype?, out)
+void prod_dim_kernel(KernelContext& ctx, EValue** a, size_t) {
+  reduce(ctx, tensor_arg(a, 0), {int_arg(a, 1)}, bool_arg(a, 2), Op::Prod, tensor_arg(a, 4));
+}
+// argmax.out / argmin.out (self, dim?, keepdim, out)
+template <Op OP>
+void arg_kernel(KernelContext& ctx, EValue** a, size_t) {
+  const Tensor& x = tensor_arg(a, 0);
+  Tensor& out = tensor_arg(a, 3);
+  if (!opt_present(a, 1)) {  // over the flattened tensor
+    Tensor flat = x;
+    check_contiguous(x, "argmax input");
+    flat.dim = 1; flat.sizes[0] = x.numel(); flat.compute_strides();
+    reduce(ctx, flat, {0}, false, OP, out);
+    if (bool_arg(a, 2)) throw_exec("argmax with keepdim and no dim is not supported");
+    return;
+  }
+  reduce(ctx, x, {int_arg(a, 1)}, bool_arg(a, 2), OP, out);
+}
+// max.dim_max / min.dim_min (self, dim, keepdim, values, indices)
+template <bool MAX>
+void max_dim_kernel(KernelContext& ctx, EValue** a, size_t) {
+  const Tensor& x = tensor_arg(a, 0);
+  int64_t d = int_arg(a, 1);
+  bool keep = bool_arg(a, 2);
+  reduce(ctx, x, {d}, keep, MAX ? Op::Max : Op::Min, tensor_arg(a, 3));
+  reduce(ctx, x, {d}, keep, MAX ? Op::ArgMax : Op::ArgMin, tensor_arg(a, 4));
+}
+// logsumexp.out(self, dim, keepdim, out)
+void logsumexp_kernel(KernelContext& ctx, EValue** a, size_t) {
+  reduce(ctx, tensor_arg(a, 0), opt_dims(ctx, a, 1), bool_arg(a, 2), Op::LogSumExp, tensor_arg(a, 3));
+}
+
+// var / std with a correction (Bessel's by default)
+template <bool STD>
+void variance(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim, Tensor& out) {
+  Reduction r = plan(x, dims, keepdim);
+  resize(out, r.out_shape);
+  double R = (double)r.reduced.size();
+  for (size_t k = 0; k < r.kept.size(); k++) {
+    double s = 0, ss = 0;
+    for (auto o : r.reduced) s += load_f64(x.data, x.dtype, r.kept[k] + o);
+    double m = s / R;
+    for (auto o : r.reduced) { double d = load_f64(x.data, x.dtype, r.kept[k] + o) - m; ss += d * d; }
+    double v = ss / std::max(0.0, R - correction);
+    store_f64(out.data, out.dtype, (int64_t)k, STD ? std::sqrt(v) : v);
+  }
+}
+// var.correction_out / std.correction_out (self, dim?, correction?, keepdim, out)
+template <bool STD>
+void var_correction_kernel(KernelContext& ctx, EValue** a, size_t) {
+  double c = opt_present(a, 2) ? double_arg(a, 2) : 1.0;
+  variance<STD>(ctx, tensor_arg(a, 0), opt_dims(ctx, a, 1), c, bool_arg(a, 3), tensor_arg(a, 4));
+}
+// var.out / std.out (self, dim?, unbiased, keepdim, out)
+template <bool STD>
+void var_kernel(KernelContext& ctx, EValue** a, size_t) {
+  variance<STD>(ctx, tensor_arg(a, 0), opt_dims(ctx, a, 1), bool_arg(a, 2) ? 1.0 : 0.0, bool_arg(a, 3), tensor_arg(a, 4));
+}
+
+// linalg_vector_norm.out(self, ord, dim?, keepdim, dtype?, out)
+void vector_norm_kernel(KernelContext& ctx, EValue** a, size_t) {
+  const Tensor& x = tensor_arg(a, 0);
+  double ord = double_arg(a, 1);
+  Reduction r = plan(x, opt_dims(ctx, a, 2), bool_arg(a, 3));
+  Tensor& out = tensor_arg(a, 5);
+  resize(out, r.out_shape);
+  for (size_t k = 0; k < r.kept.size(); k++) {
+    double acc = 0;
+    for (auto o : r.reduced) {
+      double v = std::fabs(load_f64(x.data, x.dtype, r.kept[k] + o));
+      if (std::isinf(ord)) acc = ord > 0 ? std::max(acc, v) : (o == r.reduced[0] ? v : std::min(acc, v));
+      else if (ord == 0) acc += v != 0;
+      else acc += std::pow(v, ord);
+    }
+    if (!std::isinf(ord) && ord != 0) acc = std::pow(acc, 1.0 / ord);
+    store_f64(out.data, out.dtype, (int64_t)k, acc);
+  }
+}
+
+// cumsum.out / cumprod.out (self, dim, dtype?, out)
+template <bool PROD>
+void cumulative_kernel(KernelContext&, EValue** a, size_t) {
+  const Tensor& x = tensor_arg(a, 0);
+  int d = (int)wrap_dim(int_arg(a, 1), x.dim);
+  Tensor& out = tensor_arg(a, 3);
+  check_contiguous(x, "cumsum input");
+  resize(out, shape_of(x));
+  int64_t outer = prod(x, 0, d), len = x.dim ? x.sizes[d] : 1, inner = prod(x, d + 1, x.dim);
+  bool fl = is_floating(out.dtype) || is_floating(x.dtype);
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      double acc = PROD ? 1 : 0;
+      int64_t iacc = PROD ? 1 : 0;
+      for (int64_t k = 0; k < len; k++) {
+        int64_t off = (o * len + k) * inner + i;
+        if (fl) {
+          double v = load_f64(x.data, x.dtype, off);
+          acc = PROD ? acc * v : acc + v;
+          store_f64(out.data, out.dtype, off, acc);
+        } else {
+          int64_t v = load_i64(x.data, x.dtype, off);
+          iacc = PROD ? (int64_t)((uint64_t)iacc * (uint64_t)v) : (int64_t)((uint64_t)iacc + (uint64_t)v);
+          store_i64(out.data, out.dtype, off, iacc);
+        }
+      }
+    }
+}
+
+}  // namespace
+
+void register_reduce_kernels(KernelRegistry& r) {
+  const char* P = "portable";
+  r.add("aten::sum.IntList_out", &reduce_dims_kernel<Op::Sum>, P, 5);
+  r.add("aten::sum.dtype_out", &reduce_all_kernel<Op::Sum>, P, 3);
+  r.add("aten::mean.out", &reduce_dims_kernel<Op::Mean>, P, 5);
+  r.add("aten::mean.dtype_out", &reduce_all_kernel<Op::Mean>, P, 3);
+  r.add("aten::prod.int_out", &prod_dim_kernel, P, 5);
+  r.add("aten::prod.out", &reduce_all_kernel<Op::Prod>, P, 3);
+  r.add("aten::amax.out", &reduce_dims3_kernel<Op::Max>, P, 4);
+  r.add("aten::amin.out", &reduce_dims3_kernel<Op::Min>, P, 4);
+  r.add("aten::any.out", &reduce_dims3_kernel<Op::Any>, P, 4);
+  r.add("aten::any.dims_out", &reduce_dims3_kernel<Op::Any>, P, 4);
+  r.add("aten::any.all_out", &reduce_unary_kernel<Op::Any>, P, 2);
+  r.add("aten::all.out", &reduce_dims3_kernel<Op::All>, P, 4);
+  r.add("aten::all.dims_out", &reduce_dims3_kernel<Op::All>, P, 4);
+  r.add("aten::all.all_out", &reduce_unary_kernel<Op::All>, P, 2);
+  r.add("aten::max.unary_out", &reduce_unary_kernel<Op::Max>, P, 2);
+  r.add("aten::min.unary_out", &reduce_unary_kernel<Op::Min>, P, 2);
+  r.add("aten::max.dim_max", &max_dim_kernel<true>, P, 5);
+  r.add("aten::min.dim_min", &max_dim_kernel<false>, P, 5);
+  r.add("aten::argmax.out", &arg_kernel<Op::ArgMax>, P, 4);
+  r.add("aten::argmin.out", &arg_kernel<Op::ArgMin>, P, 4);
+  r.add("aten::logsumexp.out", &logsumexp_kernel, P, 4);
+  r.add("aten::var.correction_out", &var_correction_kernel<false>, P, 5);
+  r.add("aten::std.correction_out", &var_correction_kernel<true>, P, 5);
+  r.add("aten::var.out", &var_kernel<false>, P, 5);
+  r.add("aten::std.out", &var_kernel<true>, P, 5);
+  r.add("aten::linalg_vector_norm.out", &vector_norm_kernel, P, 6);
+  r.add("aten::cumsum.out", &cumulative_kernel<false>, P, 4);
+  r.add("aten::cumprod.out", &cumulative_kernel<true>, P, 4);
+}
+
+}  // namespace etnp

@@ -1,0 +1,48 @@
+#include "kernels/registry.h"
+
+#include <algorithm>
+
+namespace etnp {
+
+KernelRegistry& KernelRegistry::get() {
+  static KernelRegistry r;  // thread-safe initialisation
+  return r;
+}
+
+KernelRegistry::KernelRegistry() {
+  register_elementwise_kernels(*this);
+  register_activation_kernels(*this);
+  register_linear_kernels(*this);
+  register_conv_kernels(*this);
+  register_pool_kernels(*this);
+  register_norm_kernels(*this);
+  register_shape_kernels(*this);
+  register_reduce_kernels(*this);
+  register_index_kernels(*this);
+  register_creation_kernels(*this);
+  register_upsample_kernels(*this);
+  register_quantized_kernels(*this);
+  register_prim_kernels(*this);
+  register_custom_kernels(*this);
+  std::sort(entries_.begin(), entries_.end(), [](const KernelEntry& a, const KernelEntry& b) { return a.name < b.name; });
+}
+
+void KernelRegistry::add(const char* name, KernelFn fn, const char* lib, int min_args) {
+  entries_.push_back(KernelEntry{name, fn, lib, min_args});
+}
+
+const KernelEntry* KernelRegistry::find(const std::string& name) const {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                             [](const KernelEntry& e, const std::string& n) { return e.name < n; });
+  return it != entries_.end() && it->name == name ? &*it : nullptr;
+}
+
+std::vector<std::string> KernelRegistry::libs() const {
+  std::vector<std::string> out;
+  for (const char* l : {"portable", "optimized", "quantized", "prim", "custom"})
+    for (auto& e : entries_)
+      if (std::string(e.lib) == l) { out.push_back(l); break; }
+  return out;
+}
+
+}  // namespace etnp

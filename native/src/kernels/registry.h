@@ -1,0 +1,57 @@
+// The kernel registry: one table of "namespace::name.overload" -> kernel function.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "runtime/evalue.h"
+
+namespace etnp {
+
+class ThreadPool;
+
+struct KernelContext {
+  EValue* values = nullptr;  // the method's value table (list items index it)
+  size_t num_values = 0;
+  ThreadPool* pool = nullptr;
+  const char* op = "";
+};
+
+using KernelFn = void (*)(KernelContext& ctx, EValue** args, size_t nargs);
+
+struct KernelEntry {
+  std::string name;
+  KernelFn fn;
+  const char* lib;  // "portable", "optimized", "quantized", "custom", "prim"
+  int min_args;
+};
+
+class KernelRegistry {
+ public:
+  static KernelRegistry& get();
+  void add(const char* name, KernelFn fn, const char* lib, int min_args);
+  const KernelEntry* find(const std::string& name) const;
+  const std::vector<KernelEntry>& entries() const { return entries_; }
+  std::vector<std::string> libs() const;
+
+ private:
+  KernelRegistry();
+  std::vector<KernelEntry> entries_;
+};
+
+// Each kernel family registers itself from one of these (called once, in order).
+void register_elementwise_kernels(KernelRegistry& r);
+void register_activation_kernels(KernelRegistry& r);
+void register_linear_kernels(KernelRegistry& r);
+void register_conv_kernels(KernelRegistry& r);
+void register_pool_kernels(KernelRegistry& r);
+void register_norm_kernels(KernelRegistry& r);
+void register_shape_kernels(KernelRegistry& r);
+void register_reduce_kernels(KernelRegistry& r);
+void register_index_kernels(KernelRegistry& r);
+void register_creation_kernels(KernelRegistry& r);
+void register_upsample_kernels(KernelRegistry& r);
+void register_quantized_kernels(KernelRegistry& r);
+void register_prim_kernels(KernelRegistry& r);
+void register_custom_kernels(KernelRegistry& r);
+
+}  // namespace etnp

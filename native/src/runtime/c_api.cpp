@@ -1,0 +1,248 @@
+// The C API (etnp.h): handles, error translation, result copies.
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "delegates/backend.h"
+#include "etnp.h"
+#include "kernels/cpu_features.h"
+#include "kernels/registry.h"
+#include "runtime/method.h"
+#include "runtime/program.h"
+#include "runtime/runtime.h"
+
+using namespace etnp;
+
+struct etnp_runtime { std::shared_ptr<Runtime> rt; };
+struct etnp_program { std::shared_ptr<Program> prog; };
+struct etnp_method { std::shared_ptr<Program> prog; std::unique_ptr<Method> m; };
+struct etnp_result {
+  struct Out { etnp_value_meta meta; std::vector<uint8_t> data; };
+  std::vector<Out> outs;
+};
+
+namespace {
+thread_local std::string g_msg, g_detail;
+
+int fail(int code, const std::string& msg, const std::string& detail = "") {
+  g_msg = msg;
+  g_detail = detail;
+  return code;
+}
+
+template <typename F>
+int guard(F&& f) {
+  try {
+    f();
+    return ETNP_OK;
+  } catch (const Error& e) {
+    return fail(e.code(), e.what(), e.detail());
+  } catch (const std::bad_alloc&) {
+    return fail(ETNP_ERR_EXECUTION, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(ETNP_ERR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(ETNP_ERR_INTERNAL, "internal error");
+  }
+}
+
+#define REQUIRE(p) \
+  if (!(p)) return fail(ETNP_ERR_INVALID_ARGUMENT, "null argument: " #p)
+
+void meta_of(const EValue& v, etnp_value_meta* out) {
+  std::memset(out, 0, sizeof(*out));
+  out->kind = (int)v.tag;
+  if (v.tag == Tag::Tensor) {
+    out->dtype = (int)v.t.dtype;
+    out->ndim = v.t.dim;
+    for (int i = 0; i < v.t.dim; i++) out->sizes[i] = v.t.sizes[i];
+    out->dynamic = (int)v.t.dynamism;
+    out->nbytes = v.t.nbytes();
+  } else if (v.tag == Tag::Int || v.tag == Tag::Bool) {
+    out->int_value = v.i;
+  } else if (v.tag == Tag::Double) {
+    out->double_value = v.d;
+  }
+}
+
+// A tensor's elements in logical (row-major) order, whatever its dim order.
+void copy_contiguous(const Tensor& t, uint8_t* dst) {
+  size_t es = t.elem_size(), nb = t.nbytes();
+  if (nb == 0) return;
+  if (!t.data) throw_exec("output tensor has no data (was it produced?)");
+  if (t.default_dim_order()) {
+    std::memcpy(dst, t.data, nb);
+    return;
+  }
+  int64_t n = t.numel(), idx[kMaxDims] = {};
+  for (int64_t k = 0; k < n; k++) {
+    int64_t off = 0;
+    for (int d = 0; d < t.dim; d++) off += idx[d] * t.strides[d];
+    std::memcpy(dst + k * es, (const uint8_t*)t.data + off * es, es);
+    for (int d = t.dim - 1; d >= 0; d--) {
+      if (++idx[d] < t.sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+}  // namespace
+
+extern "C" {
+
+const char* etnp_last_error_message(void) { return g_msg.c_str(); }
+const char* etnp_last_error_detail(void) { return g_detail.c_str(); }
+const char* etnp_version(void) { return "0.1.0"; }
+const char* etnp_et_version(void) { return "1.3.1"; }
+
+size_t etnp_num_operators(void) { return KernelRegistry::get().entries().size(); }
+const char* etnp_operator_name(size_t i) {
+  auto& e = KernelRegistry::get().entries();
+  return i < e.size() ? e[i].name.c_str() : nullptr;
+}
+size_t etnp_num_backends(void) { return backends().size(); }
+const char* etnp_backend_name(size_t i) { return i < backends().size() ? backends()[i].id : nullptr; }
+size_t etnp_num_kernel_libs(void) { return KernelRegistry::get().libs().size(); }
+const char* etnp_kernel_lib_name(size_t i) {
+  static const std::vector<std::string> libs = KernelRegistry::get().libs();
+  return i < libs.size() ? libs[i].c_str() : nullptr;
+}
+const char* etnp_cpu_features(void) { return cpu_features_string(); }
+
+int etnp_runtime_create(int num_threads, etnp_runtime** out) {
+  REQUIRE(out);
+  *out = nullptr;
+  return guard([&] {
+    int n = num_threads > 0 ? num_threads : physical_cores();
+    if (n > 256) n = 256;
+    *out = new etnp_runtime{std::make_shared<Runtime>(n)};
+  });
+}
+void etnp_runtime_destroy(etnp_runtime* rt) { delete rt; }
+int etnp_runtime_num_threads(const etnp_runtime* rt) { return rt ? rt->rt->pool().num_threads() : 0; }
+
+int etnp_program_load_file(etnp_runtime* rt, const char* path, etnp_program** out) {
+  REQUIRE(rt); REQUIRE(path); REQUIRE(out);
+  *out = nullptr;
+  return guard([&] { *out = new etnp_program{Program::from_file(rt->rt, path)}; });
+}
+int etnp_program_load_bytes(etnp_runtime* rt, const void* data, size_t size, etnp_program** out) {
+  REQUIRE(rt); REQUIRE(out);
+  REQUIRE(data || size == 0);
+  *out = nullptr;
+  static const uint8_t empty = 0;
+  return guard([&] { *out = new etnp_program{Program::from_bytes(rt->rt, data ? data : &empty, size)}; });
+}
+void etnp_program_destroy(etnp_program* p) { delete p; }
+size_t etnp_program_num_methods(const etnp_program* p) { return p ? p->prog->method_names().size() : 0; }
+const char* etnp_program_method_name(const etnp_program* p, size_t i) {
+  return p && i < p->prog->method_names().size() ? p->prog->method_names()[i].c_str() : nullptr;
+}
+
+static int list_item(const etnp_program* p, const char* method, size_t i, const char** name, bool ops) {
+  REQUIRE(p); REQUIRE(method); REQUIRE(name);
+  *name = nullptr;
+  return guard([&] {
+    thread_local std::vector<std::string> cache;
+    fb::Table plan = p->prog->plan(method);
+    cache = ops ? plan_operator_names(plan) : plan_delegate_ids(plan);
+    if (i >= cache.size()) throw Error(ETNP_ERR_INVALID_ARGUMENT, "index out of range");
+    *name = cache[i].c_str();
+  });
+}
+int etnp_program_method_ops(const etnp_program* p, const char* method, size_t i, const char** name) {
+  return list_item(p, method, i, name, true);
+}
+int etnp_program_method_delegates(const etnp_program* p, const char* method, size_t i, const char** id) {
+  return list_item(p, method, i, id, false);
+}
+
+int etnp_method_load(etnp_program* p, const char* name, etnp_method** out) {
+  REQUIRE(p); REQUIRE(name); REQUIRE(out);
+  *out = nullptr;
+  return guard([&] {
+    std::lock_guard<std::mutex> g(p->prog->runtime().mutex());
+    auto m = std::make_unique<Method>(p->prog, name);
+    *out = new etnp_method{p->prog, std::move(m)};
+  });
+}
+void etnp_method_destroy(etnp_method* m) {
+  if (!m) return;
+  std::lock_guard<std::mutex> g(m->prog->runtime().mutex());
+  m->m.reset();
+  auto keep = m->prog;  // the runtime (and its mutex) outlive the lock guard
+  delete m;
+}
+size_t etnp_method_num_inputs(const etnp_method* m) { return m ? m->m->num_inputs() : 0; }
+size_t etnp_method_num_outputs(const etnp_method* m) { return m ? m->m->num_outputs() : 0; }
+int etnp_method_input_meta(const etnp_method* m, size_t i, etnp_value_meta* out) {
+  REQUIRE(m); REQUIRE(out);
+  if (i >= m->m->num_inputs()) return fail(ETNP_ERR_INVALID_ARGUMENT, "input index out of range");
+  meta_of(m->m->planned_input(i), out);
+  return ETNP_OK;
+}
+int etnp_method_output_meta(const etnp_method* m, size_t i, etnp_value_meta* out) {
+  REQUIRE(m); REQUIRE(out);
+  if (i >= m->m->num_outputs()) return fail(ETNP_ERR_INVALID_ARGUMENT, "output index out of range");
+  meta_of(m->m->output(i), out);
+  return ETNP_OK;
+}
+
+int etnp_method_run(etnp_method* m, const etnp_input* inputs, size_t n, etnp_result** out) {
+  REQUIRE(m); REQUIRE(out);
+  REQUIRE(inputs || n == 0);
+  *out = nullptr;
+  return guard([&] {
+    std::vector<InputValue> in(n);
+    for (size_t i = 0; i < n; i++) {
+      const etnp_input& u = inputs[i];
+      if (u.kind == ETNP_KIND_TENSOR) {
+        if (!dtype_supported(u.dtype))
+          throw_exec("input " + std::to_string(i) + ": unsupported dtype " + scalar_type_name(u.dtype));
+        if (u.ndim < 0 || u.ndim > kMaxDims || (u.ndim > 0 && !u.sizes) || (!u.data && u.nbytes))
+          throw Error(ETNP_ERR_INVALID_ARGUMENT, "input " + std::to_string(i) + ": malformed tensor descriptor");
+      }
+      in[i] = InputValue{u.kind, (DType)u.dtype, u.ndim, u.sizes, u.data, u.nbytes, u.int_value, u.double_value};
+    }
+    auto res = std::make_unique<etnp_result>();
+    {
+      std::lock_guard<std::mutex> g(m->prog->runtime().mutex());
+      m->m->set_inputs(in.data(), n);
+      m->m->execute();
+      size_t no = m->m->num_outputs();
+      res->outs.resize(no);
+      for (size_t i = 0; i < no; i++) {
+        const EValue& v = m->m->output(i);
+        meta_of(v, &res->outs[i].meta);
+        if (v.tag == Tag::Tensor) {
+          res->outs[i].data.resize(v.t.nbytes());
+          copy_contiguous(v.t, res->outs[i].data.data());
+        }
+      }
+    }
+    *out = res.release();
+  });
+}
+
+size_t etnp_result_num_outputs(const etnp_result* r) { return r ? r->outs.size() : 0; }
+int etnp_result_output_meta(const etnp_result* r, size_t i, etnp_value_meta* out) {
+  REQUIRE(r); REQUIRE(out);
+  if (i >= r->outs.size()) return fail(ETNP_ERR_INVALID_ARGUMENT, "output index out of range");
+  *out = r->outs[i].meta;
+  return ETNP_OK;
+}
+int etnp_result_copy_output(const etnp_result* r, size_t i, void* dst, size_t nbytes) {
+  REQUIRE(r);
+  if (i >= r->outs.size()) return fail(ETNP_ERR_INVALID_ARGUMENT, "output index out of range");
+  auto& o = r->outs[i];
+  if (nbytes != o.data.size()) return fail(ETNP_ERR_INVALID_ARGUMENT, "destination size mismatch");
+  if (nbytes) {
+    REQUIRE(dst);
+    std::memcpy(dst, o.data.data(), nbytes);
+  }
+  return ETNP_OK;
+}
+void etnp_result_destroy(etnp_result* r) { delete r; }
+
+}  // extern "C"

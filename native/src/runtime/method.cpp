@@ -1,0 +1,389 @@
+#include "runtime/method.h"
+
+#include <cstring>
+
+#include "runtime/error.h"
+#include "runtime/runtime.h"
+
+namespace etnp {
+
+namespace {
+// ExecutionPlan fields
+enum { EP_NAME = 0, EP_VALUES = 2, EP_INPUTS = 3, EP_OUTPUTS = 4, EP_CHAINS = 5, EP_OPERATORS = 6,
+       EP_DELEGATES = 7, EP_BUFFER_SIZES = 8 };
+// Tensor fields
+enum { T_SCALAR_TYPE = 0, T_SIZES = 2, T_DIM_ORDER = 3, T_DATA_BUFFER_IDX = 5, T_ALLOCATION = 6,
+       T_DYNAMISM = 8, T_EXTRA = 9 };
+constexpr uint64_t kMaxBufferBytes = 64ull << 30;
+constexpr int64_t kMaxSteps = 100000000;
+
+std::string op_full_name(const fb::Table& op) {
+  std::string n = op.string(0), ov = op.string(1);
+  return ov.empty() ? n : n + "." + ov;
+}
+}  // namespace
+
+std::vector<std::string> plan_operator_names(const fb::Table& plan) {
+  std::vector<std::string> out;
+  fb::Vector ops = plan.vector(EP_OPERATORS, 4);
+  for (uint32_t i = 0; i < ops.size(); i++) out.push_back(op_full_name(ops.table(i)));
+  return out;
+}
+
+std::vector<std::string> plan_delegate_ids(const fb::Table& plan) {
+  std::vector<std::string> out;
+  fb::Vector d = plan.vector(EP_DELEGATES, 4);
+  for (uint32_t i = 0; i < d.size(); i++) out.push_back(d.table(i).string(0));
+  return out;
+}
+
+Method::Method(std::shared_ptr<Program> prog, const std::string& name) : prog_(std::move(prog)), name_(name) {
+  fb::Table plan = prog_->plan(name);
+  // Planned memory: non_const_buffer_sizes[0] is reserved.
+  fb::Vector bs = plan.vector(EP_BUFFER_SIZES, 8);
+  for (uint32_t i = 1; i < bs.size(); i++) {
+    int64_t sz = bs.at<int64_t>(i);
+    if (sz < 0 || (uint64_t)sz > kMaxBufferBytes)
+      throw_load("planned buffer " + std::to_string(i) + " has an invalid size " + std::to_string(sz));
+    buffers_.emplace_back(new uint8_t[(size_t)sz + 64]());
+    buffer_sizes_.push_back((size_t)sz);
+  }
+  parse_values(plan);
+  fb::Vector in = plan.vector(EP_INPUTS, 4), out = plan.vector(EP_OUTPUTS, 4);
+  for (uint32_t i = 0; i < in.size(); i++) {
+    int32_t idx = in.at<int32_t>(i);
+    if (idx < 0 || (size_t)idx >= values_.size()) throw_load("method input index out of range");
+    inputs_.push_back(idx);
+    planned_inputs_.push_back(values_[idx]);
+  }
+  for (uint32_t i = 0; i < out.size(); i++) {
+    int32_t idx = out.at<int32_t>(i);
+    if (idx < 0 || (size_t)idx >= values_.size()) throw_load("method output index out of range");
+    outputs_.push_back(idx);
+  }
+  prepare_instructions(plan);
+}
+
+static uint8_t* align64(uint8_t* p) { return (uint8_t*)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
+
+void Method::parse_tensor(const fb::Table& t, EValue& v) {
+  Tensor& x = v.t;
+  int8_t st = t.scalar<int8_t>(T_SCALAR_TYPE);
+  if (!dtype_supported(st))
+    throw_load("tensor of unsupported dtype " + scalar_type_name(st));
+  x.dtype = (DType)st;
+  fb::Vector sizes = t.vector(T_SIZES, 4);
+  if (sizes.size() > (uint32_t)kMaxDims) throw_load("tensor rank " + std::to_string(sizes.size()) + " exceeds 16");
+  x.dim = (int)sizes.size();
+  int64_t numel = 1;
+  for (int i = 0; i < x.dim; i++) {
+    int32_t s = sizes.at<int32_t>(i);
+    if (s < 0) throw_load("tensor has a negative size");
+    x.sizes[i] = s;
+    if (__builtin_mul_overflow(numel, (int64_t)s, &numel) || numel > (int64_t)(kMaxBufferBytes))
+      throw_load("tensor size overflows");
+  }
+  fb::Vector order = t.vector(T_DIM_ORDER, 1);
+  if (!order.empty() && (int)order.size() != x.dim) throw_load("tensor dim_order length differs from its rank");
+  unsigned seen = 0;
+  for (int i = 0; i < x.dim; i++) {
+    uint8_t d = order.empty() ? (uint8_t)i : order.at<uint8_t>(i);
+    if (d >= x.dim || (seen & (1u << d))) throw_load("tensor dim_order is not a permutation");
+    seen |= 1u << d;
+    x.dim_order[i] = d;
+  }
+  x.compute_strides();
+  int8_t dyn = t.scalar<int8_t>(T_DYNAMISM);
+  if (dyn < 0 || dyn > 2) throw_load("tensor has an unknown shape_dynamism");
+  x.dynamism = (Dynamism)dyn;
+  size_t nbytes = (size_t)numel * x.elem_size();
+  fb::Table extra = t.table(T_EXTRA);
+  if (extra && extra.scalar<int8_t>(2) == 1)
+    throw_load("tensor '" + extra.string(1) + "' keeps its data in an external .ptd file, which this runtime does not load");
+  uint32_t buf_idx = t.scalar<uint32_t>(T_DATA_BUFFER_IDX);
+  fb::Table alloc = t.table(T_ALLOCATION);
+  if (alloc) {
+    uint32_t mem_id = alloc.scalar<uint32_t>(0);
+    uint64_t off = alloc.scalar<uint32_t>(1) | ((uint64_t)alloc.scalar<uint32_t>(2) << 32);
+    if (mem_id == 0 || mem_id > buffers_.size())
+      throw_load("tensor memory id " + std::to_string(mem_id) + " names no planned buffer (" +
+                 std::to_string(buffers_.size()) + " planned)");
+    size_t bsz = buffer_sizes_[mem_id - 1];
+    if (off > bsz || nbytes > bsz - off) throw_load("planned tensor lies outside its memory buffer");
+    x.data = align64(buffers_[mem_id - 1].get()) + off;
+    x.capacity = nbytes;
+    if (buf_idx > 0) {
+      Span init = prog_->mutable_data(buf_idx, nbytes);
+      if (init.data) std::memcpy(x.data, init.data, nbytes);
+    }
+  } else if (buf_idx > 0) {
+    Span c = prog_->constant(buf_idx, nbytes);
+    x.data = const_cast<uint8_t*>(c.data);
+    x.capacity = nbytes;
+    x.is_constant = true;
+  }
+}
+
+void Method::parse_values(const fb::Table& plan) {
+  fb::Vector vals = plan.vector(EP_VALUES, 4);
+  values_.resize(vals.size());
+  auto check_index = [&](int64_t i, bool allow_none) {
+    if ((allow_none && i == -1) || (i >= 0 && (uint64_t)i < vals.size())) return;
+    throw_load("list item refers to value " + std::to_string(i) + " outside the value table");
+  };
+  for (uint32_t i = 0; i < vals.size(); i++) {
+    fb::Table ev = vals.table(i);
+    uint8_t ut = ev.scalar<uint8_t>(0);
+    fb::Table val = ev.table(1);
+    EValue& v = values_[i];
+    if (ut > 11) throw_load("value " + std::to_string(i) + " has an unknown kind " + std::to_string(ut));
+    if (ut <= 1) { v.tag = Tag::None; continue; }
+    if (!val) throw_load("value " + std::to_string(i) + " has no payload");
+    v.tag = (Tag)(ut - 1);
+    switch (v.tag) {
+      case Tag::Int: v.i = val.scalar<int64_t>(0); break;
+      case Tag::Bool: v.i = val.scalar<uint8_t>(0) != 0; break;
+      case Tag::Double: v.d = val.scalar<double>(0); break;
+      case Tag::String: v.s = val.string(0); break;
+      case Tag::Tensor: parse_tensor(val, v); break;
+      case Tag::IntList: case Tag::TensorList: case Tag::OptTensorList: {
+        bool is_int = v.tag == Tag::IntList;
+        fb::Vector it = val.vector(0, is_int ? 8 : 4);
+        for (uint32_t k = 0; k < it.size(); k++) {
+          int64_t idx = is_int ? it.at<int64_t>(k) : it.at<int32_t>(k);
+          check_index(idx, v.tag == Tag::OptTensorList);
+          v.items.push_back(idx);
+        }
+        break;
+      }
+      case Tag::DoubleList: {
+        fb::Vector it = val.vector(0, 8);
+        for (uint32_t k = 0; k < it.size(); k++) v.doubles.push_back(it.at<double>(k));
+        break;
+      }
+      case Tag::BoolList: {
+        fb::Vector it = val.vector(0, 1);
+        for (uint32_t k = 0; k < it.size(); k++) v.bools.push_back(it.at<uint8_t>(k) != 0);
+        break;
+      }
+      default: break;
+    }
+  }
+  // List items must have the kinds their list promises.
+  for (auto& v : values_) {
+    for (int64_t idx : v.items) {
+      if (idx < 0) continue;
+      Tag want = v.tag == Tag::IntList ? Tag::Int : Tag::Tensor;
+      if (values_[idx].tag != want && !(v.tag == Tag::OptTensorList && values_[idx].tag == Tag::None))
+        throw_load(std::string("a ") + tag_name(v.tag) + " holds a " + tag_name(values_[idx].tag));
+    }
+  }
+}
+
+void Method::prepare_instructions(const fb::Table& plan) {
+  fb::Vector dels = plan.vector(EP_DELEGATES, 4);
+  for (uint32_t i = 0; i < dels.size(); i++) {
+    fb::Table d = dels.table(i);
+    std::string id = d.string(0);
+    const Backend* be = find_backend(id);
+    if (!be) throw Error(ETNP_ERR_BACKEND_NOT_AVAILABLE, "method '" + name_ + "' is lowered to backend '" + id +
+                         "', which this runtime does not include (available: XnnpackBackend)", id);
+    fb::Table ref = d.table(1);
+    if (!ref) throw_load("delegate " + std::to_string(i) + " has no processed data");
+    int8_t loc = ref.scalar<int8_t>(0);
+    uint32_t index = ref.scalar<uint32_t>(1);
+    Span blob = loc == 0 ? prog_->inline_delegate_data(index) : loc == 1 ? prog_->segment(index) : Span{};
+    if (loc != 0 && loc != 1) throw_load("delegate data has an unknown location");
+    std::vector<CompileSpec> specs;
+    fb::Vector cs = d.vector(2, 4);
+    for (uint32_t k = 0; k < cs.size(); k++) {
+      fb::Table c = cs.table(k);
+      fb::Vector val = c.vector(1, 1);
+      specs.push_back(CompileSpec{c.string(0), std::vector<uint8_t>(val.raw(), val.raw() + val.size())});
+    }
+    BackendInit init{blob, &specs, prog_.get(), prog_->runtime().pool().num_threads()};
+    delegates_.push_back(be->init(init));
+  }
+
+  std::vector<std::string> ops = plan_operator_names(plan);
+  std::vector<const KernelEntry*> kernels(ops.size(), nullptr);
+  fb::Vector chains = plan.vector(EP_CHAINS, 4);
+  auto value_ptr = [&](int64_t idx) {
+    if (idx < 0 || (size_t)idx >= values_.size()) throw_load("instruction refers to value " + std::to_string(idx) +
+                                                             " outside the value table");
+    return &values_[idx];
+  };
+  for (uint32_t c = 0; c < chains.size(); c++) {
+    fb::Vector ins = chains.table(c).vector(2, 4);
+    size_t chain_start = instructions_.size();
+    for (uint32_t k = 0; k < ins.size(); k++) {
+      fb::Table in = ins.table(k);
+      uint8_t ty = in.scalar<uint8_t>(0);
+      fb::Table a = in.table(1);
+      if (!a) throw_load("instruction " + std::to_string(k) + " has no arguments");
+      Instruction x{};
+      switch (ty) {
+        case 1: case 2: {
+          int32_t index = a.scalar<int32_t>(0);
+          fb::Vector args = a.vector(1, 4);
+          for (uint32_t j = 0; j < args.size(); j++) x.args.push_back(value_ptr(args.at<int32_t>(j)));
+          if (ty == 1) {
+            if (index < 0 || (size_t)index >= ops.size()) throw_load("kernel call names operator index out of range");
+            if (!kernels[index]) {
+              kernels[index] = KernelRegistry::get().find(ops[index]);
+              if (!kernels[index])
+                throw Error(ETNP_ERR_OPERATOR_NOT_FOUND, "operator '" + ops[index] + "' (used by method '" + name_ +
+                            "') has no kernel in this runtime", ops[index]);
+            }
+            const KernelEntry* ke = kernels[index];
+            if ((int)x.args.size() < ke->min_args)
+              throw_load("kernel call to " + ops[index] + " has " + std::to_string(x.args.size()) +
+                         " arguments, expected at least " + std::to_string(ke->min_args));
+            x.kind = Instruction::Kernel;
+            x.fn = ke->fn;
+            x.op = ke->name.c_str();
+          } else {
+            if (index < 0 || (size_t)index >= delegates_.size()) throw_load("delegate call index out of range");
+            x.kind = Instruction::Delegate;
+            x.delegate = delegates_[index].get();
+            x.op = "XnnpackBackend";
+          }
+          break;
+        }
+        case 3:
+          x.kind = Instruction::Move;
+          x.a = a.scalar<int32_t>(0);
+          x.b = a.scalar<int32_t>(1);
+          value_ptr(x.a), value_ptr(x.b);
+          break;
+        case 4:
+          x.kind = Instruction::JumpFalse;
+          x.a = a.scalar<int32_t>(0);
+          x.b = a.scalar<int32_t>(1);
+          value_ptr(x.a);
+          if (x.b < 0 || (uint64_t)x.b > ins.size()) throw_load("jump destination out of range");
+          x.b += (int64_t)chain_start;
+          break;
+        case 5:
+          x.kind = Instruction::Free;
+          x.a = a.scalar<int32_t>(0);
+          value_ptr(x.a);
+          break;
+        default:
+          throw_load("instruction " + std::to_string(k) + " has an unknown kind " + std::to_string(ty));
+      }
+      instructions_.push_back(std::move(x));
+    }
+  }
+}
+
+void Method::set_inputs(const InputValue* in, size_t n) {
+  if (n != inputs_.size())
+    throw_exec("method '" + name_ + "' takes " + std::to_string(inputs_.size()) + " inputs, got " + std::to_string(n));
+  for (size_t i = 0; i < n; i++) {
+    const EValue& p = planned_inputs_[i];
+    EValue& v = values_[inputs_[i]];
+    const InputValue& u = in[i];
+    std::string where = "input " + std::to_string(i) + ": ";
+    switch (p.tag) {
+      case Tag::Tensor: {
+        const Tensor& pt = p.t;
+        if (u.kind != ETNP_KIND_TENSOR) throw_exec(where + "expected a tensor");
+        if (u.dtype != pt.dtype)
+          throw_exec(where + "expected dtype " + dtype_name(pt.dtype) + ", got " + dtype_name(u.dtype));
+        if (u.ndim != pt.dim)
+          throw_exec(where + "expected rank " + std::to_string(pt.dim) + " (shape " + pt.shape_str() + "), got rank " +
+                     std::to_string(u.ndim));
+        Tensor t = pt;
+        for (int d = 0; d < u.ndim; d++) {
+          int64_t s = u.sizes[d];
+          bool ok = pt.dynamism == Dynamism::Static ? s == pt.sizes[d]
+                    : pt.dynamism == Dynamism::Bound ? (s >= 0 && s <= pt.sizes[d]) : s >= 0;
+          if (!ok) {
+            Tensor got = pt;
+            for (int e = 0; e < u.ndim; e++) got.sizes[e] = u.sizes[e];
+            throw_exec(where + "expected shape " + pt.shape_str() +
+                       (pt.dynamism == Dynamism::Static ? "" : " (upper bounds)") + ", got " + got.shape_str());
+          }
+          t.sizes[d] = s;
+        }
+        t.compute_strides();
+        if (!t.default_dim_order()) throw_exec(where + "the program expects a non-contiguous dim order");
+        if (u.nbytes != t.nbytes()) throw_exec(where + "data size does not match its shape");
+        t.data = const_cast<void*>(u.data);
+        t.capacity = u.nbytes;
+        t.owns_external = true;
+        v.t = t;
+        break;
+      }
+      case Tag::Int:
+        if (u.kind != ETNP_KIND_INT && u.kind != ETNP_KIND_BOOL) throw_exec(where + "expected an int");
+        v.i = u.i;
+        break;
+      case Tag::Bool:
+        if (u.kind != ETNP_KIND_BOOL && u.kind != ETNP_KIND_INT) throw_exec(where + "expected a bool");
+        v.i = u.i != 0;
+        break;
+      case Tag::Double:
+        if (u.kind == ETNP_KIND_DOUBLE) v.d = u.d;
+        else if (u.kind == ETNP_KIND_INT) v.d = (double)u.i;
+        else throw_exec(where + "expected a float");
+        break;
+      case Tag::None:
+        if (u.kind != ETNP_KIND_NONE) throw_exec(where + "expected None");
+        break;
+      default:
+        throw_exec(where + std::string("inputs of kind ") + tag_name(p.tag) + " are not supported");
+    }
+  }
+}
+
+void Method::execute() {
+  KernelContext ctx;
+  ctx.pool = &prog_->runtime().pool();
+  ctx.values = values_.data();
+  ctx.num_values = values_.size();
+  int64_t steps = 0;
+  size_t pc = 0, n = instructions_.size();
+  while (pc < n) {
+    Instruction& x = instructions_[pc];
+    if (++steps > kMaxSteps) throw_exec("method '" + name_ + "' exceeded " + std::to_string(kMaxSteps) + " instructions");
+    size_t next = pc + 1;
+    try {
+      switch (x.kind) {
+        case Instruction::Kernel:
+          ctx.op = x.op;
+          x.fn(ctx, x.args.data(), x.args.size());
+          break;
+        case Instruction::Delegate:
+          ctx.op = x.op;
+          x.delegate->execute(ctx, x.args.data(), x.args.size());
+          break;
+        case Instruction::Move:
+          values_[x.b] = values_[x.a];
+          break;
+        case Instruction::JumpFalse: {
+          const EValue& c = values_[x.a];
+          bool cond;
+          if (c.tag == Tag::Bool || c.tag == Tag::Int) cond = c.i != 0;
+          else if (c.tag == Tag::Tensor && c.t.numel() == 1 && c.t.data) cond = load_f64(c.t.data, c.t.dtype, 0) != 0;
+          else throw_exec("jump condition is not a bool");
+          if (!cond) next = (size_t)x.b;
+          break;
+        }
+        case Instruction::Free:
+          break;
+      }
+    } catch (const Error& e) {
+      if (x.kind == Instruction::Kernel || x.kind == Instruction::Delegate)
+        throw Error(e.code() == ETNP_ERR_PROGRAM_LOAD ? ETNP_ERR_EXECUTION : e.code(),
+                    std::string(x.op) + " (instruction " + std::to_string(pc) + "): " + e.what(), e.detail());
+      throw;
+    } catch (const std::bad_alloc&) {
+      throw_exec(std::string(x.op) + ": out of memory");
+    }
+    pc = next;
+  }
+}
+
+}  // namespace etnp

@@ -1,0 +1,68 @@
+// Method: one execution plan made runnable - values, planned memory, resolved kernels
+// and delegates - and its interpreter.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "delegates/backend.h"
+#include "kernels/registry.h"
+#include "runtime/evalue.h"
+#include "runtime/program.h"
+
+namespace etnp {
+
+struct Instruction {
+  enum Kind { Kernel, Delegate, Move, JumpFalse, Free } kind;
+  KernelFn fn = nullptr;
+  const char* op = "";
+  DelegateHandle* delegate = nullptr;
+  std::vector<EValue*> args;
+  int64_t a = 0, b = 0;  // Move: from, to. JumpFalse: cond, destination.
+};
+
+struct InputValue {  // what etnp_method_run binds
+  int kind;
+  DType dtype;
+  int ndim;
+  const int64_t* sizes;
+  const void* data;
+  size_t nbytes;
+  int64_t i;
+  double d;
+};
+
+class Method {
+ public:
+  Method(std::shared_ptr<Program> prog, const std::string& name);
+  const std::string& name() const { return name_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  size_t num_outputs() const { return outputs_.size(); }
+  const EValue& input(size_t i) const { return values_[inputs_.at(i)]; }
+  const EValue& output(size_t i) const { return values_[outputs_.at(i)]; }
+  const EValue& planned_input(size_t i) const { return planned_inputs_.at(i); }
+  void set_inputs(const InputValue* in, size_t n);
+  void execute();
+  Program& program() { return *prog_; }
+
+ private:
+  void parse_values(const fb::Table& plan);
+  void parse_tensor(const fb::Table& t, EValue& v);
+  void prepare_instructions(const fb::Table& plan);
+
+  std::shared_ptr<Program> prog_;
+  std::string name_;
+  std::vector<EValue> values_;
+  std::vector<EValue> planned_inputs_;  // inputs as planned (bounds for dynamic dims)
+  std::vector<int64_t> inputs_, outputs_;
+  std::vector<std::unique_ptr<uint8_t[]>> buffers_;
+  std::vector<size_t> buffer_sizes_;
+  std::vector<Instruction> instructions_;
+  std::vector<std::unique_ptr<DelegateHandle>> delegates_;
+};
+
+// Operator names ("ns::name.overload") and delegate ids used by a plan.
+std::vector<std::string> plan_operator_names(const fb::Table& plan);
+std::vector<std::string> plan_delegate_ids(const fb::Table& plan);
+
+}  // namespace etnp

@@ -1,0 +1,183 @@
+#include "runtime/program.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/error.h"
+
+namespace etnp {
+
+namespace {
+constexpr size_t kHeaderOffset = 8;
+constexpr size_t kMinExtHeader = 24;
+
+// Program table fields (program.fbs)
+enum { P_VERSION = 0, P_PLANS = 1, P_CONST_BUFFER = 2, P_DELEGATE_DATA = 3, P_SEGMENTS = 4,
+       P_CONST_SEGMENT = 5, P_MUTABLE_SEGMENTS = 6, P_NAMED_DATA = 7 };
+}  // namespace
+
+std::shared_ptr<Program> Program::from_bytes(std::shared_ptr<Runtime> rt, const void* data, size_t size) {
+  std::shared_ptr<Program> p(new Program());
+  p->runtime_ = std::move(rt);
+  p->owned_.assign((const uint8_t*)data, (const uint8_t*)data + size);
+  p->file_ = p->owned_.data();
+  p->file_size_ = size;
+  p->parse();
+  return p;
+}
+
+std::shared_ptr<Program> Program::from_file(std::shared_ptr<Runtime> rt, const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw_load("cannot open '" + path + "': " + std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw_load("'" + path + "' is not a regular file");
+  }
+  std::shared_ptr<Program> p(new Program());
+  p->runtime_ = std::move(rt);
+  size_t size = (size_t)st.st_size;
+  if (size > 0) {
+    // Private, writable copy-on-write mapping: nothing the program does can touch the file.
+    void* m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) {
+      ::close(fd);
+      throw_load("cannot mmap '" + path + "': " + std::strerror(errno));
+    }
+    p->map_ = m;
+    p->map_size_ = size;
+    p->file_ = (const uint8_t*)m;
+  }
+  ::close(fd);
+  p->file_size_ = size;
+  p->parse();
+  return p;
+}
+
+Program::~Program() {
+  if (map_) munmap(map_, map_size_);
+}
+
+void Program::parse() {
+  if (file_size_ < 8) throw_load("file is " + std::to_string(file_size_) + " bytes: too small to be a .pte program");
+  if (std::memcmp(file_ + 4, "ET", 2) != 0)
+    throw_load("not an ExecuTorch program (no 'ET' file identifier at byte 4)");
+  if (std::memcmp(file_ + 4, "ET12", 4) != 0)
+    throw_load("program file identifier is '" + std::string((const char*)file_ + 4, 4) +
+               "': this runtime reads ExecuTorch 1.3.1 programs ('ET12'); re-export with executorch 1.3.1");
+  size_t program_size = file_size_;
+  segment_base_ = 0;
+  if (file_size_ >= kHeaderOffset + 8 && std::memcmp(file_ + kHeaderOffset, "eh00", 4) == 0) {
+    fb::Buffer hb{file_, file_size_, "extended header"};
+    uint32_t hlen = hb.read<uint32_t>(kHeaderOffset + 4);
+    if (hlen < kMinExtHeader) throw_load("extended header length " + std::to_string(hlen) + " is below the minimum of 24");
+    hb.check(kHeaderOffset, hlen);
+    uint64_t psize = hb.read<uint64_t>(kHeaderOffset + 8);
+    uint64_t sbase = hb.read<uint64_t>(kHeaderOffset + 16);
+    if (psize < 8 || psize > file_size_)
+      throw_load("extended header: program size " + std::to_string(psize) + " exceeds the file size " +
+                 std::to_string(file_size_) + " (truncated file?)");
+    if (sbase > file_size_) throw_load("extended header: segment base offset is past the end of the file (truncated file?)");
+    if (hlen >= 32) {
+      uint64_t sdata = hb.read<uint64_t>(kHeaderOffset + 24);
+      if (sdata > file_size_ - sbase)
+        throw_load("extended header: segment data (" + std::to_string(sdata) + " bytes at " + std::to_string(sbase) +
+                   ") runs past the end of the file (truncated file?)");
+    }
+    program_size = (size_t)psize;
+    segment_base_ = sbase;
+  }
+  fbuf_ = fb::Buffer{file_, program_size, "program flatbuffer"};
+  root_ = fb::root(&fbuf_, nullptr);
+
+  fb::Vector segs = root_.vector(P_SEGMENTS, 4);
+  for (uint32_t i = 0; i < segs.size(); i++) {
+    fb::Table s = segs.table(i);
+    uint64_t off = s.scalar<uint64_t>(0), size = s.scalar<uint64_t>(1);
+    uint64_t avail = file_size_ - segment_base_;
+    if (off > avail || size > avail - off)
+      throw_load("segment " + std::to_string(i) + " (offset " + std::to_string(off) + ", " + std::to_string(size) +
+                 " bytes) lies outside the file (truncated file?)");
+    segments_.push_back(Span{file_ + segment_base_ + off, (size_t)size});
+  }
+  fb::Vector plans = root_.vector(P_PLANS, 4);
+  if (plans.empty()) throw_load("program has no execution plans (methods)");
+  for (uint32_t i = 0; i < plans.size(); i++) {
+    std::string n = plans.table(i).string(0);
+    if (n.empty()) throw_load("execution plan " + std::to_string(i) + " has no name");
+    method_names_.push_back(n);
+  }
+  // Validate the constant segment reference now so that errors surface at load.
+  fb::Table cs = root_.table(P_CONST_SEGMENT);
+  if (cs && !cs.vector(1, 8).empty()) segment(cs.scalar<uint32_t>(0));
+}
+
+fb::Table Program::plan(const std::string& name) const {
+  fb::Vector plans = root_.vector(P_PLANS, 4);
+  for (uint32_t i = 0; i < plans.size(); i++)
+    if (method_names_[i] == name) return plans.table(i);
+  std::string all;
+  for (auto& n : method_names_) all += (all.empty() ? "" : ", ") + n;
+  throw Error(ETNP_ERR_INVALID_ARGUMENT, "unknown method '" + name + "'; the program has: " + all, name);
+}
+
+Span Program::segment(uint32_t index) const {
+  if (index >= segments_.size())
+    throw_load("segment index " + std::to_string(index) + " out of range (" + std::to_string(segments_.size()) +
+               " segments)");
+  return segments_[index];
+}
+
+Span Program::inline_delegate_data(uint32_t index) const {
+  fb::Vector v = root_.vector(P_DELEGATE_DATA, 4);
+  if (index >= v.size()) throw_load("inline delegate data index " + std::to_string(index) + " out of range");
+  fb::Vector d = v.table(index).vector(0, 1);
+  return Span{d.raw(), d.size()};
+}
+
+Span Program::named_data(const std::string& key) const {
+  fb::Vector v = root_.vector(P_NAMED_DATA, 4);
+  for (uint32_t i = 0; i < v.size(); i++) {
+    fb::Table t = v.table(i);
+    if (t.string(0) == key) return segment(t.scalar<uint32_t>(1));
+  }
+  return Span{};
+}
+
+Span Program::constant(uint32_t idx, size_t nbytes) const {
+  fb::Table cs = root_.table(P_CONST_SEGMENT);
+  fb::Vector offs = cs ? cs.vector(1, 8) : fb::Vector();
+  if (!offs.empty()) {
+    Span seg = segment(cs.scalar<uint32_t>(0));
+    if (idx >= offs.size()) throw_load("constant index " + std::to_string(idx) + " out of range");
+    uint64_t off = offs.at<uint64_t>(idx);
+    if (off > seg.size || nbytes > seg.size - off)
+      throw_load("constant " + std::to_string(idx) + " (" + std::to_string(nbytes) + " bytes at " + std::to_string(off) +
+                 ") lies outside the constant segment");
+    return Span{seg.data + off, nbytes};
+  }
+  fb::Vector bufs = root_.vector(P_CONST_BUFFER, 4);
+  if (idx >= bufs.size()) throw_load("constant buffer index " + std::to_string(idx) + " out of range");
+  fb::Vector st = bufs.table(idx).vector(0, 1);
+  if (st.size() < nbytes) throw_load("constant buffer " + std::to_string(idx) + " is smaller than its tensor");
+  return Span{st.raw(), nbytes};
+}
+
+Span Program::mutable_data(uint32_t idx, size_t nbytes) const {
+  fb::Vector ms = root_.vector(P_MUTABLE_SEGMENTS, 4);
+  if (ms.empty()) return Span{};
+  fb::Table m = ms.table(0);
+  fb::Vector offs = m.vector(1, 8);
+  if (idx >= offs.size()) throw_load("mutable data index " + std::to_string(idx) + " out of range");
+  Span seg = segment(m.scalar<uint32_t>(0));
+  uint64_t off = offs.at<uint64_t>(idx);
+  if (off > seg.size || nbytes > seg.size - off) throw_load("mutable tensor data lies outside its segment");
+  return Span{seg.data + off, nbytes};
+}
+
+}  // namespace etnp

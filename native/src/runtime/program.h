@@ -1,0 +1,62 @@
+// Program: the loaded .pte file (owned bytes or a private mmap), its extended header,
+// the Program flatbuffer root and its segments.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pte/flatbuffer.h"
+
+namespace etnp {
+
+class Runtime;
+
+struct Span {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
+class Program {
+ public:
+  static std::shared_ptr<Program> from_file(std::shared_ptr<Runtime> rt, const std::string& path);
+  static std::shared_ptr<Program> from_bytes(std::shared_ptr<Runtime> rt, const void* data, size_t size);
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  const std::vector<std::string>& method_names() const { return method_names_; }
+  fb::Table plan(const std::string& name) const;  // throws if absent
+  const fb::Table& root() const { return root_; }
+  Runtime& runtime() const { return *runtime_; }
+  const std::shared_ptr<Runtime>& runtime_ptr() const { return runtime_; }
+
+  // Segment `index` of the file, bounds-checked.
+  Span segment(uint32_t index) const;
+  // Inline delegate data `index` (Program.backend_delegate_data).
+  Span inline_delegate_data(uint32_t index) const;
+  // The data for a named key (Program.named_data), or an empty span.
+  Span named_data(const std::string& key) const;
+  // Constant tensor `buffer_idx` of `nbytes` (constant_segment or inline constant_buffer).
+  Span constant(uint32_t buffer_idx, size_t nbytes) const;
+  // Initial data of a mutable (planned) tensor, or an empty span.
+  Span mutable_data(uint32_t buffer_idx, size_t nbytes) const;
+
+ private:
+  Program() = default;
+  void parse();
+
+  std::shared_ptr<Runtime> runtime_;
+  std::vector<uint8_t> owned_;
+  void* map_ = nullptr;
+  size_t map_size_ = 0;
+  const uint8_t* file_ = nullptr;
+  size_t file_size_ = 0;
+  fb::Buffer fbuf_;
+  fb::Table root_;
+  uint64_t segment_base_ = 0;
+  std::vector<Span> segments_;
+  std::vector<std::string> method_names_;
+};
+
+}  // namespace etnp

@@ -1,0 +1,38 @@
+// A small fork-join thread pool: parallel_for splits [0, n) into chunks run by
+// the calling thread and the workers. One pool per Runtime; calls are serialised
+// by the Runtime, so one parallel region runs at a time.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace etnp {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  int num_threads() const { return (int)workers_.size() + 1; }
+  // fn(begin, end) over [0, n) in chunks of at least `grain` items.
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+ private:
+  void worker_loop();
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  int64_t n_ = 0, chunk_ = 1;
+  std::atomic<int64_t> next_{0};
+  int active_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+int physical_cores();
+
+}  // namespace etnp

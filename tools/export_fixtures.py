@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""Export the .pte test fixtures and their torch-eager references.
+
+Runs ONLY in a separate environment with torch==2.13.0 and executorch==1.3.1
+(see ../shared/spec/oracle-env.md); the runtime and its tests never import torch.
+
+    /path/to/export-venv/bin/python tools/export_fixtures.py tests/models [NAME ...]
+
+For every fixture NAME it writes tests/models/NAME.pte and tests/models/NAME.npz.
+The .npz holds, for each method M, the seeded inputs ``M:in:i`` and the eager
+outputs ``M:out:i`` (torch eager, computed on the same inputs).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.export import Dim, export
+
+from executorch.exir import to_edge_transform_and_lower
+
+SEED = 1234
+
+
+def rnd(*shape, dtype=torch.float32, lo=-1.0, hi=1.0):
+    return (torch.rand(*shape) * (hi - lo) + lo).to(dtype)
+
+
+# --------------------------------------------------------------------- models
+class Add(nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 3, stride=2, padding=1, groups=2)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(torch.relu(self.bn1(self.conv1(x))), 2, 2)
+        x = F.hardtanh(self.bn2(self.conv2(x)), -0.5, 3.0)
+        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        return torch.softmax(self.fc(x), dim=-1)
+
+
+class IntBool(nn.Module):
+    def forward(self, x, mask):
+        y = torch.where(mask, x * 3, x - 7)
+        return y, y > 4, (x == 2), y.sum(dim=1)
+
+
+class Half(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 6)
+
+    def forward(self, x):
+        return torch.sigmoid(self.fc(x)) * 2.0
+
+
+class Conv1dNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv1d(4, 6, 3, padding=2, dilation=2)
+        self.ct = nn.ConvTranspose2d(3, 5, 3, stride=2, padding=1, output_padding=1)
+        self.ln = nn.LayerNorm(6)
+        self.gn = nn.GroupNorm(1, 5)
+
+    def forward(self, x, z):
+        y = self.ln(self.c(x).transpose(1, 2))
+        w = self.gn(self.ct(z))
+        return F.log_softmax(y, dim=-1), F.avg_pool2d(w, 2), F.interpolate(z, scale_factor=2, mode="nearest"), \
+            F.interpolate(z, size=(5, 7), mode="bilinear", align_corners=False)
+
+
+class Unary(nn.Module):
+    def forward(self, x):
+        p = x.abs() + 0.1
+        return (torch.exp(x), torch.log(p), torch.sqrt(p), torch.rsqrt(p), torch.sin(x), torch.cos(x),
+                torch.tanh(x), torch.erf(x), -x, F.gelu(x), F.silu(x), F.hardswish(x), F.hardsigmoid(x),
+                F.leaky_relu(x, 0.1), F.elu(x), F.softplus(x), torch.floor(x * 3), torch.ceil(x * 3),
+                torch.round(x * 3), torch.sigmoid(x), torch.reciprocal(p), torch.log1p(p), torch.expm1(x),
+                torch.atan(x), torch.asin(x * 0.9), torch.acos(x * 0.9), torch.sign(x), torch.trunc(x * 3),
+                torch.clamp(x, -0.3, 0.4), torch.relu(x))
+
+
+class Binary(nn.Module):
+    def forward(self, x, y, i, j):
+        return (torch.pow(x.abs() + 0.5, y), torch.remainder(x * 5, y + 2), torch.fmod(x * 5, y + 2),
+                torch.maximum(x, y), torch.minimum(x, y), torch.where(x > y, x, y), x >= y, x != y, x < 0.2,
+                torch.logical_and(x > 0, y > 0), torch.logical_or(x > 0, y > 0), torch.logical_not(x > 0),
+                torch.bitwise_and(i, j), torch.bitwise_or(i, j), torch.bitwise_xor(i, j), i // (j.abs() + 1),
+                torch.remainder(i, j.abs() + 1), x - y * 2, x / (y.abs() + 1), x * 3.5, x + 2, x ** 2,
+                torch.atan2(x, y), i * 3, i + j, x.masked_fill(x > 0.5, -1.0))
+
+
+class Reduce(nn.Module):
+    def forward(self, x):
+        return (x.sum(), x.sum(dim=1), x.mean(dim=(0, 2), keepdim=True), x.amax(dim=-1), x.amin(dim=0),
+                x.max(dim=1)[0], x.max(dim=1)[1], x.argmax(dim=2), x.argmin(dim=1), (x > 0).any(dim=1),
+                (x > -0.9).all(dim=2), x.prod(dim=2), x.var(dim=1), x.std(dim=2, keepdim=True),
+                torch.cumsum(x, dim=1), x.var(dim=1, unbiased=False), x.mean())
+
+
+class Shapes(nn.Module):
+    def forward(self, x, y):
+        a, b = torch.split(x, [1, 2], dim=1)
+        parts = torch.unbind(y, dim=0)
+        return (torch.cat([x, x * 2], dim=1), torch.stack([y, y + 1], dim=1), a, b, parts[1],
+                x.permute(2, 0, 1), x.repeat(1, 2, 1), torch.tril(y), torch.triu(y, 1),
+                F.pad(x, (1, 2), value=0.5), x.reshape(2, -1), x.unsqueeze(1), x[:, 1], x[:, :, 1:3],
+                x.flip(0), y.t(), y.expand(2, 4, 4), torch.arange(6, dtype=torch.float32) * 0.5,
+                torch.zeros_like(y) + torch.ones(4, 4), torch.full((2, 2), 3.0),
+                F.pad(x.unsqueeze(0), (2, 1), mode="reflect"), F.pad(x.unsqueeze(0), (1, 2), mode="replicate"),
+                x.transpose(0, 2).contiguous(), torch.roll(y, 1, 0))
+
+
+class Index(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+
+    def forward(self, x, idx, tok):
+        return (torch.index_select(x, 1, idx), torch.gather(x, 1, idx.view(1, -1).expand(3, -1)),
+                self.emb(tok), x[idx[:2]], x[:, idx], torch.topk(x, 2, dim=1)[0], torch.topk(x, 2, dim=1)[1],
+                torch.sort(x, dim=1, descending=True)[0], torch.sort(x, dim=0)[1],
+                x.index_put((idx[:2],), torch.ones(2, 5)), torch.scatter(x, 1, idx.view(1, -1).expand(3, -1), 0.0),
+                x.narrow(1, 1, 3), torch.bmm(x.unsqueeze(0), x.t().unsqueeze(0)), x @ x.t())
+
+
+class MultiMethodA(nn.Module):
+    def forward(self, x):
+        return x * 2.0 + 1.0
+
+
+class MultiMethodB(nn.Module):
+    def forward(self, x, y):
+        return torch.matmul(x, y), x.mean()
+
+
+class MobileNetV2(nn.Module):
+    """MobileNetV2 (width 1.0) written out by hand; random seeded weights."""
+
+    def __init__(self, num_classes=1000):
+        super().__init__()
+
+        def cbr(i, o, k, s, g=1):
+            return nn.Sequential(nn.Conv2d(i, o, k, s, (k - 1) // 2, groups=g, bias=False), nn.BatchNorm2d(o),
+                                 nn.ReLU6())
+
+        class Inv(nn.Module):
+            def __init__(self, i, o, s, t):
+                super().__init__()
+                h = i * t
+                layers = [] if t == 1 else [cbr(i, h, 1, 1)]
+                layers += [cbr(h, h, 3, s, h), nn.Conv2d(h, o, 1, bias=False), nn.BatchNorm2d(o)]
+                self.conv = nn.Sequential(*layers)
+                self.res = s == 1 and i == o
+
+            def forward(self, x):
+                return x + self.conv(x) if self.res else self.conv(x)
+
+        cfg = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+               (6, 320, 1, 1)]
+        feats = [cbr(3, 32, 3, 2)]
+        c = 32
+        for t, o, n, s in cfg:
+            for k in range(n):
+                feats.append(Inv(c, o, s if k == 0 else 1, t))
+                c = o
+        feats.append(cbr(c, 1280, 1, 1))
+        self.features = nn.Sequential(*feats)
+        self.classifier = nn.Linear(1280, num_classes)
+
+    def forward(self, x):
+        x = self.features(x)
+        x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        return self.classifier(x)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0,
+                                                batch_first=True)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+class XnnOps(nn.Module):
+    """A spread of ops the XNNPACK partitioner lowers."""
+
+    def __init__(self):
+        super().__init__()
+        self.dw = nn.Conv2d(4, 4, 3, padding=1, groups=4)
+        self.ct = nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1)
+        self.prelu = nn.PReLU(4)
+
+    def forward(self, x, y):
+        a = torch.sigmoid(x) + torch.tanh(y) - x * y / (y.abs() + 1.0)
+        b = torch.maximum(F.elu(a), F.leaky_relu(a, 0.2)) + torch.minimum(F.hardswish(a), a.abs())
+        c = torch.sqrt(b.abs() + 1) + torch.floor(b) + torch.ceil(b) - torch.neg(b) * b
+        d = self.prelu(self.dw(c))
+        e = F.max_pool2d(d, 2, 2) + F.avg_pool2d(d, 2, 2)
+        f = torch.cat([e, e * 2.0], dim=1)[:, 2:6]
+        g = F.interpolate(f, scale_factor=2, mode="bilinear", align_corners=False)
+        h = F.pad(g, (1, 1, 1, 1), value=0.25)
+        u = self.ct(d)
+        return torch.softmax(h.mean(dim=(2, 3)), dim=-1), u.permute(0, 2, 3, 1).reshape(1, -1, 3), \
+            torch.exp(-c.square()), torch.rsqrt(c.abs() + 1), F.gelu(c), torch.log(c.abs() + 1)
+
+
+class QLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(32, 64)
+        self.fc2 = nn.Linear(64, 16)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+# ------------------------------------------------------------------ fixtures
+def fixtures():
+    torch.manual_seed(SEED)
+    f = {}
+    f["add"] = dict(methods={"forward": (Add(), (rnd(3), rnd(3)))})
+    f["mlp"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))})
+    f["small_cnn"] = dict(methods={"forward": (SmallCNN(), (rnd(2, 3, 16, 16),))})
+    f["multi_method"] = dict(methods={"forward": (MultiMethodA(), (rnd(2, 3),)),
+                                      "matmul": (MultiMethodB(), (rnd(2, 3), rnd(3, 4)))})
+    f["int_bool"] = dict(methods={"forward": (IntBool(), (torch.randint(-5, 6, (3, 4)), torch.rand(3, 4) > 0.5))})
+    f["half"] = dict(methods={"forward": (Half().half(), (rnd(2, 8, dtype=torch.float16),))})
+    f["mlp_dynamic"] = dict(methods={"forward": (MLP(), (rnd(3, 16),))},
+                            dynamic={"forward": ({0: Dim("batch", min=1, max=8)},)})
+    f["ops_unary"] = dict(methods={"forward": (Unary(), (rnd(3, 5),))})
+    f["ops_binary"] = dict(methods={"forward": (Binary(), (rnd(3, 4), rnd(1, 4), torch.randint(-9, 9, (3, 4)),
+                                                           torch.randint(-9, 9, (3, 4))))})
+    f["ops_reduce"] = dict(methods={"forward": (Reduce(), (rnd(3, 4, 5),))})
+    f["ops_shapes"] = dict(methods={"forward": (Shapes(), (rnd(2, 3, 4), rnd(4, 4)))})
+    f["ops_index"] = dict(methods={"forward": (Index(), (rnd(3, 5), torch.tensor([4, 0, 2]),
+                                                         torch.tensor([[1, 2], [9, 0]])))})
+    f["ops_conv_norm"] = dict(methods={"forward": (Conv1dNet(), (rnd(2, 4, 9), rnd(1, 3, 4, 5)))})
+    # XNNPACK-lowered
+    f["mlp_xnn"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, xnn=True)
+    f["small_cnn_xnn"] = dict(methods={"forward": (SmallCNN(), (rnd(2, 3, 16, 16),))}, xnn=True)
+    f["xnn_ops"] = dict(methods={"forward": (XnnOps(), (rnd(1, 4, 8, 8), rnd(1, 4, 8, 8)))}, xnn=True)
+    f["encoder_xnn"] = dict(methods={"forward": (Encoder(), (rnd(2, 6, 32),))}, xnn=True)
+    f["mlp_dynamic_xnn"] = dict(methods={"forward": (MLP(), (rnd(3, 16),))}, xnn=True,
+                                dynamic={"forward": ({0: Dim("batch", min=1, max=8)},)})
+    f["qlinear_dyn_xnn"] = dict(methods={"forward": (QLinear(), (rnd(4, 32),))}, xnn=True, quant="dynamic")
+    f["mobilenet_v2_xnn"] = dict(methods={"forward": (MobileNetV2(), (rnd(1, 3, 224, 224),))}, xnn=True)
+    return f
+
+
+def quantize_dynamic(model, inputs):
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer, get_symmetric_quantization_config)
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
+    m = export(model, inputs).module()
+    m = prepare_pt2e(m, q)
+    m(*inputs)
+    return convert_pt2e(m)
+
+
+def export_one(name, spec, outdir):
+    progs, ref = {}, {}
+    for mname, (model, inputs) in spec["methods"].items():
+        model = model.eval()
+        for p in model.parameters():  # non-trivial batchnorm statistics
+            p.requires_grad_(False)
+        for mod in model.modules():
+            if isinstance(mod, (nn.BatchNorm2d,)):
+                mod.running_mean.uniform_(-0.2, 0.2)
+                mod.running_var.uniform_(0.5, 1.5)
+        with torch.no_grad():
+            outs = model(*inputs)
+        if spec.get("quant") == "dynamic":
+            model = quantize_dynamic(model, inputs)
+        dyn = spec.get("dynamic", {}).get(mname)
+        progs[mname] = export(model, inputs, dynamic_shapes=dyn)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        for i, t in enumerate(inputs):
+            ref[f"{mname}:in:{i}"] = t.numpy()
+        for i, t in enumerate(outs):
+            ref[f"{mname}:out:{i}"] = t.numpy()
+    part = []
+    if spec.get("xnn"):
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+        part = [XnnpackPartitioner()]
+    edge = to_edge_transform_and_lower(progs if len(progs) > 1 else next(iter(progs.values())),
+                                       partitioner=part)
+    et = edge.to_executorch()
+    with open(os.path.join(outdir, name + ".pte"), "wb") as fh:
+        fh.write(et.buffer)
+    np.savez(os.path.join(outdir, name + ".npz"), **ref)
+    print(f"{name}: {len(et.buffer)} bytes, methods {list(progs)}")
+
+
+def main(argv):
+    outdir = argv[1] if len(argv) > 1 else "tests/models"
+    only = set(argv[2:])
+    os.makedirs(outdir, exist_ok=True)
+    for name, spec in fixtures().items():
+        if only and name not in only:
+            continue
+        try:
+            export_one(name, spec, outdir)
+        except Exception as e:  # keep going; report which fixture failed
+            print(f"{name}: FAILED {type(e).__name__}: {e}", file=sys.stderr)
+            if os.environ.get("EXPORT_STRICT"):
+                raise
+
+
+if __name__ == "__main__":
+    main(sys.argv)
