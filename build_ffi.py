@@ -40,7 +40,7 @@ ffibuilder.set_source(
     '#include "etnp.h"',
     sources=native_sources(),
     include_dirs=[os.path.join("native", "include"), os.path.join("native", "src")],
-    extra_compile_args=["-std=c++17", "-O3", "-fvisibility=hidden", "-Wno-unused-parameter"],
+    extra_compile_args=["-std=c++17", "-O3", "-g0", "-fvisibility=hidden", "-Wno-unused-parameter"],
     libraries=["stdc++", "m", "pthread"],
     source_extension=".cpp",
 )

@@ -130,7 +130,7 @@ class Shapes(nn.Module):
                 F.pad(x, (1, 2), value=0.5), x.reshape(2, -1), x.unsqueeze(1), x[:, 1], x[:, :, 1:3],
                 x.flip(0), y.t(), y.expand(2, 4, 4), torch.arange(6, dtype=torch.float32) * 0.5,
                 torch.zeros_like(y) + torch.ones(4, 4), torch.full((2, 2), 3.0),
-                F.pad(x.unsqueeze(0), (2, 1), mode="reflect"), F.pad(x.unsqueeze(0), (1, 2), mode="replicate"),
+                F.pad(x, (2, 1), mode="reflect"), F.pad(x, (1, 2), mode="replicate"),
                 x.transpose(0, 2).contiguous(), torch.roll(y, 1, 0))
 
 
@@ -141,9 +141,9 @@ class Index(nn.Module):
 
     def forward(self, x, idx, tok):
         return (torch.index_select(x, 1, idx), torch.gather(x, 1, idx.view(1, -1).expand(3, -1)),
-                self.emb(tok), x[idx[:2]], x[:, idx], torch.topk(x, 2, dim=1)[0], torch.topk(x, 2, dim=1)[1],
+                self.emb(tok), x[idx[1:]], x[:, idx], torch.topk(x, 2, dim=1)[0], torch.topk(x, 2, dim=1)[1],
                 torch.sort(x, dim=1, descending=True)[0], torch.sort(x, dim=0)[1],
-                x.index_put((idx[:2],), torch.ones(2, 5)), torch.scatter(x, 1, idx.view(1, -1).expand(3, -1), 0.0),
+                x.index_put((idx[1:],), torch.ones(2, 5)), torch.scatter(x, 1, idx.view(1, -1).expand(3, -1), 0.0),
                 x.narrow(1, 1, 3), torch.bmm(x.unsqueeze(0), x.t().unsqueeze(0)), x @ x.t())
 
 

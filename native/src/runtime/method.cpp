@@ -310,9 +310,16 @@ void Method::set_inputs(const InputValue* in, size_t n) {
         t.compute_strides();
         if (!t.default_dim_order()) throw_exec(where + "the program expects a non-contiguous dim order");
         if (u.nbytes != t.nbytes()) throw_exec(where + "data size does not match its shape");
-        t.data = const_cast<void*>(u.data);
-        t.capacity = u.nbytes;
-        t.owns_external = true;
+        if (pt.data) {
+          // Memory-planned input: other values (aliasing views) may share its memory, so
+          // the data goes into the plan, as ExecuTorch's set_input does.
+          if (u.nbytes > pt.capacity) throw_exec(where + "data exceeds the planned input memory");
+          if (u.nbytes) std::memcpy(pt.data, u.data, u.nbytes);
+        } else {  // unplanned input: bound in place, no copy
+          t.data = const_cast<void*>(u.data);
+          t.capacity = u.nbytes;
+          t.owns_external = true;
+        }
         v.t = t;
         break;
       }
