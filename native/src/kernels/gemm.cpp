@@ -68,70 +68,81 @@ Micro pick_micro() {
 
 }  // namespace
 
-void sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
-           const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, const GemmEpilogue& ep) {
-  if (M <= 0 || N <= 0) return;
-  static const Micro micro = pick_micro();
-  int64_t mb = (M + MR - 1) / MR, nb = (N + NR - 1) / NR;
-  // Pack A into MR-row panels (k-major) and B into NR-column panels (k-major), zero padded.
-  std::vector<float> pa((size_t)(mb * MR * K)), pb((size_t)(nb * NR * K));
-  auto pack_a = [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; p++) {
-      float* dst = pa.data() + p * MR * K;
-      for (int64_t k = 0; k < K; k++)
-        for (int i = 0; i < MR; i++) {
-          int64_t m = p * MR + i;
-          dst[k * MR + i] = m < M ? A[m * rsa + k * csa] : 0.f;
-        }
-    }
-  };
-  auto pack_b = [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; p++) {
-      float* dst = pb.data() + p * NR * K;
-      int64_t n0 = p * NR, nn = std::min<int64_t>(NR, N - n0);
+PackedB pack_b(ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb) {
+  PackedB p;
+  p.K = K;
+  p.N = N;
+  int64_t nb = (N + NR - 1) / NR;
+  p.data.resize((size_t)(nb * NR * K));
+  auto work = [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; q++) {
+      float* dst = p.data.data() + q * NR * K;
+      int64_t n0 = q * NR, nn = std::min<int64_t>(NR, N - n0);
       for (int64_t k = 0; k < K; k++) {
         const float* src = B + k * rsb + n0 * csb;
         float* d = dst + k * NR;
-        if (csb == 1) {
-          std::memcpy(d, src, nn * sizeof(float));
-        } else {
-          for (int64_t j = 0; j < nn; j++) d[j] = src[j * csb];
-        }
+        if (csb == 1) std::memcpy(d, src, nn * sizeof(float));
+        else for (int64_t j = 0; j < nn; j++) d[j] = src[j * csb];
         for (int64_t j = nn; j < NR; j++) d[j] = 0.f;
       }
     }
   };
-  int64_t work = M * N * K;
-  ThreadPool* tp = work > (1 << 16) ? pool : nullptr;
-  if (tp) {
-    tp->parallel_for(mb, 1, pack_a);
-    tp->parallel_for(nb, 1, pack_b);
-  } else {
-    pack_a(0, mb);
-    pack_b(0, nb);
-  }
-  auto tiles = [&](int64_t b, int64_t e) {
+  if (pool && K * N > (1 << 15)) pool->parallel_for(nb, 1, work);
+  else work(0, nb);
+  return p;
+}
+
+void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int64_t csa, const PackedB& B, float* C,
+                  int64_t ldc, const GemmEpilogue& ep) {
+  int64_t N = B.N, K = B.K;
+  if (M <= 0 || N <= 0) return;
+  static const Micro micro = pick_micro();
+  int64_t mb = (M + MR - 1) / MR, nb = (N + NR - 1) / NR;
+  bool big = M * N * K > (1 << 16);
+  ThreadPool* tp = big ? pool : nullptr;
+  // Tiles of MR rows x NR columns; each task packs its A panel once and sweeps the columns.
+  // When there are few row panels, split the columns too so that every thread has work.
+  int nt = tp ? tp->num_threads() : 1;
+  int64_t col_split = (mb >= nt * 2) ? 1 : std::min<int64_t>(nb, (nt * 2 + mb - 1) / mb);
+  int64_t cols_per = (nb + col_split - 1) / col_split;
+  auto tasks = [&](int64_t b, int64_t e) {
     alignas(32) float acc[MR * NR];
+    std::vector<float> pa((size_t)(MR * K));
+    int64_t last_pm = -1;
     for (int64_t t = b; t < e; t++) {
-      int64_t pm = t / nb, pn = t % nb;
-      micro(K, pa.data() + pm * MR * K, pb.data() + pn * NR * K, acc);
-      int64_t m0 = pm * MR, n0 = pn * NR;
-      int64_t mm = std::min<int64_t>(MR, M - m0), nn = std::min<int64_t>(NR, N - n0);
-      for (int64_t i = 0; i < mm; i++) {
-        float* c = C + (m0 + i) * ldc + n0;
-        const float* r = acc + i * NR;
-        float br = ep.bias_row ? ep.bias_row[m0 + i] : 0.f;
-        for (int64_t j = 0; j < nn; j++) {
-          float v = r[j] + br;
-          if (ep.bias_col) v += ep.bias_col[n0 + j];
-          if (ep.accumulate) v += c[j];
-          c[j] = std::min(std::max(v, ep.min), ep.max);
+      int64_t pm = t / col_split, cs = t % col_split;
+      int64_t m0 = pm * MR, mm = std::min<int64_t>(MR, M - m0);
+      if (pm != last_pm) {
+        for (int64_t k = 0; k < K; k++)
+          for (int i = 0; i < MR; i++) pa[k * MR + i] = i < mm ? A[(m0 + i) * rsa + k * csa] : 0.f;
+        last_pm = pm;
+      }
+      for (int64_t pn = cs * cols_per; pn < std::min(nb, (cs + 1) * cols_per); pn++) {
+        micro(K, pa.data(), B.data.data() + pn * NR * K, acc);
+        int64_t n0 = pn * NR, nn = std::min<int64_t>(NR, N - n0);
+        for (int64_t i = 0; i < mm; i++) {
+          float* c = C + (m0 + i) * ldc + n0;
+          const float* r = acc + i * NR;
+          float br = ep.bias_row ? ep.bias_row[m0 + i] : 0.f;
+          for (int64_t j = 0; j < nn; j++) {
+            float v = r[j] + br;
+            if (ep.bias_col) v += ep.bias_col[n0 + j];
+            if (ep.accumulate) v += c[j];
+            c[j] = std::min(std::max(v, ep.min), ep.max);
+          }
         }
       }
     }
   };
-  if (tp) tp->parallel_for(mb * nb, 1, tiles);
-  else tiles(0, mb * nb);
+  if (tp) tp->parallel_for(mb * col_split, 1, tasks);
+  else tasks(0, mb * col_split);
+}
+
+void sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
+           const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, const GemmEpilogue& ep) {
+  if (M <= 0 || N <= 0) return;
+  PackedB pb = pack_b(M * N * K > (1 << 16) ? pool : nullptr, K, N, B, rsb, csb);
+  sgemm_packed(pool, M, A, rsa, csa, pb, C, ldc, ep);
 }
 
 }  // namespace etnp

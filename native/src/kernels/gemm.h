@@ -3,6 +3,7 @@
 // chosen at run time, portable fallback) and the runtime's thread pool.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "threadpool/threadpool.h"
 
@@ -14,6 +15,17 @@ struct GemmEpilogue {
   float min = -__builtin_inff(), max = __builtin_inff();
   bool accumulate = false;          // C += A*B instead of C = A*B
 };
+
+// B packed into 16-column panels, ready for sgemm_packed (pack weights once, reuse).
+struct PackedB {
+  int64_t K = 0, N = 0;
+  std::vector<float> data;
+};
+PackedB pack_b(ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb);
+
+// C = A * packed B (+ epilogue).
+void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int64_t csa, const PackedB& B, float* C,
+                  int64_t ldc, const GemmEpilogue& ep = GemmEpilogue());
 
 // A(m,k) = A[m*rsa + k*csa]; B(k,n) = B[k*rsb + n*csb]; C(m,n) = C[m*ldc + n].
 void sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,

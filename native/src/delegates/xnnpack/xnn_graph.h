@@ -1,0 +1,83 @@
+// The XNNPACK delegate's graph, read from the processed blob ("XH00" header +
+// XNNGraph flatbuffer "XN00"/"XN01" + constant data), bounds-checked throughout.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "runtime/program.h"
+
+namespace etnp::xnn {
+
+constexpr uint32_t kInvalidId = 0xFFFFFFFFu;
+
+enum DataType : int16_t {
+  FP32 = 1, FP16 = 2, QINT8 = 3, QUINT8 = 4, QINT32 = 5, QCINT8 = 6, QCINT32 = 7, QCINT4 = 8, QDINT8 = 9,
+  QBINT4 = 10, QPINT8 = 11, INT32 = 12, PFP32 = 13, BF16 = 14,
+};
+
+enum class Quant { None, PerTensor, PerChannel, PerToken, PerChannelGroup };
+
+// Every runtime value is held as float32; quantized values hold their dequantized grid
+// points (writes snap to the grid), so the arithmetic matches XNNPACK's quantized kernels.
+struct Value {
+  int16_t dtype = FP32;
+  std::vector<int64_t> dims;     // as serialised (upper bounds for dynamic inputs)
+  uint32_t external_id = kInvalidId;
+  uint32_t flags = 0;
+  bool is_constant = false;
+  Quant quant = Quant::None;
+  float scale = 1.f;
+  int32_t zero_point = 0;
+  std::vector<float> scales;     // per channel (or per channel-group)
+  int32_t channel_dim = 0, group_size = 0, nonbatch_dims = 1;
+  uint32_t scale_buffer = 0, num_scales = 0;  // scales stored in constant data
+  // runtime state
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+  }
+};
+
+enum NodeType {
+  Add = 1, FullyConnected, Softmax, Sigmoid, StaticTranspose, Clamp, Conv2d, Div, StaticResizeBilinear2D,
+  StaticConstantPad, AvgPooling2d, Minimum, DepthwiseConv2d, MaxPooling2d, Multiply, Subtract, Floor, Convert,
+  GlobalAvgPooling2d, StaticReshape, ArgMaxPooling2d, SquareRoot, Ceiling, Hardswish, LeakyReLU, Maximum, Negate,
+  Square, ELU, Abs, PReLU, Concatenate2, Concatenate3, Concatenate4, StaticSlice, ScaledDotProductAttention,
+  BatchMatrixMultiply, Concatenate5, ConvTranspose2d, ReciprocalSquareRoot, Log, Gelu, Tanh, Exp, Sin, Copy, Cos,
+  kNumNodeTypes
+};
+const char* node_type_name(int t);
+
+struct Node {
+  int type = 0;
+  std::vector<uint32_t> inputs;  // value ids
+  uint32_t output = kInvalidId, output2 = kInvalidId;
+  uint32_t flags = 0;
+  float out_min = -__builtin_inff(), out_max = __builtin_inff();
+  // convolution / pooling
+  uint32_t pad_top = 0, pad_right = 0, pad_bottom = 0, pad_left = 0, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  uint32_t group_in = 0, group_out = 0, groups = 1, adj_h = 0, adj_w = 0;
+  // shape ops
+  std::vector<int64_t> ints, ints2;  // perm / new_shape / offsets+sizes / pre+post paddings
+  float fparam = 0;                  // alpha, slope, pad value
+  uint32_t axis = 0, new_h = 0, new_w = 0;
+  // prepared weights (FullyConnected, Conv2d): one packed panel set per group
+  std::vector<PackedB> packed;
+  std::vector<float> bias;
+};
+
+struct Graph {
+  std::vector<Value> values;
+  std::vector<Node> nodes;
+  std::vector<uint32_t> input_ids, output_ids;
+};
+
+// Parses the blob; constants are decoded to float32 (named keys resolve through the program).
+Graph read_graph(Span blob, const Program& program);
+
+}  // namespace etnp::xnn

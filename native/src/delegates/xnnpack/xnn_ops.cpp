@@ -1,0 +1,636 @@
+#include "delegates/xnnpack/xnn_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/elementwise.h"
+#include "kernels/gemm.h"
+#include "runtime/dtype.h"
+
+namespace etnp::xnn {
+
+namespace {
+
+constexpr uint32_t kTransposeWeights = 0x1;
+constexpr uint32_t kAlignCorners = 0x8;
+
+[[noreturn]] void fail(const Node& n, const std::string& m) { throw_exec(std::string(node_type_name(n.type)) + ": " + m); }
+
+Value& in(Graph& g, const Node& n, size_t k) {
+  uint32_t id = n.inputs.at(k);
+  Value& v = g.values[id];
+  if (!v.is_constant && v.data.size() < (size_t)v.numel()) fail(n, "input " + std::to_string(k) + " has no data");
+  return v;
+}
+Value* opt_in(Graph& g, const Node& n, size_t k) {
+  return k < n.inputs.size() && n.inputs[k] != kInvalidId ? &g.values[n.inputs[k]] : nullptr;
+}
+Value& out(Graph& g, const Node& n) { return g.values[n.output]; }
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+Tensor wrap(Value& v) {
+  Tensor t;
+  t.dtype = DType::F32;
+  t.dim = (int)v.shape.size();
+  for (int i = 0; i < t.dim; i++) { t.sizes[i] = v.shape[i]; t.dim_order[i] = (uint8_t)i; }
+  t.compute_strides();
+  t.data = v.data.data();
+  t.capacity = v.data.size() * sizeof(float);
+  t.dynamism = Dynamism::Bound;
+  return t;
+}
+
+void clamp_output(const Node& n, Value& o) {
+  if (!std::isfinite(n.out_min) && !std::isfinite(n.out_max)) return;
+  float lo = n.out_min, hi = n.out_max;
+  for (auto& x : o.data) x = std::min(std::max(x, lo), hi);
+}
+
+// ---- elementwise ----
+void binary(KernelContext& ctx, Graph& g, Node& n, BinaryD f) {
+  Value &a = in(g, n, 0), &b = in(g, n, 1), &o = out(g, n);
+  Tensor ta = wrap(a), tb = wrap(b);
+  ensure_shape(o, broadcast_shapes(ta, tb));
+  Tensor to = wrap(o);
+  binary_apply(ctx, ta, tb, to, f, nullptr);
+}
+template <typename F>
+void unary(KernelContext& ctx, Graph& g, Node& n, F f) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  ensure_shape(o, a.shape);
+  Tensor ta = wrap(a), to = wrap(o);
+  unary_apply_fn(ctx, ta, to, f);
+}
+double add_f(double x, double y) { return x + y; }
+double sub_f(double x, double y) { return x - y; }
+double mul_f(double x, double y) { return x * y; }
+double div_f(double x, double y) { return x / y; }
+double min_f(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); }
+double max_f(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
+double prelu_f(double x, double s) { return x > 0 ? x : x * s; }
+
+void softmax(Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  ensure_shape(o, a.shape);
+  int64_t len = a.shape.empty() ? 1 : a.shape.back(), rows = a.numel() / std::max<int64_t>(len, 1);
+  for (int64_t r = 0; r < rows; r++) {
+    const float* x = a.data.data() + r * len;
+    float* y = o.data.data() + r * len;
+    float m = -INFINITY;
+    for (int64_t i = 0; i < len; i++) m = std::max(m, x[i]);
+    double s = 0;
+    for (int64_t i = 0; i < len; i++) s += std::exp((double)x[i] - m);
+    for (int64_t i = 0; i < len; i++) y[i] = (float)(std::exp((double)x[i] - m) / s);
+  }
+}
+
+// ---- layout ----
+void transpose(Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  size_t nd = a.shape.size();
+  if (n.ints.size() != nd) fail(n, "permutation rank differs from input rank");
+  std::vector<int64_t> s(nd), st(nd), in_st(nd);
+  int64_t acc = 1;
+  for (size_t i = nd; i-- > 0;) { in_st[i] = acc; acc *= a.shape[i]; }
+  for (size_t i = 0; i < nd; i++) {
+    if (n.ints[i] >= (int64_t)nd) fail(n, "invalid permutation");
+    s[i] = a.shape[n.ints[i]];
+    st[i] = in_st[n.ints[i]];
+  }
+  ensure_shape(o, s);
+  int64_t total = o.numel(), idx[8] = {};
+  for (int64_t k = 0; k < total; k++) {
+    int64_t off = 0;
+    for (size_t d = 0; d < nd; d++) off += idx[d] * st[d];
+    o.data[k] = a.data[off];
+    for (size_t d = nd; d-- > 0;) { if (++idx[d] < s[d]) break; idx[d] = 0; }
+  }
+}
+void reshape(Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  std::vector<int64_t> s = n.ints;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] == 0) { if (infer >= 0) fail(n, "more than one inferred dimension"); infer = (int64_t)i; }
+    else known *= s[i];
+  }
+  if (infer >= 0) s[infer] = known ? a.numel() / known : 0;
+  int64_t total = 1;
+  for (auto d : s) total *= d;
+  if (total != a.numel()) fail(n, "cannot reshape " + shape_str(a.shape) + " to " + shape_str(s));
+  ensure_shape(o, s);
+  if (&o != &a) std::memcpy(o.data.data(), a.data.data(), (size_t)total * 4);
+}
+void copy_value(Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  ensure_shape(o, a.shape);
+  std::memcpy(o.data.data(), a.data.data(), (size_t)a.numel() * 4);
+}
+void slice(Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  size_t nd = a.shape.size();
+  if (n.ints.size() != nd || n.ints2.size() != nd) fail(n, "slice rank mismatch");
+  std::vector<int64_t> s(nd), st(nd);
+  int64_t acc = 1, base = 0;
+  for (size_t i = nd; i-- > 0;) { st[i] = acc; acc *= a.shape[i]; }
+  for (size_t i = 0; i < nd; i++) {
+    int64_t off = n.ints[i], sz = n.ints2[i] == 0 ? a.shape[i] - off : n.ints2[i];
+    if (off < 0 || sz < 0 || off + sz > a.shape[i]) fail(n, "slice out of bounds for " + shape_str(a.shape));
+    s[i] = sz;
+    base += off * st[i];
+  }
+  ensure_shape(o, s);
+  int64_t total = o.numel(), idx[8] = {};
+  for (int64_t k = 0; k < total; k++) {
+    int64_t off = base;
+    for (size_t d = 0; d < nd; d++) off += idx[d] * st[d];
+    o.data[k] = a.data[off];
+    for (size_t d = nd; d-- > 0;) { if (++idx[d] < s[d]) break; idx[d] = 0; }
+  }
+}
+void pad(Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  size_t nd = a.shape.size();
+  if (n.ints.size() != nd || n.ints2.size() != nd) fail(n, "padding rank mismatch");
+  std::vector<int64_t> s(nd), ist(nd);
+  int64_t acc = 1;
+  for (size_t i = nd; i-- > 0;) { ist[i] = acc; acc *= a.shape[i]; }
+  for (size_t i = 0; i < nd; i++) s[i] = a.shape[i] + n.ints[i] + n.ints2[i];
+  ensure_shape(o, s);
+  int64_t total = o.numel(), idx[8] = {};
+  for (int64_t k = 0; k < total; k++) {
+    int64_t off = 0;
+    bool inside = true;
+    for (size_t d = 0; d < nd; d++) {
+      int64_t j = idx[d] - n.ints[d];
+      if (j < 0 || j >= a.shape[d]) { inside = false; break; }
+      off += j * ist[d];
+    }
+    o.data[k] = inside ? a.data[off] : n.fparam;
+    for (size_t d = nd; d-- > 0;) { if (++idx[d] < s[d]) break; idx[d] = 0; }
+  }
+}
+void concat(Graph& g, Node& n) {
+  Value& a0 = in(g, n, 0);
+  size_t nd = a0.shape.size();
+  if (n.axis >= nd) fail(n, "axis out of range");
+  std::vector<int64_t> s = a0.shape;
+  s[n.axis] = 0;
+  for (size_t k = 0; k < n.inputs.size(); k++) {
+    Value& a = in(g, n, k);
+    if (a.shape.size() != nd) fail(n, "inputs differ in rank");
+    for (size_t d = 0; d < nd; d++)
+      if (d != n.axis && a.shape[d] != a0.shape[d]) fail(n, "inputs differ in shape");
+    s[n.axis] += a.shape[n.axis];
+  }
+  Value& o = out(g, n);
+  ensure_shape(o, s);
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < n.axis; d++) outer *= s[d];
+  for (size_t d = n.axis + 1; d < nd; d++) inner *= s[d];
+  int64_t off = 0;
+  for (size_t k = 0; k < n.inputs.size(); k++) {
+    Value& a = in(g, n, k);
+    int64_t run = a.shape[n.axis] * inner;
+    for (int64_t r = 0; r < outer; r++)
+      std::memcpy(o.data.data() + r * s[n.axis] * inner + off, a.data.data() + r * run, (size_t)run * 4);
+    off += run;
+  }
+}
+void resize_bilinear(Graph& g, Node& n) {  // NHWC
+  Value &a = in(g, n, 0), &o = out(g, n);
+  if (a.shape.size() != 4) fail(n, "expects a 4-D NHWC input");
+  int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3], OH = n.new_h, OW = n.new_w;
+  ensure_shape(o, {N, OH, OW, C});
+  bool align = n.flags & kAlignCorners;
+  auto src = [&](int64_t i, int64_t in_n, int64_t out_n, int64_t& i0, int64_t& i1, float& l) {
+    double v = align ? (out_n > 1 ? (double)i * (in_n - 1) / (out_n - 1) : 0.0)
+                     : std::max(0.0, (i + 0.5) * ((double)in_n / out_n) - 0.5);
+    i0 = std::min((int64_t)v, in_n - 1);
+    i1 = std::min(i0 + 1, in_n - 1);
+    l = (float)(v - i0);
+  };
+  for (int64_t b = 0; b < N; b++)
+    for (int64_t oh = 0; oh < OH; oh++) {
+      int64_t h0, h1;
+      float lh;
+      src(oh, H, OH, h0, h1, lh);
+      for (int64_t ow = 0; ow < OW; ow++) {
+        int64_t w0, w1;
+        float lw;
+        src(ow, W, OW, w0, w1, lw);
+        const float* p00 = &a.data[((b * H + h0) * W + w0) * C];
+        const float* p01 = &a.data[((b * H + h0) * W + w1) * C];
+        const float* p10 = &a.data[((b * H + h1) * W + w0) * C];
+        const float* p11 = &a.data[((b * H + h1) * W + w1) * C];
+        float* y = &o.data[((b * OH + oh) * OW + ow) * C];
+        for (int64_t c = 0; c < C; c++)
+          y[c] = (1 - lh) * ((1 - lw) * p00[c] + lw * p01[c]) + lh * ((1 - lw) * p10[c] + lw * p11[c]);
+      }
+    }
+}
+
+// ---- pooling (NHWC) ----
+int64_t pool_dim(const Node& n, int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
+  int64_t o = (in + p0 + p1 - d * (k - 1) - 1) / std::max<int64_t>(s, 1) + 1;
+  if (o <= 0) fail(n, "output would be empty");
+  return o;
+}
+void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  if (a.shape.size() != 4) fail(n, "expects a 4-D NHWC input");
+  int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3];
+  int64_t OH = pool_dim(n, H, n.kh, n.sh, n.dh, n.pad_top, n.pad_bottom), OW = pool_dim(n, W, n.kw, n.sw, n.dw, n.pad_left, n.pad_right);
+  ensure_shape(o, {N, OH, OW, C});
+  if (indices) ensure_shape(*indices, {N, OH, OW, C});
+  parallel(ctx, N * OH, 1, [&](int64_t b, int64_t e) {
+    std::vector<float> acc((size_t)C);
+    std::vector<int64_t> cnt_or_idx((size_t)C);
+    for (int64_t r = b; r < e; r++) {
+      int64_t bn = r / OH, oh = r % OH;
+      for (int64_t ow = 0; ow < OW; ow++) {
+        std::fill(acc.begin(), acc.end(), is_max ? -INFINITY : 0.f);
+        std::fill(cnt_or_idx.begin(), cnt_or_idx.end(), 0);
+        int64_t count = 0;
+        for (int64_t i = 0; i < (int64_t)n.kh; i++) {
+          int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t j = 0; j < (int64_t)n.kw; j++) {
+            int64_t iw = ow * n.sw - n.pad_left + j * n.dw;
+            if (iw < 0 || iw >= W) continue;
+            const float* x = &a.data[((bn * H + ih) * W + iw) * C];
+            count++;
+            if (is_max) {
+              for (int64_t c = 0; c < C; c++)
+                if (x[c] > acc[c]) { acc[c] = x[c]; cnt_or_idx[c] = i * n.kw + j; }
+            } else {
+              for (int64_t c = 0; c < C; c++) acc[c] += x[c];
+            }
+          }
+        }
+        float* y = &o.data[((bn * OH + oh) * OW + ow) * C];
+        for (int64_t c = 0; c < C; c++) y[c] = is_max ? acc[c] : acc[c] / (float)std::max<int64_t>(count, 1);
+        if (indices)
+          for (int64_t c = 0; c < C; c++) indices->data[((bn * OH + oh) * OW + ow) * C + c] = (float)cnt_or_idx[c];
+      }
+    }
+  });
+}
+void global_avg_pool(Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  if (a.shape.size() != 4) fail(n, "expects a 4-D NHWC input");
+  int64_t N = a.shape[0], HW = a.shape[1] * a.shape[2], C = a.shape[3];
+  if (o.dims.size() == 4) ensure_shape(o, {N, 1, 1, C});
+  else ensure_shape(o, {N, C});
+  for (int64_t b = 0; b < N; b++) {
+    std::vector<double> acc((size_t)C, 0.0);
+    for (int64_t p = 0; p < HW; p++) {
+      const float* x = &a.data[(b * HW + p) * C];
+      for (int64_t c = 0; c < C; c++) acc[c] += x[c];
+    }
+    for (int64_t c = 0; c < C; c++) o.data[b * C + c] = (float)(acc[c] / (double)HW);
+  }
+}
+
+// ---- matrix ops ----
+GemmEpilogue epilogue(const Node& n, const float* bias) {
+  GemmEpilogue ep;
+  ep.bias_col = bias;
+  ep.min = n.out_min;
+  ep.max = n.out_max;
+  return ep;
+}
+const float* bias_of(Graph& g, Node& n) {
+  if (!n.bias.empty()) return n.bias.data();
+  Value* b = opt_in(g, n, 2);
+  return b ? b->data.data() : nullptr;
+}
+
+void fully_connected(KernelContext& ctx, Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &w = in(g, n, 1), &o = out(g, n);
+  if (w.shape.size() != 2) fail(n, "filter must be 2-D");
+  bool tw = n.flags & kTransposeWeights;
+  int64_t IC = tw ? w.shape[0] : w.shape[1], OC = tw ? w.shape[1] : w.shape[0];
+  if (a.shape.empty() || a.shape.back() != IC) fail(n, "input " + shape_str(a.shape) + " does not match filter " + shape_str(w.shape));
+  std::vector<int64_t> s = a.shape;
+  s.back() = OC;
+  ensure_shape(o, s);
+  int64_t M = a.numel() / IC;
+  const float* bias = bias_of(g, n);
+  GemmEpilogue ep = epilogue(n, bias);
+  if (!n.packed.empty()) {
+    sgemm_packed(ctx.pool, M, a.data.data(), IC, 1, n.packed[0], o.data.data(), OC, ep);
+  } else {
+    sgemm(ctx.pool, M, OC, IC, a.data.data(), IC, 1, w.data.data(), tw ? OC : 1, tw ? 1 : IC, o.data.data(), OC, ep);
+  }
+}
+
+void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
+  Value &a = in(g, n, 0), &w = in(g, n, 1), &o = out(g, n);
+  if (a.shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
+  int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3];
+  int64_t G = n.groups, ICg = n.group_in, OCg = n.group_out, OC = G * OCg;
+  if (C != G * ICg) fail(n, "input has " + std::to_string(C) + " channels, expected " + std::to_string(G * ICg));
+  int64_t OH = pool_dim(n, H, n.kh, n.sh, n.dh, n.pad_top, n.pad_bottom), OW = pool_dim(n, W, n.kw, n.sw, n.dw, n.pad_left, n.pad_right);
+  ensure_shape(o, {N, OH, OW, OC});
+  int64_t K = (int64_t)n.kh * n.kw * ICg, M = N * OH * OW;
+  const float* bias = bias_of(g, n);
+  bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left && !n.pad_bottom && !n.pad_right;
+  for (int64_t gi = 0; gi < G; gi++) {
+    const float* A;
+    int64_t lda;
+    if (pointwise) {
+      A = a.data.data() + gi * ICg;
+      lda = C;
+    } else {
+      sc.col.resize((size_t)(M * K));
+      float* col = sc.col.data();
+      parallel(ctx, M, 64, [&](int64_t b, int64_t e) {
+        for (int64_t m = b; m < e; m++) {
+          int64_t bn = m / (OH * OW), oh = (m / OW) % OH, ow = m % OW;
+          float* row = col + m * K;
+          for (int64_t i = 0; i < (int64_t)n.kh; i++) {
+            int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
+            for (int64_t j = 0; j < (int64_t)n.kw; j++) {
+              int64_t iw = ow * n.sw - n.pad_left + j * n.dw;
+              float* dst = row + (i * n.kw + j) * ICg;
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W) std::memset(dst, 0, (size_t)ICg * 4);
+              else std::memcpy(dst, &a.data[((bn * H + ih) * W + iw) * C + gi * ICg], (size_t)ICg * 4);
+            }
+          }
+        }
+      });
+      A = col;
+      lda = K;
+    }
+    GemmEpilogue ep = epilogue(n, bias ? bias + gi * OCg : nullptr);
+    float* Cp = o.data.data() + gi * OCg;
+    if (!n.packed.empty()) {
+      sgemm_packed(ctx.pool, M, A, lda, 1, n.packed[gi], Cp, OC, ep);
+    } else {  // filter [OC, KH, KW, ICg]: B(k, oc) = w[(gi*OCg + oc)*K + k]
+      sgemm(ctx.pool, M, OCg, K, A, lda, 1, w.data.data() + gi * OCg * K, 1, K, Cp, OC, ep);
+    }
+  }
+}
+
+void depthwise(KernelContext& ctx, Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &w = in(g, n, 1), &o = out(g, n);
+  if (a.shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
+  int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3], OC = w.shape[3];
+  if (OC % C) fail(n, "filter channels are not a multiple of input channels");
+  int64_t mult = OC / C, KH = n.kh, KW = n.kw;
+  int64_t OH = pool_dim(n, H, KH, n.sh, n.dh, n.pad_top, n.pad_bottom), OW = pool_dim(n, W, KW, n.sw, n.dw, n.pad_left, n.pad_right);
+  ensure_shape(o, {N, OH, OW, OC});
+  const float* bias = bias_of(g, n);
+  const float* wd = w.data.data();
+  float lo = n.out_min, hi = n.out_max;
+  parallel(ctx, N * OH, 1, [&](int64_t b, int64_t e) {
+    std::vector<float> acc((size_t)OC);
+    for (int64_t r = b; r < e; r++) {
+      int64_t bn = r / OH, oh = r % OH;
+      for (int64_t ow = 0; ow < OW; ow++) {
+        if (bias) std::memcpy(acc.data(), bias, (size_t)OC * 4);
+        else std::fill(acc.begin(), acc.end(), 0.f);
+        for (int64_t i = 0; i < KH; i++) {
+          int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t j = 0; j < KW; j++) {
+            int64_t iw = ow * n.sw - n.pad_left + j * n.dw;
+            if (iw < 0 || iw >= W) continue;
+            const float* x = &a.data[((bn * H + ih) * W + iw) * C];
+            const float* k = wd + (i * KW + j) * OC;
+            float* ac = acc.data();
+            if (mult == 1) {
+              for (int64_t c = 0; c < OC; c++) ac[c] += x[c] * k[c];
+            } else {
+              for (int64_t c = 0; c < OC; c++) ac[c] += x[c / mult] * k[c];
+            }
+          }
+        }
+        float* y = &o.data[((bn * OH + oh) * OW + ow) * OC];
+        for (int64_t c = 0; c < OC; c++) y[c] = std::min(std::max(acc[c], lo), hi);
+      }
+    }
+  });
+}
+
+void deconv(Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &w = in(g, n, 1), &o = out(g, n);
+  if (a.shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
+  int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3];
+  int64_t G = n.groups, ICg = n.group_in, OCg = n.group_out, OC = G * OCg, KH = n.kh, KW = n.kw;
+  if (C != G * ICg) fail(n, "input channels do not match the filter");
+  int64_t OH = (H - 1) * n.sh + n.dh * (KH - 1) + 1 - n.pad_top - n.pad_bottom + n.adj_h;
+  int64_t OW = (W - 1) * n.sw + n.dw * (KW - 1) + 1 - n.pad_left - n.pad_right + n.adj_w;
+  if (OH <= 0 || OW <= 0) fail(n, "output would be empty");
+  ensure_shape(o, {N, OH, OW, OC});
+  const float* bias = bias_of(g, n);
+  for (int64_t p = 0; p < N * OH * OW; p++)
+    for (int64_t c = 0; c < OC; c++) o.data[p * OC + c] = bias ? bias[c] : 0.f;
+  const float* wd = w.data.data();
+  for (int64_t bn = 0; bn < N; bn++)
+    for (int64_t ih = 0; ih < H; ih++)
+      for (int64_t iw = 0; iw < W; iw++) {
+        const float* x = &a.data[((bn * H + ih) * W + iw) * C];
+        for (int64_t i = 0; i < KH; i++) {
+          int64_t oh = ih * n.sh - n.pad_top + i * n.dh;
+          if (oh < 0 || oh >= OH) continue;
+          for (int64_t j = 0; j < KW; j++) {
+            int64_t ow = iw * n.sw - n.pad_left + j * n.dw;
+            if (ow < 0 || ow >= OW) continue;
+            float* y = &o.data[((bn * OH + oh) * OW + ow) * OC];
+            for (int64_t gi = 0; gi < G; gi++)
+              for (int64_t oc = 0; oc < OCg; oc++) {
+                const float* k = wd + (((gi * OCg + oc) * KH + i) * KW + j) * ICg;
+                const float* xg = x + gi * ICg;
+                float s = 0;
+                for (int64_t ic = 0; ic < ICg; ic++) s += xg[ic] * k[ic];
+                y[gi * OCg + oc] += s;
+              }
+          }
+        }
+      }
+  clamp_output(n, o);
+}
+
+void batch_matmul(KernelContext& ctx, Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &b = in(g, n, 1), &o = out(g, n);
+  if (a.shape.size() < 2 || b.shape.size() < 2) fail(n, "inputs must be at least 2-D");
+  bool tb = n.flags & kTransposeWeights;
+  size_t ra = a.shape.size(), rb = b.shape.size();
+  int64_t M = a.shape[ra - 2], K = a.shape[ra - 1];
+  int64_t Kb = tb ? b.shape[rb - 1] : b.shape[rb - 2], N = tb ? b.shape[rb - 2] : b.shape[rb - 1];
+  if (K != Kb) fail(n, "inner dimensions differ: " + shape_str(a.shape) + " x " + shape_str(b.shape));
+  int64_t BA = a.numel() / (M * K), BB = b.numel() / (Kb * N);
+  if (BA != BB && BB != 1 && BA != 1) fail(n, "batch dimensions do not broadcast");
+  int64_t B = std::max(BA, BB);
+  std::vector<int64_t> s = BA >= BB ? a.shape : b.shape;
+  s[s.size() - 2] = M;
+  s[s.size() - 1] = N;
+  ensure_shape(o, s);
+  for (int64_t i = 0; i < B; i++) {
+    const float* A = a.data.data() + (BA == 1 ? 0 : i) * M * K;
+    const float* Bp = b.data.data() + (BB == 1 ? 0 : i) * K * N;
+    sgemm(ctx.pool, M, N, K, A, K, 1, Bp, tb ? 1 : N, tb ? K : 1, o.data.data() + i * M * N, N, epilogue(n, nullptr));
+  }
+}
+
+void sdpa(Graph& g, Node& n) {
+  Value &q = in(g, n, 0), &k = in(g, n, 1), &v = in(g, n, 2), &o = out(g, n);
+  Value* scale = opt_in(g, n, 3);
+  Value* mask = opt_in(g, n, 4);
+  if (q.shape.size() != 4 || k.shape.size() != 4 || v.shape.size() != 4) fail(n, "expects 4-D query/key/value");
+  int64_t B = q.shape[0], Hh = q.shape[1], T = q.shape[2], D = q.shape[3], S = k.shape[2], Dv = v.shape[3];
+  ensure_shape(o, {B, Hh, T, Dv});
+  std::vector<double> sc((size_t)S);
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < Hh; h++) {
+      int64_t bh = b * Hh + h;
+      for (int64_t t = 0; t < T; t++) {
+        const float* qr = &q.data[(bh * T + t) * D];
+        double mx = -INFINITY;
+        for (int64_t s = 0; s < S; s++) {
+          const float* kr = &k.data[(bh * S + s) * D];
+          double acc = 0;
+          for (int64_t d = 0; d < D; d++) acc += (double)qr[d] * (scale ? scale->data[d % scale->data.size()] : 1.f) * kr[d];
+          if (mask) acc += mask->data[(t * S + s) % mask->data.size()];
+          sc[s] = acc;
+          mx = std::max(mx, acc);
+        }
+        double sum = 0;
+        for (int64_t s = 0; s < S; s++) { sc[s] = std::exp(sc[s] - mx); sum += sc[s]; }
+        float* y = &o.data[(bh * T + t) * Dv];
+        for (int64_t d = 0; d < Dv; d++) {
+          double acc = 0;
+          for (int64_t s = 0; s < S; s++) acc += sc[s] * v.data[(bh * S + s) * Dv + d];
+          y[d] = (float)(acc / sum);
+        }
+      }
+    }
+}
+
+}  // namespace
+
+void ensure_shape(Value& v, const std::vector<int64_t>& shape) {
+  v.shape = shape;
+  size_t n = (size_t)v.numel();
+  if (v.data.size() < n) v.data.resize(n);
+}
+
+void finalize_value(Value& v) {
+  int64_t n = v.numel();
+  float* d = v.data.data();
+  if (v.dtype == FP16) {
+    for (int64_t i = 0; i < n; i++) d[i] = half_to_float(float_to_half(d[i]));
+  } else if (v.dtype == BF16) {
+    for (int64_t i = 0; i < n; i++) d[i] = bf16_to_float(float_to_bf16(d[i]));
+  } else if (v.quant == Quant::PerTensor && (v.dtype == QINT8 || v.dtype == QUINT8)) {
+    float qmin = v.dtype == QINT8 ? -128.f : 0.f, qmax = v.dtype == QINT8 ? 127.f : 255.f, inv = 1.f / v.scale;
+    for (int64_t i = 0; i < n; i++) {
+      float q = std::min(std::max(std::nearbyint(d[i] * inv) + (float)v.zero_point, qmin), qmax);
+      d[i] = (q - (float)v.zero_point) * v.scale;
+    }
+  } else if (v.quant == Quant::PerToken || v.dtype == QDINT8) {
+    // Dynamic asymmetric int8 per token (rows of the trailing `nonbatch_dims` dims).
+    int nb = std::max(1, std::min<int>(v.nonbatch_dims, (int)v.shape.size()));
+    int64_t len = 1;
+    for (size_t k = v.shape.size() - nb; k < v.shape.size(); k++) len *= v.shape[k];
+    for (int64_t r = 0; r * len < n; r++) {
+      float* x = d + r * len;
+      float mn = 0.f, mx = 0.f;
+      for (int64_t i = 0; i < len; i++) { mn = std::min(mn, x[i]); mx = std::max(mx, x[i]); }
+      if (mx == mn) continue;
+      double scale = ((double)mx - mn) / 255.0;
+      double zp = std::nearbyint(std::min(std::max(-128.0 - mn / scale, -128.0), 127.0));
+      for (int64_t i = 0; i < len; i++) {
+        double q = std::min(std::max(std::nearbyint(x[i] / scale) + zp, -128.0), 127.0);
+        x[i] = (float)((q - zp) * scale);
+      }
+    }
+  }
+}
+
+void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
+  auto constant = [&](size_t k) -> Value* {
+    Value* v = k < n.inputs.size() && n.inputs[k] != kInvalidId ? &g.values[n.inputs[k]] : nullptr;
+    return v && v->is_constant ? v : nullptr;
+  };
+  if (Value* b = constant(2)) {
+    if (n.type == FullyConnected || n.type == Conv2d || n.type == DepthwiseConv2d || n.type == ConvTranspose2d) n.bias = b->data;
+  }
+  Value* w = constant(1);
+  if (!w) return;
+  if (n.type == FullyConnected) {
+    if (w->dims.size() != 2) fail(n, "filter must be 2-D");
+    bool tw = n.flags & kTransposeWeights;
+    int64_t IC = tw ? w->dims[0] : w->dims[1], OC = tw ? w->dims[1] : w->dims[0];
+    n.packed.push_back(pack_b(pool, IC, OC, w->data.data(), tw ? OC : 1, tw ? 1 : IC));
+  } else if (n.type == Conv2d) {
+    if (w->dims.size() != 4) fail(n, "filter must be 4-D");
+    int64_t K = (int64_t)n.kh * n.kw * n.group_in, OCg = n.group_out;
+    if (w->dims[0] != (int64_t)n.groups * OCg || w->dims[1] * w->dims[2] * w->dims[3] != K) fail(n, "filter shape mismatch");
+    for (uint32_t gi = 0; gi < n.groups; gi++) n.packed.push_back(pack_b(pool, K, OCg, w->data.data() + gi * OCg * K, 1, K));
+  }
+}
+
+void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
+  switch (n.type) {
+    case Add: binary(ctx, g, n, add_f); break;
+    case Subtract: binary(ctx, g, n, sub_f); break;
+    case Multiply: binary(ctx, g, n, mul_f); break;
+    case Div: binary(ctx, g, n, div_f); break;
+    case Minimum: binary(ctx, g, n, min_f); break;
+    case Maximum: binary(ctx, g, n, max_f); break;
+    case PReLU: binary(ctx, g, n, prelu_f); break;
+    case Clamp: case Copy: case Convert: copy_value(g, n); break;
+    case Sigmoid: unary(ctx, g, n, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }); break;
+    case Tanh: unary(ctx, g, n, [](double x) { return std::tanh(x); }); break;
+    case Floor: unary(ctx, g, n, [](double x) { return std::floor(x); }); break;
+    case Ceiling: unary(ctx, g, n, [](double x) { return std::ceil(x); }); break;
+    case SquareRoot: unary(ctx, g, n, [](double x) { return std::sqrt(x); }); break;
+    case ReciprocalSquareRoot: unary(ctx, g, n, [](double x) { return 1.0 / std::sqrt(x); }); break;
+    case Square: unary(ctx, g, n, [](double x) { return x * x; }); break;
+    case Abs: unary(ctx, g, n, [](double x) { return std::fabs(x); }); break;
+    case Negate: unary(ctx, g, n, [](double x) { return -x; }); break;
+    case Exp: unary(ctx, g, n, [](double x) { return std::exp(x); }); break;
+    case Log: unary(ctx, g, n, [](double x) { return std::log(x); }); break;
+    case Sin: unary(ctx, g, n, [](double x) { return std::sin(x); }); break;
+    case Cos: unary(ctx, g, n, [](double x) { return std::cos(x); }); break;
+    case Gelu: unary(ctx, g, n, [](double x) { return 0.5 * x * (1.0 + std::erf(x * 0.7071067811865476)); }); break;
+    case Hardswish: unary(ctx, g, n, [](double x) { return x * std::min(std::max(x + 3.0, 0.0), 6.0) / 6.0; }); break;
+    case LeakyReLU: { double sl = n.fparam; unary(ctx, g, n, [sl](double x) { return x > 0 ? x : x * sl; }); break; }
+    case ELU: { double al = n.fparam; unary(ctx, g, n, [al](double x) { return x > 0 ? x : al * std::expm1(x); }); break; }
+    case Softmax: softmax(g, n); break;
+    case StaticTranspose: transpose(g, n); break;
+    case StaticReshape: reshape(g, n); break;
+    case StaticSlice: slice(g, n); break;
+    case StaticConstantPad: pad(g, n); break;
+    case Concatenate2: case Concatenate3: case Concatenate4: case Concatenate5: concat(g, n); break;
+    case StaticResizeBilinear2D: resize_bilinear(g, n); break;
+    case MaxPooling2d: pool(ctx, g, n, true, nullptr); break;
+    case AvgPooling2d: pool(ctx, g, n, false, nullptr); break;
+    case ArgMaxPooling2d: pool(ctx, g, n, true, &g.values[n.output2]); break;
+    case GlobalAvgPooling2d: global_avg_pool(g, n); break;
+    case FullyConnected: fully_connected(ctx, g, n); break;
+    case Conv2d: conv2d(ctx, g, n, s); break;
+    case DepthwiseConv2d: depthwise(ctx, g, n); break;
+    case ConvTranspose2d: deconv(g, n); break;
+    case BatchMatrixMultiply: batch_matmul(ctx, g, n); break;
+    case ScaledDotProductAttention: sdpa(g, n); break;
+    default: fail(n, "node type is not implemented");
+  }
+  Value& o = out(g, n);
+  if (n.type != FullyConnected && n.type != Conv2d && n.type != DepthwiseConv2d && n.type != ConvTranspose2d &&
+      n.type != BatchMatrixMultiply)
+    clamp_output(n, o);  // the GEMM-based nodes clamp in their epilogue
+  finalize_value(o);
+  if (n.type == ArgMaxPooling2d) finalize_value(g.values[n.output2]);
+}
+
+}  // namespace etnp::xnn

@@ -1,0 +1,21 @@
+// Compute of the XNNPACK graph's nodes on float32 NHWC values.
+#pragma once
+#include "delegates/xnnpack/xnn_graph.h"
+#include "kernels/registry.h"
+
+namespace etnp::xnn {
+
+struct Scratch {
+  std::vector<float> col;  // im2col / temporaries, reused across calls
+};
+
+// Prepare weights of a node whose filter is constant (packing for the GEMM).
+void prepare_node(ThreadPool* pool, Graph& g, Node& n);
+// Runs one node: computes its output shape and values.
+void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s);
+// Snap a freshly written value to its datatype (fp16 rounding, quantization grid).
+void finalize_value(Value& v);
+// Resize a value's runtime shape and storage.
+void ensure_shape(Value& v, const std::vector<int64_t>& shape);
+
+}  // namespace etnp::xnn
