@@ -1,0 +1,186 @@
+"""Command line: ``python -m executorch_numpy_runtime`` / ``etnp``.
+
+    etnp example                         run the bundled example model and check it
+    etnp info MODEL.pte                  methods, inputs/outputs, operators, delegates
+    etnp run MODEL.pte --inputs in.npz --out out.npz [--method forward]
+    etnp batch MODEL.pte --inputs DIR_OR_NPZ --out DIR [--method forward]
+    etnp bench MODEL.pte [--iters 50] [--threads N]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import List
+
+import numpy as np
+
+from . import runtime_info
+from .errors import ExecuTorchError
+from .runtime import Runtime
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples")
+
+
+def _inputs_from_npz(z, method: str, n: int) -> List[np.ndarray]:
+    keys = [f"{method}:in:{i}" for i in range(n)]
+    if all(k in z.files for k in keys):
+        return [z[k] for k in keys]
+    plain = [f"input_{i}" for i in range(n)]
+    if all(k in z.files for k in plain):
+        return [z[k] for k in plain]
+    if len(z.files) == n:
+        return [z[k] for k in z.files]
+    raise ExecuTorchError(f"the .npz has keys {z.files}; expected {keys} or {plain}")
+
+
+def cmd_example(args) -> int:
+    path = os.path.join(EXAMPLES, "mlp.pte")
+    method = Runtime.get().load_program(path).load_method("forward")
+    with np.load(os.path.join(EXAMPLES, "mlp.npz")) as z:
+        x, want = z["forward:in:0"], z["forward:out:0"]
+    out = method([x])[0]
+    err = float(np.abs(out - want).max())
+    print(f"example: {path}\n  {method.metadata}\n  output[0] = {np.array2string(out[0], precision=4)}")
+    print(f"  max |ours - torch eager| = {err:.2e}  ->  {'OK' if err < 1e-4 else 'MISMATCH'}")
+    return 0 if err < 1e-4 else 1
+
+
+def cmd_info(args) -> int:
+    prog = Runtime.get().load_program(args.model)
+    print(f"{args.model}: {len(prog.method_names)} method(s)")
+    for name in prog.method_names:
+        print(f"  method {name}")
+        ops, dels = prog.operators(name), prog.delegates(name)
+        try:
+            meta = prog.load_method(name).metadata
+            for i, v in enumerate(meta.inputs):
+                print(f"    input  {i}: {v}")
+            for i, v in enumerate(meta.outputs):
+                print(f"    output {i}: {v}")
+        except ExecuTorchError as e:
+            print(f"    (cannot load: {e})")
+        known = set(runtime_info()["operators"])
+        for op in ops:
+            print(f"    op       {op}{'' if op in known else '   <- not in this runtime'}")
+        for d in dels:
+            print(f"    delegate {d}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    method = Runtime.get().load_program(args.model).load_method(args.method)
+    with np.load(args.inputs) as z:
+        ins = _inputs_from_npz(z, args.method, len(method.metadata.inputs))
+    outs = method(ins)
+    np.savez(args.out, **{f"output_{i}": np.asarray(o) for i, o in enumerate(outs)})
+    for i, o in enumerate(outs):
+        o = np.asarray(o)
+        print(f"output {i}: {o.dtype}{list(o.shape)}")
+    return 0
+
+
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty():
+        width = 30
+        k = width * done // max(total, 1)
+        sys.stderr.write(f"\r[{'#' * k}{'.' * (width - k)}] {done}/{total}")
+        if done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def cmd_batch(args) -> int:
+    method = Runtime.get().load_program(args.model).load_method(args.method)
+    n = len(method.metadata.inputs)
+    items = []
+    if os.path.isdir(args.inputs):
+        for f in sorted(os.listdir(args.inputs)):
+            if f.endswith(".npz"):
+                items.append((os.path.splitext(f)[0], os.path.join(args.inputs, f)))
+    else:  # one .npz whose arrays are stacked items: key i -> array [items, ...]
+        items.append((None, args.inputs))
+    os.makedirs(args.out, exist_ok=True)
+    work = []
+    for name, path in items:
+        if name is not None:
+            work.append((name, path, None))
+        else:
+            with np.load(path) as z:
+                first = _inputs_from_npz(z, args.method, n)
+            for k in range(len(first[0]) if first else 0):
+                work.append((f"item_{k:05d}", path, k))
+    failures = 0
+    for done, (name, path, k) in enumerate(work, 1):
+        try:
+            with np.load(path) as z:
+                ins = _inputs_from_npz(z, args.method, n)
+            if k is not None:
+                ins = [np.ascontiguousarray(a[k]) for a in ins]
+            outs = method(ins)
+            np.savez(os.path.join(args.out, name + ".npz"), **{f"output_{i}": np.asarray(o) for i, o in enumerate(outs)})
+        except (ExecuTorchError, OSError, ValueError, KeyError) as e:
+            failures += 1
+            print(f"{name}: FAILED: {e}", file=sys.stderr)
+        _progress(done, len(work))
+    print(f"{len(work) - failures} ok, {failures} failed -> {args.out}")
+    return 0 if failures == 0 else 2
+
+
+def cmd_bench(args) -> int:
+    rt = Runtime(num_threads=args.threads) if args.threads else Runtime.get()
+    t0 = time.perf_counter()
+    prog = rt.load_program(args.model)
+    method = prog.load_method(args.method)
+    load_ms = (time.perf_counter() - t0) * 1e3
+    rng = np.random.default_rng(0)
+    ins = []
+    for v in method.metadata.inputs:
+        if v.kind != "tensor":
+            raise ExecuTorchError("bench supports tensor inputs only")
+        dt = np.dtype(v.dtype) if v.dtype != "bfloat16" else np.dtype(np.uint16)
+        ins.append(rng.standard_normal(v.shape).astype(dt) if dt.kind == "f" else np.zeros(v.shape, dt))
+    for _ in range(args.warmup):
+        method(ins)
+    ts = []
+    for _ in range(args.iters):
+        t = time.perf_counter()
+        method(ins)
+        ts.append(time.perf_counter() - t)
+    ts.sort()
+    med = ts[len(ts) // 2]
+    print(f"{args.model} [{args.method}] threads={rt.num_threads}: load {load_ms:.2f} ms, "
+          f"min {ts[0] * 1e3:.3f} ms, median {med * 1e3:.3f} ms, {1 / med:.1f} it/s")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="etnp", description="Run ExecuTorch .pte programs with numpy.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("example", help="run the bundled example model")
+    s = sub.add_parser("info", help="describe a program")
+    s.add_argument("model")
+    for name in ("run", "batch"):
+        s = sub.add_parser(name, help=f"{name} a method on inputs from .npz")
+        s.add_argument("model")
+        s.add_argument("--inputs", required=True)
+        s.add_argument("--out", required=True)
+        s.add_argument("--method", default="forward")
+    s = sub.add_parser("bench", help="time a method on random inputs")
+    s.add_argument("model")
+    s.add_argument("--method", default="forward")
+    s.add_argument("--iters", type=int, default=50)
+    s.add_argument("--warmup", type=int, default=5)
+    s.add_argument("--threads", type=int, default=None)
+    args = p.parse_args(argv)
+    fn = {"example": cmd_example, "info": cmd_info, "run": cmd_run, "batch": cmd_batch, "bench": cmd_bench}[args.cmd]
+    try:
+        return fn(args)
+    except ExecuTorchError as e:
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

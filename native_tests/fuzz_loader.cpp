@@ -1,0 +1,116 @@
+// fuzz_loader SEEDS_DIR SECONDS [CRASH_DIR]: a mutation fuzzer for the .pte loader, the
+// XNNPACK blob reader and the interpreter. Each execution mutates a seed (bit flips,
+// interesting integers, truncation, splices), loads it from bytes, and when it loads,
+// loads and runs every method on patterned inputs. Built with ASan+UBSan; on a crash the
+// current input is written to CRASH_DIR for tests/fuzz_corpus/.
+#include <dirent.h>
+#include <sanitizer/common_interface_defs.h>
+
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "harness_util.h"
+
+static std::vector<unsigned char> g_current;
+static std::string g_crash_dir = ".";
+
+static void save_current() {
+  std::string path = g_crash_dir + "/crash-" + std::to_string(std::hash<std::string>()(
+                                                   std::string(g_current.begin(), g_current.end())));
+  std::ofstream(path, std::ios::binary).write((const char*)g_current.data(), (std::streamsize)g_current.size());
+  std::fprintf(stderr, "fuzz_loader: crashing input written to %s\n", path.c_str());
+}
+
+static void mutate(std::vector<unsigned char>& b, std::mt19937_64& rng, const std::vector<std::vector<unsigned char>>& seeds) {
+  static const uint32_t interesting[] = {0, 1, 0x7f, 0x80, 0xff, 0x7fff, 0xffff, 0x7fffffff, 0x80000000u, 0xffffffffu, 16, 64, 4096};
+  int rounds = 1 + (int)(rng() % 4);
+  for (int r = 0; r < rounds && !b.empty(); r++) {
+    size_t i = rng() % b.size();
+    switch (rng() % 6) {
+      case 0: b[i] ^= (unsigned char)(1u << (rng() % 8)); break;
+      case 1: b[i] = (unsigned char)rng(); break;
+      case 2: {  // interesting 32-bit value
+        uint32_t v = interesting[rng() % (sizeof(interesting) / 4)];
+        for (int k = 0; k < 4 && i + k < b.size(); k++) b[i + k] = (unsigned char)(v >> (8 * k));
+        break;
+      }
+      case 3: b.resize(i); break;  // truncate
+      case 4: {  // splice from another seed
+        const auto& o = seeds[rng() % seeds.size()];
+        if (o.empty()) break;
+        size_t j = rng() % o.size(), len = 1 + rng() % 64;
+        for (size_t k = 0; k < len && i + k < b.size() && j + k < o.size(); k++) b[i + k] = o[j + k];
+        break;
+      }
+      case 5: {  // small integer nudge of a 32-bit field
+        uint32_t v = 0;
+        for (int k = 0; k < 4 && i + k < b.size(); k++) v |= (uint32_t)b[i + k] << (8 * k);
+        v += (uint32_t)((int)(rng() % 17) - 8);
+        for (int k = 0; k < 4 && i + k < b.size(); k++) b[i + k] = (unsigned char)(v >> (8 * k));
+        break;
+      }
+    }
+  }
+}
+
+static void execute(etnp_runtime* rt, const std::vector<unsigned char>& b, bool run) {
+  etnp_program* prog = nullptr;
+  if (etnp_program_load_bytes(rt, b.data(), b.size(), &prog) != ETNP_OK) return;
+  for (size_t k = 0; k < etnp_program_num_methods(prog); k++) {
+    etnp_method* m = nullptr;
+    if (etnp_method_load(prog, etnp_program_method_name(prog, k), &m) != ETNP_OK) continue;
+    InputSet s;
+    if (run && make_inputs(m, s, 1 << 22)) {
+      etnp_result* r = nullptr;
+      if (etnp_method_run(m, s.inputs.data(), s.inputs.size(), &r) == ETNP_OK) etnp_result_destroy(r);
+    }
+    etnp_method_destroy(m);
+  }
+  etnp_program_destroy(prog);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 3) { std::fprintf(stderr, "usage: fuzz_loader SEEDS_DIR SECONDS [CRASH_DIR]\n"); return 2; }
+  if (argc > 3) g_crash_dir = argv[3];
+  std::vector<std::vector<unsigned char>> seeds;
+  std::string dir = argv[1];
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > 4 && (n.substr(n.size() - 4) == ".pte" || n.rfind("crash-", 0) == 0 || n.rfind("seed-", 0) == 0)) {
+        std::ifstream f(dir + "/" + n, std::ios::binary);
+        std::vector<unsigned char> v((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        if (v.size() <= (1u << 20)) seeds.push_back(std::move(v));  // small seeds only: fast executions
+      }
+    }
+    closedir(d);
+  }
+  if (seeds.empty()) { std::fprintf(stderr, "no seeds in %s\n", argv[1]); return 2; }
+  __sanitizer_set_death_callback(save_current);
+  double seconds = std::atof(argv[2]);
+  std::mt19937_64 rng(12345);
+  etnp_runtime* rt = nullptr;
+  etnp_runtime_create(1, &rt);
+  auto t0 = std::chrono::steady_clock::now();
+  uint64_t execs = 0, loaded = 0;
+  for (;;) {
+    for (int k = 0; k < 64; k++, execs++) {
+      g_current = seeds[rng() % seeds.size()];
+      mutate(g_current, rng, seeds);
+      etnp_program* p = nullptr;
+      if (etnp_program_load_bytes(rt, g_current.data(), g_current.size(), &p) == ETNP_OK) {
+        loaded++;
+        etnp_program_destroy(p);
+        execute(rt, g_current, (execs & 7) == 0);
+      }
+    }
+    double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (el >= seconds) break;
+  }
+  etnp_runtime_destroy(rt);
+  std::printf("fuzz_loader: %llu executions (%llu loaded), 0 crashes\n", (unsigned long long)execs,
+              (unsigned long long)loaded);
+  return 0;
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Native QA gates, no Python involved: builds the core twice (ASan+UBSan, TSan) with g++
+# and runs the leak harness, the loader fuzzer (bounded) and the race harness.
+#   bash native_tests/run_gates.sh [FUZZ_SECONDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FUZZ_SECONDS=${1:-${ETNP_FUZZ_SECONDS:-60}}
+JOBS=${ETNP_BUILD_JOBS:-2}
+OUT=build/native_tests
+mkdir -p "$OUT"
+SRCS=$(find native/src -name '*.cpp' | sort)
+COMMON="-std=c++17 -O1 -g -fno-omit-frame-pointer -Inative/include -Inative/src -pthread"
+
+build() {  # build NAME "FLAGS" HARNESS...
+  local name=$1 flags=$2; shift 2
+  local dir="$OUT/$name"
+  mkdir -p "$dir"
+  echo "$SRCS" | tr ' ' '\n' | xargs -P "$JOBS" -I{} sh -c \
+    'o="'"$dir"'/$(echo {} | tr / _).o"; [ "$o" -nt {} ] || g++ '"$COMMON $flags"' -c {} -o "$o"'
+  for h in "$@"; do
+    g++ $COMMON $flags "native_tests/$h.cpp" "$dir"/*.o -o "$dir/$h"
+  done
+}
+
+echo "== building ASan+UBSan harnesses"
+build asan "-fsanitize=address,undefined -fno-sanitize-recover=undefined" leak_harness fuzz_loader
+echo "== building TSan harness"
+build tsan "-fsanitize=thread" race_harness
+
+export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+for m in add mlp small_cnn_xnn xnn_ops; do
+  "$OUT/asan/leak_harness" "tests/models/$m.pte" 20
+done
+mkdir -p "$OUT/crashes"
+cp tests/models/*.pte "$OUT/crashes/" 2>/dev/null || true
+"$OUT/asan/fuzz_loader" tests/models "$FUZZ_SECONDS" "$OUT/crashes"
+# replay the kept crash corpus too
+"$OUT/asan/fuzz_loader" tests/fuzz_corpus 2 "$OUT/crashes"
+
+RUN_TSAN="env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1"
+if command -v setarch >/dev/null 2>&1; then RUN_TSAN="setarch $(uname -m) -R $RUN_TSAN"; fi
+$RUN_TSAN "$OUT/tsan/race_harness" tests/models/mlp_xnn.pte 8 50
+$RUN_TSAN "$OUT/tsan/race_harness" tests/models/small_cnn.pte 4 20
+echo "native gates: OK"

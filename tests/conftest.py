@@ -1,0 +1,44 @@
+import os
+
+import numpy as np
+import pytest
+
+MODELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
+
+
+def model_path(name):
+    return os.path.join(MODELS, name + ".pte")
+
+
+def reference(name):
+    with np.load(os.path.join(MODELS, name + ".npz")) as z:
+        return {k: z[k] for k in z.files}
+
+
+def method_inputs(ref, method):
+    n = len([k for k in ref if k.startswith(method + ":in:")])
+    return [ref[f"{method}:in:{i}"] for i in range(n)]
+
+
+def method_outputs(ref, method):
+    n = len([k for k in ref if k.startswith(method + ":out:")])
+    return [ref[f"{method}:out:{i}"] for i in range(n)]
+
+
+def assert_matches(outs, refs, atol, rtol, what=""):
+    assert len(outs) == len(refs), f"{what}: {len(outs)} outputs, expected {len(refs)}"
+    for i, (o, r) in enumerate(zip(outs, refs)):
+        assert isinstance(o, np.ndarray), f"{what} output {i} is {type(o)}"
+        assert o.shape == r.shape, f"{what} output {i}: shape {o.shape} != {r.shape}"
+        assert o.dtype == r.dtype, f"{what} output {i}: dtype {o.dtype} != {r.dtype}"
+        if r.dtype.kind in "biu":
+            np.testing.assert_array_equal(o, r, err_msg=f"{what} output {i}")
+        else:
+            np.testing.assert_allclose(o.astype(np.float64), r.astype(np.float64), atol=atol, rtol=rtol,
+                                       equal_nan=True, err_msg=f"{what} output {i}")
+
+
+@pytest.fixture(scope="session")
+def rt():
+    import executorch_numpy_runtime as en
+    return en.Runtime.get()

@@ -1,0 +1,176 @@
+"""Bad inputs of every kind give the documented exception, never a crash or hang."""
+import gc
+import os
+import random
+
+import numpy as np
+import pytest
+
+import executorch_numpy_runtime as en
+from conftest import method_inputs, model_path, reference
+
+SMALL = ["add", "mlp", "small_cnn", "int_bool", "mlp_xnn", "small_cnn_xnn", "multi_method"]
+
+
+def data(name):
+    with open(model_path(name), "rb") as fh:
+        return fh.read()
+
+
+def run_all(rt, blob, name):
+    """Load and run every method; any failure must be an ExecuTorchError."""
+    try:
+        prog = rt.load_program(blob)
+        ref = reference(name)
+        for m in prog.method_names:
+            meth = prog.load_method(m)
+            meth(method_inputs(ref, m) if f"{m}:in:0" in ref else [])
+    except en.ExecuTorchError as e:
+        assert str(e)
+        return e
+    return None
+
+
+def test_error_hierarchy():
+    for cls in (en.ProgramLoadError, en.BackendNotAvailable, en.OperatorNotFound, en.ExecutionError):
+        assert issubclass(cls, en.ExecuTorchError)
+
+
+def test_missing_file(rt, tmp_path):
+    with pytest.raises(en.ProgramLoadError, match="cannot open"):
+        rt.load_program(str(tmp_path / "nope.pte"))
+
+
+def test_directory(rt, tmp_path):
+    with pytest.raises(en.ProgramLoadError, match="not a regular file"):
+        rt.load_program(str(tmp_path))
+
+
+def test_zero_length(rt, tmp_path):
+    p = tmp_path / "empty.pte"
+    p.write_bytes(b"")
+    with pytest.raises(en.ProgramLoadError, match="too small"):
+        rt.load_program(str(p))
+    with pytest.raises(en.ProgramLoadError):
+        rt.load_program(b"")
+
+
+def test_random_bytes(rt):
+    rnd = random.Random(7)
+    for n in (8, 64, 1000, 10000):
+        with pytest.raises(en.ProgramLoadError):
+            rt.load_program(bytes(rnd.getrandbits(8) for _ in range(n)))
+
+
+def test_wrong_version_identifier(rt):
+    b = bytearray(data("add"))
+    b[4:8] = b"ET11"
+    with pytest.raises(en.ProgramLoadError, match="ET11.*1.3.1"):
+        rt.load_program(bytes(b))
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_truncated_every_sixteenth(rt, name):
+    blob = data(name)
+    for k in range(16):
+        cut = blob[: len(blob) * k // 16]
+        with pytest.raises(en.ExecuTorchError):
+            prog = rt.load_program(cut)
+            for m in prog.method_names:
+                prog.load_method(m)
+            raise AssertionError("a truncated program loaded")  # pragma: no cover
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_flipped_bytes_never_crash(rt, name):
+    blob = data(name)
+    rnd = random.Random(hash(name) & 0xFFFF)
+    for trial in range(150):
+        b = bytearray(blob)
+        region = rnd.choice(["header", "any", "any"])
+        for _ in range(rnd.randint(1, 4)):
+            i = rnd.randrange(0, 64) if region == "header" else rnd.randrange(len(b))
+            b[i] ^= 1 << rnd.randrange(8)
+        run_all(rt, bytes(b), name)
+
+
+def test_offsets_past_end(rt):
+    b = bytearray(data("mlp"))
+    assert b[8:12] == b"eh00"
+    b[16:24] = (len(b) * 4).to_bytes(8, "little")  # program size past the end
+    with pytest.raises(en.ProgramLoadError, match="exceeds the file size"):
+        rt.load_program(bytes(b))
+    b = bytearray(data("mlp"))
+    b[24:32] = (2**63).to_bytes(8, "little")  # segment base past the end
+    with pytest.raises(en.ProgramLoadError, match="segment"):
+        rt.load_program(bytes(b))
+    b = bytearray(data("mlp"))
+    b[0:4] = (len(b) + 100).to_bytes(4, "little")  # root offset past the end
+    with pytest.raises(en.ProgramLoadError):
+        rt.load_program(bytes(b))
+
+
+def test_unknown_method(rt):
+    prog = rt.load_program(model_path("mlp"))
+    with pytest.raises(en.ExecutionError, match="unknown method 'nope'.*forward"):
+        prog.load_method("nope")
+
+
+def test_unknown_operator(rt):
+    b = data("add").replace(b"aten::add", b"aten::qqq")
+    with pytest.raises(en.OperatorNotFound, match="aten::qqq.out") as e:
+        rt.load_program(b).load_method("forward")
+    assert e.value.detail == "aten::qqq.out"
+
+
+def test_unknown_delegate(rt):
+    old = len(b"XnnpackBackend").to_bytes(4, "little") + b"XnnpackBackend"
+    new = len(b"CoreMLBackend").to_bytes(4, "little") + b"CoreMLBackend\0"
+    blob = data("mlp_xnn")
+    assert old in blob
+    with pytest.raises(en.BackendNotAvailable, match="CoreMLBackend") as e:
+        rt.load_program(blob.replace(old, new)).load_method("forward")
+    assert e.value.detail == "CoreMLBackend"
+
+
+def test_wrong_inputs(rt):
+    m = rt.load_program(model_path("mlp")).load_method("forward")
+    x = method_inputs(reference("mlp"), "forward")[0]
+    with pytest.raises(en.ExecutionError, match="takes 1 inputs, got 2"):
+        m([x, x])
+    with pytest.raises(en.ExecutionError, match="takes 1 inputs, got 0"):
+        m([])
+    with pytest.raises(en.ExecutionError, match="input 0: expected dtype float32, got float64"):
+        m([x.astype(np.float64)])
+    with pytest.raises(en.ExecutionError, match=r"input 0: expected shape \[4, 16\], got \[4, 15\]"):
+        m([x[:, :15].copy()])
+    with pytest.raises(en.ExecutionError, match="input 0: expected rank 2"):
+        m([x.reshape(-1)])
+    with pytest.raises(TypeError):
+        m(x)
+    with pytest.raises(en.ExecutionError, match="cannot convert"):
+        m([object()])
+
+
+def test_use_after_close_and_gc(rt):
+    prog = rt.load_program(model_path("mlp"))
+    m = prog.load_method("forward")
+    prog.close()
+    with pytest.raises(en.ExecutionError, match="closed"):
+        prog.load_method("forward")
+    x = method_inputs(reference("mlp"), "forward")
+    assert m(x)[0].shape == (4, 8)  # a method keeps what it needs alive
+    del prog
+    gc.collect()
+    assert m(x)[0].shape == (4, 8)
+    with en.Runtime().load_program(model_path("add")) as p:
+        assert p.method_names == ("forward",)
+
+
+def test_corrupt_xnnpack_blob(rt):
+    blob = bytearray(data("mlp_xnn"))
+    i = blob.find(b"XH00")
+    assert i > 0
+    blob[i + 6: i + 10] = (0xFFFFFFF0).to_bytes(4, "little")  # flatbuffer offset far past the end
+    with pytest.raises(en.ProgramLoadError, match="XNNPACK|outside"):
+        rt.load_program(bytes(blob)).load_method("forward")

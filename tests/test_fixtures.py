@@ -1,0 +1,56 @@
+"""Every committed fixture, run by this runtime, against torch-eager reference outputs."""
+import numpy as np
+import pytest
+
+from conftest import assert_matches, method_inputs, method_outputs, model_path, reference
+
+# name -> (atol, rtol). float32 portable kernels: 1e-5 / 1e-4; XNNPACK-lowered float32: 1e-4.
+# half: the model runs in float16 (eps 9.8e-4), so 2e-3.
+# qlinear_dyn_xnn: activations are dynamically quantised to int8 per row and weights to int8 per
+# channel, while the reference is the float model; one int8 step of a row whose range is ~2 is
+# ~8e-3, accumulated over 32+64 products, so the error bound is set at 2e-2 (seen: 2.7e-3).
+TOLERANCES = {
+    "add": (1e-5, 1e-4), "mlp": (1e-5, 1e-4), "small_cnn": (1e-5, 1e-4), "multi_method": (1e-5, 1e-4),
+    "int_bool": (0, 0), "half": (2e-3, 2e-3), "mlp_dynamic": (1e-5, 1e-4),
+    "ops_unary": (1e-5, 1e-4), "ops_binary": (1e-5, 1e-4), "ops_reduce": (1e-5, 1e-4),
+    "ops_shapes": (1e-5, 1e-4), "ops_index": (1e-5, 1e-4), "ops_conv_norm": (1e-5, 1e-4),
+    "mlp_xnn": (1e-4, 1e-4), "small_cnn_xnn": (1e-4, 1e-4), "xnn_ops": (1e-4, 1e-4),
+    "encoder_xnn": (1e-4, 1e-4), "mlp_dynamic_xnn": (1e-4, 1e-4), "mobilenet_v2_xnn": (1e-4, 1e-4),
+    "qlinear_dyn_xnn": (2e-2, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TOLERANCES))
+def test_fixture_matches_torch(rt, name):
+    prog = rt.load_program(model_path(name))
+    ref = reference(name)
+    atol, rtol = TOLERANCES[name]
+    assert prog.method_names
+    for m in prog.method_names:
+        method = prog.load_method(m)
+        outs = method(method_inputs(ref, m))
+        assert_matches(outs, method_outputs(ref, m), atol, rtol, f"{name}.{m}")
+
+
+@pytest.mark.parametrize("name", ["mlp_dynamic", "mlp_dynamic_xnn"])
+def test_dynamic_batch_rows(rt, name):
+    """The MLP is row-wise: every batch size up to the bound gives the reference rows."""
+    ref = reference(name)
+    x, y = ref["forward:in:0"], ref["forward:out:0"]
+    m = rt.load_program(model_path(name)).load_method("forward")
+    assert m.metadata.inputs[0].dynamic
+    for b in range(1, 9):
+        rows = np.resize(np.arange(x.shape[0]), b)
+        out = m([np.ascontiguousarray(x[rows])])[0]
+        np.testing.assert_allclose(out, y[rows], atol=1e-4, rtol=1e-4)
+    with pytest.raises(Exception, match="upper bounds|exceeds"):
+        m([np.zeros((9, 16), np.float32)])
+
+
+def test_same_program_two_runtimes_identical():
+    import executorch_numpy_runtime as en
+    ref = reference("mobilenet_v2_xnn")
+    a = en.Runtime(num_threads=1).load_program(model_path("mobilenet_v2_xnn")).load_method("forward")
+    b = en.Runtime(num_threads=2).load_program(model_path("mobilenet_v2_xnn")).load_method("forward")
+    x = method_inputs(ref, "forward")
+    np.testing.assert_array_equal(a(x)[0], b(x)[0])
