@@ -119,7 +119,8 @@ class Program:
         self._runtime = runtime
         self._ptr = ptr
         n = lib.etnp_program_num_methods(ptr)
-        self._method_names = tuple(ffi.string(lib.etnp_program_method_name(ptr, i)).decode() for i in range(n))
+        self._method_names = tuple(
+            ffi.string(lib.etnp_program_method_name(ptr, i)).decode("utf-8", "replace") for i in range(n))
 
     @property
     def method_names(self) -> Tuple[str, ...]:

@@ -45,7 +45,10 @@ Method::Method(std::shared_ptr<Program> prog, const std::string& name) : prog_(s
     int64_t sz = bs.at<int64_t>(i);
     if (sz < 0 || (uint64_t)sz > kMaxBufferBytes)
       throw_load("planned buffer " + std::to_string(i) + " has an invalid size " + std::to_string(sz));
-    buffers_.emplace_back(new uint8_t[(size_t)sz + 64]());
+    // calloc: zeroed pages are mapped lazily, so a huge (corrupt) plan costs nothing until used
+    void* mem = std::calloc((size_t)sz + 64, 1);
+    if (!mem) throw_load("cannot allocate planned buffer " + std::to_string(i) + " of " + std::to_string(sz) + " bytes");
+    buffers_.emplace_back((uint8_t*)mem);
     buffer_sizes_.push_back((size_t)sz);
   }
   parse_values(plan);
@@ -345,6 +348,23 @@ void Method::set_inputs(const InputValue* in, size_t n) {
   }
 }
 
+// Every tensor a call touches must have memory for its current shape (a corrupt program
+// can name tensors that have none).
+void Method::check_tensor_args(const Instruction& x) const {
+  auto check = [&](const EValue& v) {
+    if (v.tag != Tag::Tensor) return;
+    const Tensor& t = v.t;
+    if (t.numel() > 0 && (!t.data || t.nbytes() > t.capacity))
+      throw_exec("a tensor argument of shape " + t.shape_str() + " has no memory of its size (corrupt program?)");
+  };
+  for (const EValue* a : x.args) {
+    check(*a);
+    if (a->tag == Tag::TensorList || a->tag == Tag::OptTensorList)
+      for (int64_t idx : a->items)
+        if (idx >= 0) check(values_[idx]);
+  }
+}
+
 void Method::execute() {
   KernelContext ctx;
   ctx.pool = &prog_->runtime().pool();
@@ -360,10 +380,12 @@ void Method::execute() {
       switch (x.kind) {
         case Instruction::Kernel:
           ctx.op = x.op;
+          check_tensor_args(x);
           x.fn(ctx, x.args.data(), x.args.size());
           break;
         case Instruction::Delegate:
           ctx.op = x.op;
+          check_tensor_args(x);
           x.delegate->execute(ctx, x.args.data(), x.args.size());
           break;
         case Instruction::Move:

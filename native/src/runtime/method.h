@@ -1,6 +1,7 @@
 // Method: one execution plan made runnable - values, planned memory, resolved kernels
 // and delegates - and its interpreter.
 #pragma once
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,13 +50,17 @@ class Method {
   void parse_values(const fb::Table& plan);
   void parse_tensor(const fb::Table& t, EValue& v);
   void prepare_instructions(const fb::Table& plan);
+  void check_tensor_args(const Instruction& x) const;
 
   std::shared_ptr<Program> prog_;
   std::string name_;
   std::vector<EValue> values_;
   std::vector<EValue> planned_inputs_;  // inputs as planned (bounds for dynamic dims)
   std::vector<int64_t> inputs_, outputs_;
-  std::vector<std::unique_ptr<uint8_t[]>> buffers_;
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> buffers_;
   std::vector<size_t> buffer_sizes_;
   std::vector<Instruction> instructions_;
   std::vector<std::unique_ptr<DelegateHandle>> delegates_;

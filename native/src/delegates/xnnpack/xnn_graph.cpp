@@ -110,6 +110,12 @@ void decode_constant(Value& v, const uint8_t* p, size_t n) {
     if (c >= (int64_t)v.scales.size()) bad("too few quantization scales");
     return v.scales[c];
   };
+  v.shape = v.dims;
+  v.is_constant = true;
+  if (v.dtype == FP32 || v.dtype == PFP32) {  // the common case: raw float32
+    std::memcpy(v.data.data(), p, (size_t)numel * 4);
+    return;
+  }
   for (int64_t i = 0; i < numel; i++) {
     float x;
     switch (v.dtype) {

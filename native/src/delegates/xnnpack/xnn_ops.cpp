@@ -306,10 +306,18 @@ GemmEpilogue epilogue(const Node& n, const float* bias) {
   ep.max = n.out_max;
   return ep;
 }
-const float* bias_of(Graph& g, Node& n) {
-  if (!n.bias.empty()) return n.bias.data();
+const float* bias_of(Graph& g, Node& n, int64_t channels) {
+  if (!n.bias.empty()) {
+    if ((int64_t)n.bias.size() < channels) fail(n, "bias is smaller than the output channels");
+    return n.bias.data();
+  }
   Value* b = opt_in(g, n, 2);
+  if (b && b->numel() < channels) fail(n, "bias is smaller than the output channels");
   return b ? b->data.data() : nullptr;
+}
+void check_filter(const Node& n, const Value& w, std::initializer_list<int64_t> want) {
+  std::vector<int64_t> s(want);
+  if (w.shape != s) fail(n, "filter shape " + shape_str(w.shape) + " does not match the node (" + shape_str(s) + ")");
 }
 
 void fully_connected(KernelContext& ctx, Graph& g, Node& n) {
@@ -322,7 +330,7 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n) {
   s.back() = OC;
   ensure_shape(o, s);
   int64_t M = a.numel() / IC;
-  const float* bias = bias_of(g, n);
+  const float* bias = bias_of(g, n, OC);
   GemmEpilogue ep = epilogue(n, bias);
   if (!n.packed.empty()) {
     sgemm_packed(ctx.pool, M, a.data.data(), IC, 1, n.packed[0], o.data.data(), OC, ep);
@@ -340,7 +348,9 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   int64_t OH = pool_dim(n, H, n.kh, n.sh, n.dh, n.pad_top, n.pad_bottom), OW = pool_dim(n, W, n.kw, n.sw, n.dw, n.pad_left, n.pad_right);
   ensure_shape(o, {N, OH, OW, OC});
   int64_t K = (int64_t)n.kh * n.kw * ICg, M = N * OH * OW;
-  const float* bias = bias_of(g, n);
+  check_filter(n, w, {OC, (int64_t)n.kh, (int64_t)n.kw, ICg});
+  if (M * K > (int64_t(1) << 32)) fail(n, "im2col buffer would be too large");
+  const float* bias = bias_of(g, n, OC);
   bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left && !n.pad_bottom && !n.pad_right;
   for (int64_t gi = 0; gi < G; gi++) {
     const float* A;
@@ -387,7 +397,8 @@ void depthwise(KernelContext& ctx, Graph& g, Node& n) {
   int64_t mult = OC / C, KH = n.kh, KW = n.kw;
   int64_t OH = pool_dim(n, H, KH, n.sh, n.dh, n.pad_top, n.pad_bottom), OW = pool_dim(n, W, KW, n.sw, n.dw, n.pad_left, n.pad_right);
   ensure_shape(o, {N, OH, OW, OC});
-  const float* bias = bias_of(g, n);
+  check_filter(n, w, {1, KH, KW, OC});
+  const float* bias = bias_of(g, n, OC);
   const float* wd = w.data.data();
   float lo = n.out_min, hi = n.out_max;
   parallel(ctx, N * OH, 1, [&](int64_t b, int64_t e) {
@@ -430,7 +441,8 @@ void deconv(Graph& g, Node& n) {
   int64_t OW = (W - 1) * n.sw + n.dw * (KW - 1) + 1 - n.pad_left - n.pad_right + n.adj_w;
   if (OH <= 0 || OW <= 0) fail(n, "output would be empty");
   ensure_shape(o, {N, OH, OW, OC});
-  const float* bias = bias_of(g, n);
+  check_filter(n, w, {OC, KH, KW, ICg});
+  const float* bias = bias_of(g, n, OC);
   for (int64_t p = 0; p < N * OH * OW; p++)
     for (int64_t c = 0; c < OC; c++) o.data[p * OC + c] = bias ? bias[c] : 0.f;
   const float* wd = w.data.data();
@@ -487,6 +499,9 @@ void sdpa(Graph& g, Node& n) {
   Value* mask = opt_in(g, n, 4);
   if (q.shape.size() != 4 || k.shape.size() != 4 || v.shape.size() != 4) fail(n, "expects 4-D query/key/value");
   int64_t B = q.shape[0], Hh = q.shape[1], T = q.shape[2], D = q.shape[3], S = k.shape[2], Dv = v.shape[3];
+  if (k.shape[0] != B || k.shape[1] != Hh || k.shape[3] != D || v.shape[0] != B || v.shape[1] != Hh || v.shape[2] != S)
+    fail(n, "query/key/value shapes do not agree");
+  if ((scale && scale->data.empty()) || (mask && mask->data.empty())) fail(n, "empty scale or mask");
   ensure_shape(o, {B, Hh, T, Dv});
   std::vector<double> sc((size_t)S);
   for (int64_t b = 0; b < B; b++)
@@ -518,8 +533,13 @@ void sdpa(Graph& g, Node& n) {
 }  // namespace
 
 void ensure_shape(Value& v, const std::vector<int64_t>& shape) {
+  constexpr int64_t kMaxElems = int64_t(1) << 32;  // 16 GiB of float32
+  int64_t total = 1;
+  for (auto d : shape)
+    if (d < 0 || __builtin_mul_overflow(total, d, &total) || total > kMaxElems)
+      throw_exec("XNNPACK value of shape " + shape_str(shape) + " is too large (corrupt program?)");
   v.shape = shape;
-  size_t n = (size_t)v.numel();
+  size_t n = (size_t)total;
   if (v.data.size() < n) v.data.resize(n);
 }
 
