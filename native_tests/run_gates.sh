@@ -15,11 +15,16 @@ build() {  # build NAME "FLAGS" HARNESS...
   local name=$1 flags=$2; shift 2
   local dir="$OUT/$name"
   mkdir -p "$dir"
+  # a header newer than the last build invalidates every object (no per-file dependency tracking)
+  if [ -e "$dir/.stamp" ] && [ -n "$(find native native_tests -name '*.h' -newer "$dir/.stamp")" ]; then
+    rm -f "$dir"/*.o
+  fi
   echo "$SRCS" | tr ' ' '\n' | xargs -P "$JOBS" -I{} sh -c \
     'o="'"$dir"'/$(echo {} | tr / _).o"; [ "$o" -nt {} ] || g++ '"$COMMON $flags"' -c {} -o "$o"'
   for h in "$@"; do
     g++ $COMMON $flags "native_tests/$h.cpp" "$dir"/*.o -o "$dir/$h"
   done
+  touch "$dir/.stamp"
 }
 
 echo "== building ASan+UBSan harnesses"

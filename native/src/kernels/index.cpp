@@ -37,6 +37,7 @@ void index_select_kernel(KernelContext&, EValue** a, size_t) {
   resize(out, s);
   int64_t outer = prod(x, 0, d), len = x.dim ? x.sizes[d] : 1, inner = prod(x, d + 1, x.dim);
   size_t es = x.elem_size();
+  if (inner == 0 || outer == 0) return;
   for (int64_t j = 0; j < n; j++) {
     int64_t k = checked_index(load_i64(idx.data, idx.dtype, j), len, "index_select");
     for (int64_t o = 0; o < outer; o++)
@@ -55,6 +56,7 @@ void embedding_kernel(KernelContext&, EValue** a, size_t) {
   s.push_back(w.sizes[1]);
   resize(out, s);
   size_t row = (size_t)w.sizes[1] * w.elem_size();
+  if (row == 0) return;
   for (int64_t j = 0; j < idx.numel(); j++) {
     int64_t k = checked_index(load_i64(idx.data, idx.dtype, j), w.sizes[0], "embedding");
     std::memcpy((uint8_t*)out.data + j * row, (const uint8_t*)w.data + k * row, row);

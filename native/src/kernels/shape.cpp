@@ -29,7 +29,7 @@ void view_kernel(KernelContext& ctx, EValue** a, size_t) {
   if (n != x.numel()) throw_exec("view: shape of " + std::to_string(n) + " elements is invalid for input " + x.shape_str());
   check_contiguous(x, "view input");
   resize(out, s);
-  if (out.data != x.data) std::memcpy(out.data, x.data, x.nbytes());
+  if (out.data != x.data && x.nbytes()) std::memcpy(out.data, x.data, x.nbytes());
 }
 
 // permute_copy.out(self, dims, out)
@@ -153,7 +153,7 @@ void unsqueeze_kernel(KernelContext&, EValue** a, size_t) {
   Tensor& out = tensor_arg(a, 2);
   check_contiguous(x, "unsqueeze input");
   resize(out, s);
-  if (out.data != x.data) std::memcpy(out.data, x.data, x.nbytes());  // same element order
+  if (out.data != x.data && x.nbytes()) std::memcpy(out.data, x.data, x.nbytes());  // same element order
 }
 
 void squeeze_impl(const Tensor& x, const std::vector<int64_t>& dims, bool all, Tensor& out) {
@@ -165,7 +165,7 @@ void squeeze_impl(const Tensor& x, const std::vector<int64_t>& dims, bool all, T
   }
   resize(out, s);
   check_contiguous(x, "squeeze input");
-  if (out.data != x.data) std::memcpy(out.data, x.data, x.nbytes());
+  if (out.data != x.data && x.nbytes()) std::memcpy(out.data, x.data, x.nbytes());
 }
 void squeeze_dims_kernel(KernelContext& ctx, EValue** a, size_t) {
   squeeze_impl(tensor_arg(a, 0), int_list_arg(ctx, a, 1), false, tensor_arg(a, 2));

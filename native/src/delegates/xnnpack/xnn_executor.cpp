@@ -44,7 +44,7 @@ class XnnDelegate : public DelegateHandle {
     int64_t n = t.numel();
     float* d = v.data.data();
     if (t.dtype == DType::F32) {
-      std::memcpy(d, t.data, (size_t)n * 4);
+      copy_floats(d, (const float*)t.data, n);
     } else if (is_floating(t.dtype)) {
       for (int64_t i = 0; i < n; i++) d[i] = (float)load_f64(t.data, t.dtype, i);
     } else {  // integer data: quantized per tensor, or plain integers
@@ -60,7 +60,7 @@ class XnnDelegate : public DelegateHandle {
     int64_t n = t.numel();
     const float* d = v.data.data();
     if (t.dtype == DType::F32) {
-      std::memcpy(t.data, d, (size_t)n * 4);
+      copy_floats((float*)t.data, d, n);
     } else if (is_floating(t.dtype)) {
       for (int64_t i = 0; i < n; i++) store_f64(t.data, t.dtype, i, d[i]);
     } else {

@@ -47,6 +47,9 @@ void read_value(const fb::Table& xv, Value& v, std::vector<uint32_t>& const_idx)
   v.dtype = tv.scalar<int16_t>(0);
   v.dims = uint_list(tv, 2);
   if (v.dims.size() > 6 || tv.scalar<uint32_t>(1) != v.dims.size()) bad("tensor rank mismatch");
+  int64_t numel = 1;
+  for (auto d : v.dims)
+    if (__builtin_mul_overflow(numel, d, &numel) || numel > (int64_t(1) << 36)) bad("tensor is too large");
   const_idx.push_back(tv.scalar<uint32_t>(3));
   v.external_id = tv.scalar<uint32_t>(4, kInvalidId);
   v.flags = tv.scalar<uint32_t>(5);
@@ -113,7 +116,7 @@ void decode_constant(Value& v, const uint8_t* p, size_t n) {
   v.shape = v.dims;
   v.is_constant = true;
   if (v.dtype == FP32 || v.dtype == PFP32) {  // the common case: raw float32
-    std::memcpy(v.data.data(), p, (size_t)numel * 4);
+    if (numel > 0) std::memcpy(v.data.data(), p, (size_t)numel * 4);
     return;
   }
   for (int64_t i = 0; i < numel; i++) {
@@ -169,6 +172,7 @@ void read_node(const fb::Table& xn, Node& n) {
       n.group_in = t.scalar<uint32_t>(10); n.group_out = t.scalar<uint32_t>(11); n.groups = t.scalar<uint32_t>(12);
       n.adj_h = t.scalar<uint32_t>(13); n.adj_w = t.scalar<uint32_t>(14);
       n.inputs = {U(t, 15), U(t, 16), U(t, 17)}; n.output = U(t, 18); n.flags = t.scalar<uint32_t>(19);
+      if (n.groups == 0 || n.group_in == 0 || n.group_out == 0) bad("convolution with zero groups or channels");
       break;
     case AvgPooling2d: case MaxPooling2d:
       n.pad_top = t.scalar<uint32_t>(0); n.pad_right = t.scalar<uint32_t>(1); n.pad_bottom = t.scalar<uint32_t>(2);
@@ -213,6 +217,15 @@ void read_node(const fb::Table& xn, Node& n) {
     default:  // all _XNNNode1x1
       n.inputs = {U(t, 0)}; n.output = U(t, 1); n.flags = t.scalar<uint32_t>(2);
   }
+  // Geometry bounds: keep every product of these in range (corrupt blobs carry anything).
+  const uint32_t kMax = 1u << 16;
+  for (uint32_t p : {n.kh, n.kw, n.sh, n.sw, n.dh, n.dw})
+    if (p == 0 || p > kMax) bad(std::string(node_type_name(n.type)) + ": kernel/stride/dilation out of range");
+  for (uint32_t p : {n.pad_top, n.pad_right, n.pad_bottom, n.pad_left, n.adj_h, n.adj_w, n.groups, n.group_in, n.group_out})
+    if (p > kMax * 16) bad(std::string(node_type_name(n.type)) + ": padding/channels out of range");
+  for (auto* v : {&n.ints, &n.ints2})
+    for (auto x : *v)
+      if (x > (int64_t(1) << 32)) bad(std::string(node_type_name(n.type)) + ": shape parameter out of range");
 }
 
 }  // namespace
@@ -272,7 +285,7 @@ Graph read_graph(Span blob, const Program& program) {
       Span s = constant_bytes(v.scale_buffer);
       if ((size_t)v.num_scales * 4 > s.size) bad("quantization scale buffer is too small");
       v.scales.resize(v.num_scales);
-      std::memcpy(v.scales.data(), s.data, (size_t)v.num_scales * 4);
+      if (v.num_scales) std::memcpy(v.scales.data(), s.data, (size_t)v.num_scales * 4);
     }
     if (const_idx[i] == 0) continue;
     Span s = constant_bytes(const_idx[i]);

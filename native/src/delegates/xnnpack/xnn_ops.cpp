@@ -125,12 +125,12 @@ void reshape(Graph& g, Node& n) {
   for (auto d : s) total *= d;
   if (total != a.numel()) fail(n, "cannot reshape " + shape_str(a.shape) + " to " + shape_str(s));
   ensure_shape(o, s);
-  if (&o != &a) std::memcpy(o.data.data(), a.data.data(), (size_t)total * 4);
+  if (&o != &a) copy_floats(o.data.data(), a.data.data(), total);
 }
 void copy_value(Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);
   ensure_shape(o, a.shape);
-  std::memcpy(o.data.data(), a.data.data(), (size_t)a.numel() * 4);
+  copy_floats(o.data.data(), a.data.data(), a.numel());
 }
 void slice(Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);
@@ -199,7 +199,7 @@ void concat(Graph& g, Node& n) {
     Value& a = in(g, n, k);
     int64_t run = a.shape[n.axis] * inner;
     for (int64_t r = 0; r < outer; r++)
-      std::memcpy(o.data.data() + r * s[n.axis] * inner + off, a.data.data() + r * run, (size_t)run * 4);
+      copy_floats(o.data.data() + r * s[n.axis] * inner + off, a.data.data() + r * run, run);
     off += run;
   }
 }
@@ -371,7 +371,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
               int64_t iw = ow * n.sw - n.pad_left + j * n.dw;
               float* dst = row + (i * n.kw + j) * ICg;
               if (ih < 0 || ih >= H || iw < 0 || iw >= W) std::memset(dst, 0, (size_t)ICg * 4);
-              else std::memcpy(dst, &a.data[((bn * H + ih) * W + iw) * C + gi * ICg], (size_t)ICg * 4);
+              else copy_floats(dst, &a.data[((bn * H + ih) * W + iw) * C + gi * ICg], ICg);
             }
           }
         }
@@ -406,7 +406,7 @@ void depthwise(KernelContext& ctx, Graph& g, Node& n) {
     for (int64_t r = b; r < e; r++) {
       int64_t bn = r / OH, oh = r % OH;
       for (int64_t ow = 0; ow < OW; ow++) {
-        if (bias) std::memcpy(acc.data(), bias, (size_t)OC * 4);
+        if (bias) copy_floats(acc.data(), bias, OC);
         else std::fill(acc.begin(), acc.end(), 0.f);
         for (int64_t i = 0; i < KH; i++) {
           int64_t ih = oh * n.sh - n.pad_top + i * n.dh;

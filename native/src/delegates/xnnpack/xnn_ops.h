@@ -1,6 +1,8 @@
 // Compute of the XNNPACK graph's nodes on float32 NHWC values.
 #pragma once
 #include "delegates/xnnpack/xnn_graph.h"
+#include <cstring>
+
 #include "kernels/registry.h"
 
 namespace etnp::xnn {
@@ -15,6 +17,10 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n);
 void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s);
 // Snap a freshly written value to its datatype (fp16 rounding, quantization grid).
 void finalize_value(Value& v);
+// memcpy of n floats that is well-defined for n == 0 (empty vectors have null data).
+inline void copy_floats(float* dst, const float* src, int64_t n) {
+  if (n > 0) std::memcpy(dst, src, (size_t)n * sizeof(float));
+}
 // Resize a value's runtime shape and storage.
 void ensure_shape(Value& v, const std::vector<int64_t>& shape);
 
