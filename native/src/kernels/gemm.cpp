@@ -78,6 +78,14 @@ PackedB pack_b(ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t r
     for (int64_t q = b; q < e; q++) {
       float* dst = p.data.data() + q * NR * K;
       int64_t n0 = q * NR, nn = std::min<int64_t>(NR, N - n0);
+      if (rsb == 1 && csb != 1) {  // B^T stored row-major (weights [N, K]): read each column contiguously
+        for (int64_t j = 0; j < NR; j++) {
+          const float* src = B + (n0 + j) * csb;
+          if (j < nn) for (int64_t k = 0; k < K; k++) dst[k * NR + j] = src[k];
+          else for (int64_t k = 0; k < K; k++) dst[k * NR + j] = 0.f;
+        }
+        continue;
+      }
       for (int64_t k = 0; k < K; k++) {
         const float* src = B + k * rsb + n0 * csb;
         float* d = dst + k * NR;

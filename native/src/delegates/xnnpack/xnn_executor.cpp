@@ -15,6 +15,17 @@ class XnnDelegate : public DelegateHandle {
  public:
   XnnDelegate(Graph g, ThreadPool* pool) : g_(std::move(g)) {
     for (auto& n : g_.nodes) prepare_node(pool, g_, n);
+    // Constant filters used only through packed weights need not be kept twice.
+    std::vector<int> uses(g_.values.size(), 0), packed_uses(g_.values.size(), 0);
+    for (auto& n : g_.nodes)
+      for (size_t k = 0; k < n.inputs.size(); k++) {
+        if (n.inputs[k] >= g_.values.size()) continue;
+        uses[n.inputs[k]]++;
+        if (k == 1 && !n.packed.empty()) packed_uses[n.inputs[k]]++;
+      }
+    for (uint32_t id : g_.output_ids) uses[id]++;
+    for (size_t i = 0; i < g_.values.size(); i++)
+      if (g_.values[i].is_constant && uses[i] > 0 && uses[i] == packed_uses[i]) std::vector<float>().swap(g_.values[i].data);
   }
 
   void execute(KernelContext& ctx, EValue** args, size_t nargs) override {
