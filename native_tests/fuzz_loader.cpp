@@ -56,6 +56,9 @@ static void mutate(std::vector<unsigned char>& b, std::mt19937_64& rng, const st
 }
 
 static void execute(etnp_runtime* rt, const std::vector<unsigned char>& b, bool run) {
+  if (run) {  // UBSan's halt does not always reach the death callback: keep the input on disk
+    std::ofstream(g_crash_dir + "/current-input", std::ios::binary).write((const char*)b.data(), (std::streamsize)b.size());
+  }
   etnp_program* prog = nullptr;
   if (etnp_program_load_bytes(rt, b.data(), b.size(), &prog) != ETNP_OK) return;
   for (size_t k = 0; k < etnp_program_num_methods(prog); k++) {

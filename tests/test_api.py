@@ -165,3 +165,33 @@ def test_bfloat16_as_uint16_bits(rt):
     from executorch_numpy_runtime import dtypes
     assert dtypes.from_numpy(np.uint16) == 15
     assert dtypes.dtype_name(15) == "bfloat16"
+
+
+def _bf16_to_f32(bits):
+    return (np.asarray(bits).view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def test_bfloat16_model_uint16_bits(rt):
+    ref = reference("bf16")
+    m = rt.load_program(model_path("bf16")).load_method("forward")
+    assert m.metadata.inputs[0].dtype == "bfloat16"
+    x = ref["forward:in:0"]
+    assert x.dtype == np.uint16
+    out = m([x])[0]
+    from executorch_numpy_runtime import dtypes
+    assert out.dtype == (dtypes.BFLOAT16 if dtypes.BFLOAT16 is not None else np.uint16)
+    # bfloat16 has 8 significant bits; torch-eager bf16 and ours agree to within one ulp
+    np.testing.assert_allclose(_bf16_to_f32(out), _bf16_to_f32(ref["forward:out:0"]), rtol=2 ** -7, atol=1e-3)
+    with pytest.raises(en.ExecutionError, match="expected dtype bfloat16"):
+        m([_bf16_to_f32(x)])
+
+
+def test_bfloat16_model_ml_dtypes(rt):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    ref = reference("bf16")
+    m = rt.load_program(model_path("bf16")).load_method("forward")
+    x = ref["forward:in:0"].view(ml_dtypes.bfloat16)
+    out = m([x])[0]
+    assert out.dtype == np.dtype(ml_dtypes.bfloat16)
+    assert en.runtime_info()["bfloat16"] == "ml_dtypes"
+    np.testing.assert_allclose(out.astype(np.float32), _bf16_to_f32(ref["forward:out:0"]), rtol=2 ** -7, atol=1e-3)

@@ -250,6 +250,7 @@ def fixtures():
     f["multi_method"] = dict(methods={"forward": (MultiMethodA(), (rnd(2, 3),)),
                                       "matmul": (MultiMethodB(), (rnd(2, 3), rnd(3, 4)))})
     f["int_bool"] = dict(methods={"forward": (IntBool(), (torch.randint(-5, 6, (3, 4)), torch.rand(3, 4) > 0.5))})
+    f["bf16"] = dict(methods={"forward": (Half().to(torch.bfloat16), (rnd(2, 8, dtype=torch.bfloat16),))})
     f["half"] = dict(methods={"forward": (Half().half(), (rnd(2, 8, dtype=torch.float16),))})
     f["mlp_dynamic"] = dict(methods={"forward": (MLP(), (rnd(3, 16),))},
                             dynamic={"forward": ({0: Dim("batch", min=1, max=8)},)})
@@ -285,6 +286,13 @@ def quantize_dynamic(model, inputs):
     return convert_pt2e(m)
 
 
+def to_numpy(t):
+    """numpy has no bfloat16: store it as its uint16 bit pattern (what the runtime accepts)."""
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16)
+    return t.numpy()
+
+
 def export_one(name, spec, outdir):
     progs, ref = {}, {}
     for mname, (model, inputs) in spec["methods"].items():
@@ -303,9 +311,9 @@ def export_one(name, spec, outdir):
         progs[mname] = export(model, inputs, dynamic_shapes=dyn)
         outs = outs if isinstance(outs, tuple) else (outs,)
         for i, t in enumerate(inputs):
-            ref[f"{mname}:in:{i}"] = t.numpy()
+            ref[f"{mname}:in:{i}"] = to_numpy(t)
         for i, t in enumerate(outs):
-            ref[f"{mname}:out:{i}"] = t.numpy()
+            ref[f"{mname}:out:{i}"] = to_numpy(t)
     part = []
     if spec.get("xnn"):
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner

@@ -113,6 +113,7 @@ void Method::parse_tensor(const fb::Table& t, EValue& v) {
                  std::to_string(buffers_.size()) + " planned)");
     size_t bsz = buffer_sizes_[mem_id - 1];
     if (off > bsz || nbytes > bsz - off) throw_load("planned tensor lies outside its memory buffer");
+    if (off % x.elem_size()) throw_load("planned tensor offset " + std::to_string(off) + " is misaligned for its dtype");
     x.data = align64(buffers_[mem_id - 1].get()) + off;
     x.capacity = nbytes;
     if (buf_idx > 0) {
@@ -121,6 +122,7 @@ void Method::parse_tensor(const fb::Table& t, EValue& v) {
     }
   } else if (buf_idx > 0) {
     Span c = prog_->constant(buf_idx, nbytes);
+    if ((uintptr_t)c.data % x.elem_size()) throw_load("constant tensor data is misaligned for its dtype");
     x.data = const_cast<uint8_t*>(c.data);
     x.capacity = nbytes;
     x.is_constant = true;
