@@ -208,6 +208,13 @@ class Method:
         for i in range(len(ins)):
             check(lib.etnp_method_input_meta(ptr, i, m))
             self._in_codes.append((m.kind, m.dtype))
+        # per-call C structures, reused (calls are serialised by the runtime lock)
+        self._cin = ffi.new("etnp_input[]", max(len(ins), 1))
+        self._shapes = [ffi.new("int64_t[16]") for _ in ins]
+        self._res = ffi.new("etnp_result **")
+        self._meta_buf = ffi.new("etnp_value_meta *")
+        self._fast_dtypes = [dtypes.to_numpy(code) if kind == _KIND_TENSOR and code in dtypes._CODE_TO_NP else None
+                             for kind, code in self._in_codes]
 
     @property
     def metadata(self) -> MethodMeta:
@@ -239,54 +246,69 @@ class Method:
         return x
 
     def __call__(self, inputs: Sequence[Any] = ()) -> List[Any]:
-        if isinstance(inputs, np.ndarray) or not isinstance(inputs, (list, tuple)):
+        if not isinstance(inputs, (list, tuple)):
             raise TypeError("a Method takes a list or tuple of inputs")
         n = len(inputs)
-        if n != len(self._in_codes):
-            raise ExecutionError(f"method {self.name!r} takes {len(self._in_codes)} inputs, got {n}")
-        cin = ffi.new("etnp_input[]", max(n, 1))
-        keep = []
-        for i, (x, (kind, code)) in enumerate(zip(inputs, self._in_codes)):
-            c = cin[i]
-            if kind == _KIND_TENSOR:
-                arr = self._tensor(i, x, code)
-                shape = ffi.new("int64_t[]", max(arr.ndim, 1))
-                for d, s in enumerate(arr.shape):
-                    shape[d] = s
-                raw = arr.reshape(-1).view(np.uint8)
-                data = ffi.from_buffer("char[]", raw) if raw.size else ffi.NULL
-                keep += [arr, shape, data]
-                c.kind, c.dtype, c.ndim, c.sizes, c.data, c.nbytes = kind, code, arr.ndim, shape, data, arr.nbytes
-            elif kind in (_KIND_INT, _KIND_BOOL):
-                if isinstance(x, np.ndarray) and x.size == 1:
-                    x = x.item()
-                if not isinstance(x, (int, bool, np.integer, np.bool_)):
-                    raise ExecutionError(f"input {i}: expected an int, got {type(x).__name__}")
-                c.kind, c.int_value = (_KIND_BOOL if isinstance(x, (bool, np.bool_)) else _KIND_INT), int(x)
-            elif kind == _KIND_DOUBLE:
-                if isinstance(x, np.ndarray) and x.size == 1:
-                    x = x.item()
-                if not isinstance(x, (int, float, np.integer, np.floating)) or isinstance(x, bool):
-                    raise ExecutionError(f"input {i}: expected a float, got {type(x).__name__}")
-                c.kind, c.double_value = _KIND_DOUBLE, float(x)
-            elif kind == _KIND_NONE:
-                if x is not None:
-                    raise ExecutionError(f"input {i}: expected None")
-                c.kind = _KIND_NONE
-            else:
-                raise ExecutionError(f"input {i}: inputs of kind {_KIND_NAMES.get(kind, kind)} are not supported")
-        res = ffi.new("etnp_result **")
-        with self._lock:
-            status = lib.etnp_method_run(self._ptr, cin, n, res)
-        check(status, f"running {self.name!r}")
-        result = ffi.gc(res[0], lib.etnp_result_destroy)
-        try:
-            return self._outputs(result)
-        finally:
-            ffi.release(result)
+        codes = self._in_codes
+        if n != len(codes):
+            raise ExecutionError(f"method {self.name!r} takes {len(codes)} inputs, got {n}")
+        with self._lock:  # the per-call C structures below are reused: build them under the lock
+            cin, shapes, fast = self._cin, self._shapes, self._fast_dtypes
+            keep = []
+            for i in range(n):
+                x = inputs[i]
+                kind, code = codes[i]
+                c = cin[i]
+                if kind == _KIND_TENSOR:
+                    if not (type(x) is np.ndarray and x.dtype is fast[i] and x.flags.c_contiguous and x.flags.aligned):
+                        x = self._tensor(i, x, code)
+                    nd = x.ndim
+                    if nd > 16:
+                        raise ExecutionError(f"input {i}: rank {nd} is above the maximum of 16")
+                    shape = shapes[i]
+                    shape[0:nd] = x.shape
+                    if x.nbytes:
+                        try:
+                            data = ffi.from_buffer("char[]", x)
+                        except (TypeError, ValueError, BufferError):  # dtypes without a buffer format (ml_dtypes)
+                            data = ffi.from_buffer("char[]", x.reshape(-1).view(np.uint8))
+                    else:
+                        data = ffi.NULL
+                    keep.append((x, data))
+                    c.kind, c.dtype, c.ndim, c.sizes, c.data, c.nbytes = kind, code, nd, shape, data, x.nbytes
+                else:
+                    self._scalar(i, x, kind, c)
+            status = lib.etnp_method_run(self._ptr, cin, n, self._res)
+            check(status, f"running {self.name!r}")
+            result = self._res[0]
+            try:
+                return self._outputs(result)
+            finally:
+                lib.etnp_result_destroy(result)
+
+    @staticmethod
+    def _scalar(i: int, x: Any, kind: int, c) -> None:
+        if kind in (_KIND_INT, _KIND_BOOL):
+            if isinstance(x, np.ndarray) and x.size == 1:
+                x = x.item()
+            if not isinstance(x, (int, bool, np.integer, np.bool_)):
+                raise ExecutionError(f"input {i}: expected an int, got {type(x).__name__}")
+            c.kind, c.int_value = (_KIND_BOOL if isinstance(x, (bool, np.bool_)) else _KIND_INT), int(x)
+        elif kind == _KIND_DOUBLE:
+            if isinstance(x, np.ndarray) and x.size == 1:
+                x = x.item()
+            if not isinstance(x, (int, float, np.integer, np.floating)) or isinstance(x, bool):
+                raise ExecutionError(f"input {i}: expected a float, got {type(x).__name__}")
+            c.kind, c.double_value = _KIND_DOUBLE, float(x)
+        elif kind == _KIND_NONE:
+            if x is not None:
+                raise ExecutionError(f"input {i}: expected None")
+            c.kind = _KIND_NONE
+        else:
+            raise ExecutionError(f"input {i}: inputs of kind {_KIND_NAMES.get(kind, kind)} are not supported")
 
     def _outputs(self, result) -> List[Any]:
-        m = ffi.new("etnp_value_meta *")
+        m = self._meta_buf
         outs: List[Any] = []
         for i in range(lib.etnp_result_num_outputs(result)):
             check(lib.etnp_result_output_meta(result, i, m))
@@ -296,8 +318,7 @@ class Method:
                 carrier = np.dtype(np.uint16) if m.dtype == dtypes.BF16_CODE else dt
                 arr = np.empty(shape, dtype=carrier)
                 if m.nbytes:
-                    check(lib.etnp_result_copy_output(result, i, ffi.from_buffer("char[]", arr.reshape(-1).view(np.uint8)),
-                                                      m.nbytes))
+                    check(lib.etnp_result_copy_output(result, i, ffi.from_buffer("char[]", arr), m.nbytes))
                 outs.append(arr.view(dt) if carrier != dt else arr)
             elif m.kind == _KIND_INT:
                 outs.append(int(m.int_value))

@@ -304,6 +304,11 @@ Graph read_graph(Span blob, const Program& program) {
                              n.type == ConvTranspose2d) && k == 2 ? true : (n.type == ScaledDotProductAttention && k >= 3));
     check_id(n.output, false);
     if (n.type == ArgMaxPooling2d) check_id(n.output2, false);
+    if (g.values[n.output].is_constant || (n.type == ArgMaxPooling2d && g.values[n.output2].is_constant))
+      bad(std::string(node_type_name(n.type)) + " writes to a constant value");
+    for (uint32_t id : n.inputs)
+      if (id == n.output || (n.type == ArgMaxPooling2d && id == n.output2))
+        bad(std::string(node_type_name(n.type)) + " writes to its own input");
   }
   for (uint32_t id : uint_list(root, 4)) { check_id(id, false); g.input_ids.push_back(id); }
   for (uint32_t id : uint_list(root, 5)) { check_id(id, false); g.output_ids.push_back(id); }

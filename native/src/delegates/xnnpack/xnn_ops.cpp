@@ -333,6 +333,7 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n) {
   const float* bias = bias_of(g, n, OC);
   GemmEpilogue ep = epilogue(n, bias);
   if (!n.packed.empty()) {
+    if (n.packed[0].K != IC || n.packed[0].N != OC) fail(n, "packed weights do not match the filter");
     sgemm_packed(ctx.pool, M, a.data.data(), IC, 1, n.packed[0], o.data.data(), OC, ep);
   } else {
     sgemm(ctx.pool, M, OC, IC, a.data.data(), IC, 1, w.data.data(), tw ? OC : 1, tw ? 1 : IC, o.data.data(), OC, ep);
@@ -382,6 +383,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     GemmEpilogue ep = epilogue(n, bias ? bias + gi * OCg : nullptr);
     float* Cp = o.data.data() + gi * OCg;
     if (!n.packed.empty()) {
+      if ((int64_t)n.packed.size() != G || n.packed[gi].K != K || n.packed[gi].N != OCg) fail(n, "packed weights do not match the filter");
       sgemm_packed(ctx.pool, M, A, lda, 1, n.packed[gi], Cp, OC, ep);
     } else {  // filter [OC, KH, KW, ICg]: B(k, oc) = w[(gi*OCg + oc)*K + k]
       sgemm(ctx.pool, M, OCg, K, A, lda, 1, w.data.data() + gi * OCg * K, 1, K, Cp, OC, ep);
