@@ -161,6 +161,9 @@ void convolution_kernel(KernelContext& ctx, EValue** a, size_t) {
     g.ph = list_at(pad, 0, 0); g.pw = list_at(pad, 1, 0);
     g.dh = list_at(dil, 0, 1); g.dw = list_at(dil, 1, 1);
   }
+  constexpr int64_t kMax = int64_t(1) << 31;  // keeps every product below in range
+  for (int64_t v : {g.sh, g.sw, g.dh, g.dw, g.ph, g.pw, list_at(outpad, 0, 0), list_at(outpad, 1, 0)})
+    if (v > kMax) throw_exec("convolution: stride/padding/dilation out of range");
   if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0) throw_exec("convolution: invalid stride/padding/dilation");
   if (transposed) {
     if (w.sizes[0] != g.C) throw_exec("transposed convolution: weight does not match input channels");

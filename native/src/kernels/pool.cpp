@@ -21,7 +21,9 @@ void resize_planes(const Tensor& x, Tensor& out, int64_t OH, int64_t OW) {
   resize(out, s);
 }
 int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil) {
-  if (s < 1 || k < 1 || d < 1 || p < 0 || p * 2 > k * d) throw_exec("pooling: invalid kernel/stride/padding");
+  constexpr int64_t kMax = int64_t(1) << 31;  // keeps every product below in range
+  if (s < 1 || k < 1 || d < 1 || p < 0 || s > kMax || k > kMax || d > kMax || p > kMax || in > kMax || p * 2 > k * d)
+    throw_exec("pooling: invalid kernel/stride/padding");
   int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil ? s - 1 : 0);
   int64_t o = num / s + 1;
   if (ceil && (o - 1) * s >= in + p) o--;
