@@ -201,3 +201,23 @@ def test_op_coverage_tool():
                         model_path("mlp_xnn")], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ok      aten::convolution.out" in r.stdout and "ok      delegate XnnpackBackend" in r.stdout
+
+
+def test_unknown_xnnpack_node_type(rt):
+    """An XNNode union tag this runtime does not know is OperatorNotFound at load, not a crash."""
+    import struct
+    blob = bytearray(data("mlp_xnn"))
+    base = blob.find(b"XH00") - 4
+    fb_off = struct.unpack_from("<I", blob, base + 10)[0]
+    fb = base + fb_off
+    root = fb + struct.unpack_from("<I", blob, fb)[0]
+    vt = root - struct.unpack_from("<i", blob, root)[0]
+    xnodes_field = struct.unpack_from("<H", blob, vt + 4 + 2 * 1)[0]
+    vec = root + xnodes_field + struct.unpack_from("<I", blob, root + xnodes_field)[0]
+    node = vec + 4 + struct.unpack_from("<I", blob, vec + 4)[0]
+    nvt = node - struct.unpack_from("<i", blob, node)[0]
+    type_off = struct.unpack_from("<H", blob, nvt + 4)[0]
+    blob[node + type_off] = 200  # xnode_union_type
+    with pytest.raises(en.OperatorNotFound, match="node type 200") as e:
+        rt.load_program(bytes(blob)).load_method("forward")
+    assert e.value.detail == "XnnpackBackend:XNNNode200"

@@ -270,8 +270,21 @@ def fixtures():
     f["mlp_dynamic_xnn"] = dict(methods={"forward": (MLP(), (rnd(3, 16),))}, xnn=True,
                                 dynamic={"forward": ({0: Dim("batch", min=1, max=8)},)})
     f["qlinear_dyn_xnn"] = dict(methods={"forward": (QLinear(), (rnd(4, 32),))}, xnn=True, quant="dynamic")
+    f["qcnn_static_xnn"] = dict(methods={"forward": (SmallCNN(), (rnd(2, 3, 16, 16),))}, xnn=True, quant="static")
     f["mobilenet_v2_xnn"] = dict(methods={"forward": (MobileNetV2(), (rnd(1, 3, 224, 224),))}, xnn=True)
     return f
+
+
+def quantize_static(model, inputs):
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer, get_symmetric_quantization_config)
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=False))
+    m = export(model, inputs).module()
+    m = prepare_pt2e(m, q)
+    m(*inputs)
+    return convert_pt2e(m)
 
 
 def quantize_dynamic(model, inputs):
@@ -307,6 +320,8 @@ def export_one(name, spec, outdir):
             outs = model(*inputs)
         if spec.get("quant") == "dynamic":
             model = quantize_dynamic(model, inputs)
+        elif spec.get("quant") == "static":
+            model = quantize_static(model, inputs)
         dyn = spec.get("dynamic", {}).get(mname)
         progs[mname] = export(model, inputs, dynamic_shapes=dyn)
         outs = outs if isinstance(outs, tuple) else (outs,)
