@@ -275,24 +275,14 @@ def fixtures():
     return f
 
 
-def quantize_static(model, inputs):
+def quantize(model, inputs, dynamic):
+    """pt2e quantisation with the XNNPACK quantizer: per-channel int8 weights, int8 activations
+    (dynamic: per-row at run time; static: calibrated on `inputs`)."""
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
         XNNPACKQuantizer, get_symmetric_quantization_config)
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=False))
-    m = export(model, inputs).module()
-    m = prepare_pt2e(m, q)
-    m(*inputs)
-    return convert_pt2e(m)
-
-
-def quantize_dynamic(model, inputs):
-    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
-        XNNPACKQuantizer, get_symmetric_quantization_config)
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
-    q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
+    q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=dynamic))
     m = export(model, inputs).module()
     m = prepare_pt2e(m, q)
     m(*inputs)
@@ -318,10 +308,8 @@ def export_one(name, spec, outdir):
                 mod.running_var.uniform_(0.5, 1.5)
         with torch.no_grad():
             outs = model(*inputs)
-        if spec.get("quant") == "dynamic":
-            model = quantize_dynamic(model, inputs)
-        elif spec.get("quant") == "static":
-            model = quantize_static(model, inputs)
+        if spec.get("quant"):
+            model = quantize(model, inputs, dynamic=spec["quant"] == "dynamic")
         dyn = spec.get("dynamic", {}).get(mname)
         progs[mname] = export(model, inputs, dynamic_shapes=dyn)
         outs = outs if isinstance(outs, tuple) else (outs,)

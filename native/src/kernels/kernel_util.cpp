@@ -35,6 +35,24 @@ std::vector<Tensor*> tensor_list_arg(KernelContext& ctx, EValue** a, int i, bool
   return out;
 }
 
+std::vector<int64_t> view_shape(const Tensor& x, std::vector<int64_t> s) {
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] == -1) {
+      if (infer >= 0) throw_exec("view: only one dimension can be inferred");
+      infer = (int64_t)i;
+    } else if (s[i] < 0 || __builtin_mul_overflow(known, s[i], &known)) {
+      throw_exec("view: invalid size");
+    }
+  }
+  if (infer >= 0) s[infer] = known ? x.numel() / known : 0;
+  int64_t n = 1;
+  for (auto v : s) n *= v;
+  if (n != x.numel() || (int)s.size() > kMaxDims)
+    throw_exec("view: shape of " + std::to_string(n) + " elements is invalid for input " + x.shape_str());
+  return s;
+}
+
 std::vector<int64_t> broadcast_shapes(const Tensor& a, const Tensor& b) {
   int n = std::max(a.dim, b.dim);
   std::vector<int64_t> out(n);

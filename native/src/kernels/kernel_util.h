@@ -61,6 +61,9 @@ inline int64_t prod(const Tensor& t, int b, int e) {
   return p;
 }
 
+// Resolves a view size list against x (one -1 is inferred); throws if it does not hold x's elements.
+std::vector<int64_t> view_shape(const Tensor& x, std::vector<int64_t> s);
+
 // ---- broadcasting ----
 std::vector<int64_t> broadcast_shapes(const Tensor& a, const Tensor& b);
 // Element offsets of `in` for each linear index of `out_shape` (broadcast strides; 0 on broadcast dims).

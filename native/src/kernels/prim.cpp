@@ -58,17 +58,8 @@ void sym_numel(KernelContext&, EValue** a, size_t) {
 // executorch_prim::et_view.default(self, size, out): out aliases self's memory.
 void et_view(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
-  auto s = int_list_arg(ctx, a, 1);
+  auto s = view_shape(x, int_list_arg(ctx, a, 1));
   Tensor& out = tensor_arg(a, 2);
-  int64_t known = 1, infer = -1;
-  for (size_t i = 0; i < s.size(); i++) {
-    if (s[i] == -1) infer = (int64_t)i;
-    else known *= s[i];
-  }
-  if (infer >= 0) s[infer] = known ? x.numel() / known : 0;
-  int64_t n = 1;
-  for (auto v : s) n *= v;
-  if (n != x.numel() || (int)s.size() > kMaxDims) throw_exec("et_view: shape is invalid for input " + x.shape_str());
   check_contiguous(x, "et_view input");
   out.dim = (int)s.size();
   for (int i = 0; i < out.dim; i++) { out.sizes[i] = s[i]; out.dim_order[i] = (uint8_t)i; }

@@ -13,20 +13,8 @@ void copy_all(const Tensor& x, Tensor& out) {
 // view_copy.out(self, size, out) / _unsafe_view / reshape: -1 is inferred
 void view_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
-  auto s = int_list_arg(ctx, a, 1);
+  auto s = view_shape(x, int_list_arg(ctx, a, 1));
   Tensor& out = tensor_arg(a, 2);
-  int64_t known = 1, infer = -1;
-  for (size_t i = 0; i < s.size(); i++) {
-    if (s[i] == -1) {
-      if (infer >= 0) throw_exec("view: only one dimension can be inferred");
-      infer = (int64_t)i;
-    } else if (s[i] < 0) throw_exec("view: invalid size");
-    else known *= s[i];
-  }
-  if (infer >= 0) s[infer] = known ? x.numel() / known : 0;
-  int64_t n = 1;
-  for (auto v : s) n *= v;
-  if (n != x.numel()) throw_exec("view: shape of " + std::to_string(n) + " elements is invalid for input " + x.shape_str());
   check_contiguous(x, "view input");
   resize(out, s);
   if (out.data != x.data && x.nbytes()) std::memcpy(out.data, x.data, x.nbytes());

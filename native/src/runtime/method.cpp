@@ -78,12 +78,15 @@ void Method::parse_tensor(const fb::Table& t, EValue& v) {
   fb::Vector sizes = t.vector(T_SIZES, 4);
   if (sizes.size() > (uint32_t)kMaxDims) throw_load("tensor rank " + std::to_string(sizes.size()) + " exceeds 16");
   x.dim = (int)sizes.size();
-  int64_t numel = 1;
+  int64_t numel = 1, span = 1;
   for (int i = 0; i < x.dim; i++) {
     int32_t s = sizes.at<int32_t>(i);
     if (s < 0) throw_load("tensor has a negative size");
     x.sizes[i] = s;
     if (__builtin_mul_overflow(numel, (int64_t)s, &numel) || numel > (int64_t)(kMaxBufferBytes))
+      throw_load("tensor size overflows");
+    // strides multiply the non-zero sizes: bound them too (a zero dim hides nothing)
+    if (__builtin_mul_overflow(span, (int64_t)(s ? s : 1), &span) || span > (int64_t)(kMaxBufferBytes))
       throw_load("tensor size overflows");
   }
   fb::Vector order = t.vector(T_DIM_ORDER, 1);

@@ -36,9 +36,11 @@ void resize_tensor(Tensor& t, int ndim, const int64_t* sizes) {
   bool same = ndim == t.dim;
   for (int i = 0; same && i < ndim; i++) same = sizes[i] == t.sizes[i];
   if (same) return;
-  int64_t numel = 1;
+  int64_t numel = 1, span = 1;
   for (int i = 0; i < ndim; i++) {
-    if (sizes[i] < 0 || __builtin_mul_overflow(numel, sizes[i], &numel)) throw_exec("invalid output size");
+    if (sizes[i] < 0 || __builtin_mul_overflow(numel, sizes[i], &numel) ||
+        __builtin_mul_overflow(span, sizes[i] ? sizes[i] : 1, &span))  // strides multiply non-zero sizes
+      throw_exec("invalid output size");
   }
   Tensor want = t;
   want.dim = ndim;

@@ -98,8 +98,10 @@ void transpose(Graph& g, Node& n) {
   std::vector<int64_t> s(nd), st(nd), in_st(nd);
   int64_t acc = 1;
   for (size_t i = nd; i-- > 0;) { in_st[i] = acc; acc *= a.shape[i]; }
+  unsigned seen = 0;
   for (size_t i = 0; i < nd; i++) {
-    if (n.ints[i] >= (int64_t)nd) fail(n, "invalid permutation");
+    if (n.ints[i] >= (int64_t)nd || (seen & (1u << n.ints[i]))) fail(n, "invalid permutation");
+    seen |= 1u << n.ints[i];
     s[i] = a.shape[n.ints[i]];
     st[i] = in_st[n.ints[i]];
   }
