@@ -8,9 +8,9 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import dtypes
+from . import custom_ops, dtypes
 from ._native import check, ffi, lib, names
-from .errors import ExecutionError, ProgramLoadError
+from .errors import ExecuTorchError, ExecutionError, ProgramLoadError
 
 _KIND_NONE, _KIND_INT, _KIND_BOOL, _KIND_DOUBLE, _KIND_TENSOR = 0, 1, 2, 3, 4
 _KIND_NAMES = {0: "none", 1: "int", 2: "bool", 3: "float", 4: "tensor", 5: "string", 6: "int_list",
@@ -252,6 +252,10 @@ class Method:
         codes = self._in_codes
         if n != len(codes):
             raise ExecutionError(f"method {self.name!r} takes {len(codes)} inputs, got {n}")
+        tls = custom_ops._tls
+        outer = getattr(tls, "lock", None)
+        if outer is self._lock:
+            raise ExecutionError(f"method {self.name!r} was called from a Python operator running on the same Runtime")
         with self._lock:  # the per-call C structures below are reused: build them under the lock
             cin, shapes, fast = self._cin, self._shapes, self._fast_dtypes
             keep = []
@@ -278,8 +282,19 @@ class Method:
                     c.kind, c.dtype, c.ndim, c.sizes, c.data, c.nbytes = kind, code, nd, shape, data, x.nbytes
                 else:
                     self._scalar(i, x, kind, c)
-            status = lib.etnp_method_run(self._ptr, cin, n, self._res)
-            check(status, f"running {self.name!r}")
+            tls.lock = self._lock
+            try:
+                status = lib.etnp_method_run(self._ptr, cin, n, self._res)
+            finally:
+                tls.lock = outer
+            if status:
+                cause = custom_ops.take_pending_exception()
+                try:
+                    check(status, f"running {self.name!r}")
+                except ExecuTorchError as e:
+                    if cause is None:
+                        raise
+                    raise e from cause
             result = self._res[0]
             try:
                 return self._outputs(result)
@@ -350,4 +365,5 @@ def runtime_info() -> dict:
         "bfloat16": dtypes.bfloat16_mode(),
         "cpu_features": ffi.string(lib.etnp_cpu_features()).decode(),
         "default_num_threads": Runtime.get().num_threads,
+        "python_ops": custom_ops.registered_ops(),
     }

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Native QA gates, no Python involved: builds the core twice (ASan+UBSan, TSan) with g++
 # and runs the leak harness, the loader fuzzer (bounded) and the race harness.
-#   bash native_tests/run_gates.sh [FUZZ_SECONDS]
+#   bash native_tests/run_gates.sh [FUZZ_SECONDS [LIBFUZZER_SECONDS]]
+# With clang++ and its fuzzer runtime present, also builds and runs the libFuzzer target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_SECONDS=${1:-${ETNP_FUZZ_SECONDS:-60}}
+LIBFUZZER_SECONDS=${2:-${ETNP_LIBFUZZER_SECONDS:-120}}
 JOBS=${ETNP_BUILD_JOBS:-2}
 OUT=build/native_tests
 mkdir -p "$OUT"
 SRCS=$(find native/src -name '*.cpp' | sort)
 COMMON="-std=c++17 -O1 -g -fno-omit-frame-pointer -Inative/include -Inative/src -pthread"
 
-build() {  # build NAME "FLAGS" HARNESS...
+build() {  # [CXX=clang++] build NAME "FLAGS" HARNESS...  (harness flags: $LINK_FLAGS or FLAGS)
   local name=$1 flags=$2; shift 2
+  local cxx=${CXX:-g++} link=${LINK_FLAGS:-$flags}
   local dir="$OUT/$name"
   mkdir -p "$dir"
   # a header newer than the last build invalidates every object (no per-file dependency tracking)
@@ -20,9 +23,9 @@ build() {  # build NAME "FLAGS" HARNESS...
     rm -f "$dir"/*.o
   fi
   echo "$SRCS" | tr ' ' '\n' | xargs -P "$JOBS" -I{} sh -c \
-    'o="'"$dir"'/$(echo {} | tr / _).o"; [ "$o" -nt {} ] || g++ '"$COMMON $flags"' -c {} -o "$o"'
+    'o="'"$dir"'/$(echo {} | tr / _).o"; [ "$o" -nt {} ] || '"$cxx $COMMON $flags"' -c {} -o "$o"'
   for h in "$@"; do
-    g++ $COMMON $flags "native_tests/$h.cpp" "$dir"/*.o -o "$dir/$h"
+    $cxx $COMMON $link "native_tests/$h.cpp" "$dir"/*.o -o "$dir/$h"
   done
   touch "$dir/.stamp"
 }
@@ -42,6 +45,27 @@ cp tests/models/*.pte "$OUT/crashes/" 2>/dev/null || true
 "$OUT/asan/fuzz_loader" tests/models "$FUZZ_SECONDS" "$OUT/crashes"
 # replay the kept crash corpus too
 "$OUT/asan/fuzz_loader" tests/fuzz_corpus 2 "$OUT/crashes"
+
+# libFuzzer (coverage-guided) where clang with its fuzzer runtime exists
+if command -v clang++ >/dev/null 2>&1 && echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long){return 0;}' \
+    | clang++ -x c++ -fsanitize=fuzzer - -o "$OUT/.probe" 2>/dev/null; then
+  echo "== building libFuzzer target (clang)"
+  CXX=clang++ LINK_FLAGS="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined" \
+    build libfuzzer "-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" fuzz_libfuzzer
+  CORPUS="$OUT/libfuzzer-corpus"
+  mkdir -p "$CORPUS" "$OUT/libfuzzer-crashes"
+  SEEDS="$OUT/libfuzzer-seeds"
+  rm -rf "$SEEDS"; mkdir -p "$SEEDS"
+  find tests/models tests/fuzz_corpus -type f -size -1024k \( -name '*.pte' -o -name 'crash-*' -o -name 'seed-*' \) -exec cp {} "$SEEDS/" \;
+  # huge planned buffers are legal in the format: the allocator refuses them (-> ProgramLoadError)
+  ASAN_OPTIONS=max_allocation_size_mb=2048:allocator_may_return_null=1:detect_leaks=1 \
+  "$OUT/libfuzzer/fuzz_libfuzzer" "$CORPUS" "$SEEDS" -max_total_time="$LIBFUZZER_SECONDS" -max_len=65536 \
+    -rss_limit_mb=4096 -malloc_limit_mb=4096 -timeout=20 -print_final_stats=1 -artifact_prefix="$OUT/libfuzzer-crashes/" 2>&1 \
+    | grep -E '^(stat::|#[0-9]+ *(DONE|INITED)|==|SUMMARY|Done)' || true
+  [ -z "$(ls -A "$OUT/libfuzzer-crashes")" ] || { echo "libFuzzer found crashes in $OUT/libfuzzer-crashes"; exit 1; }
+else
+  echo "== libFuzzer: SKIPPED (no clang++ with -fsanitize=fuzzer; apt-get install clang libclang-rt-14-dev)"
+fi
 
 RUN_TSAN="env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1"
 if command -v setarch >/dev/null 2>&1; then RUN_TSAN="setarch $(uname -m) -R $RUN_TSAN"; fi

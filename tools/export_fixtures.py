@@ -240,6 +240,68 @@ class QLinear(nn.Module):
         return self.fc2(torch.relu(self.fc1(x)))
 
 
+# ------------------------------------------------------------------ custom ops
+_LIBS = []
+
+
+def define_custom_ops():
+    """etnp::triple, etnp::lstm (bundled native kernels) and mylib::scaled_add (implemented in
+    Python by the tests through en.register_op), each with the .out variant the exporter uses."""
+    lib = torch.library.Library("etnp", "DEF")
+    lib.define("triple(Tensor x) -> Tensor")
+    lib.define("triple.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)")
+    lib.impl("triple", lambda x: x * 3, "CompositeExplicitAutograd")
+    lib.impl("triple.out", lambda x, out: out.copy_(x * 3), "CompositeExplicitAutograd")
+    lib.define("lstm(Tensor x, Tensor h0, Tensor c0, Tensor w_ih, Tensor w_hh, Tensor b_ih, Tensor b_hh)"
+               " -> (Tensor, Tensor, Tensor)")
+    lib.define("lstm.out(Tensor x, Tensor h0, Tensor c0, Tensor w_ih, Tensor w_hh, Tensor b_ih, Tensor b_hh, *,"
+               " Tensor(a!) out, Tensor(b!) h_n, Tensor(c!) c_n) -> (Tensor(a!), Tensor(b!), Tensor(c!))")
+
+    def lstm_ref(x, h0, c0, w_ih, w_hh, b_ih, b_hh):
+        y, h, c = torch._VF.lstm(x, (h0.unsqueeze(0), c0.unsqueeze(0)), (w_ih, w_hh, b_ih, b_hh),
+                                   True, 1, 0.0, False, False, True)
+        return y, h.squeeze(0), c.squeeze(0)
+
+    def lstm_out(x, h0, c0, w_ih, w_hh, b_ih, b_hh, *, out, h_n, c_n):
+        y, h, c = lstm_ref(x, h0, c0, w_ih, w_hh, b_ih, b_hh)
+        out.copy_(y), h_n.copy_(h), c_n.copy_(c)
+        return out, h_n, c_n
+
+    lib.impl("lstm", lstm_ref, "CompositeExplicitAutograd")
+    lib.impl("lstm.out", lstm_out, "CompositeExplicitAutograd")
+    my = torch.library.Library("mylib", "DEF")
+    my.define("scaled_add(Tensor a, Tensor b, float alpha) -> Tensor")
+    my.define("scaled_add.out(Tensor a, Tensor b, float alpha, *, Tensor(a!) out) -> Tensor(a!)")
+    my.impl("scaled_add", lambda a, b, alpha: a + alpha * b, "CompositeExplicitAutograd")
+    my.impl("scaled_add.out", lambda a, b, alpha, out: out.copy_(a + alpha * b), "CompositeExplicitAutograd")
+    _LIBS.extend([lib, my])
+
+
+class CustomTriple(nn.Module):
+    def forward(self, x):
+        return torch.ops.etnp.triple(x) + 1
+
+
+class CustomLSTM(nn.Module):
+    """torch.nn.LSTM's weights, run through etnp::lstm (reference: torch.nn.LSTM itself)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ref = nn.LSTM(6, 8, batch_first=True)
+
+    def forward(self, x, h0, c0):
+        r = self.ref
+        if not torch.compiler.is_exporting():
+            y, (h, c) = r(x, (h0.unsqueeze(0), c0.unsqueeze(0)))
+            return y, h.squeeze(0), c.squeeze(0)
+        return torch.ops.etnp.lstm(x, h0, c0, r.weight_ih_l0, r.weight_hh_l0, r.bias_ih_l0, r.bias_hh_l0)
+
+
+class PyOp(nn.Module):
+    def forward(self, a, b):
+        return torch.relu(torch.ops.mylib.scaled_add(a, b, 0.5))
+
+
 # ------------------------------------------------------------------ fixtures
 def fixtures():
     torch.manual_seed(SEED)
@@ -271,6 +333,10 @@ def fixtures():
                                 dynamic={"forward": ({0: Dim("batch", min=1, max=8)},)})
     f["qlinear_dyn_xnn"] = dict(methods={"forward": (QLinear(), (rnd(4, 32),))}, xnn=True, quant="dynamic")
     f["qcnn_static_xnn"] = dict(methods={"forward": (SmallCNN(), (rnd(2, 3, 16, 16),))}, xnn=True, quant="static")
+    # custom operators (their .out variants are what the program calls)
+    f["custom_triple"] = dict(methods={"forward": (CustomTriple(), (rnd(3, 4),))}, custom=True)
+    f["custom_lstm"] = dict(methods={"forward": (CustomLSTM(), (rnd(2, 5, 6), rnd(2, 8), rnd(2, 8)))}, custom=True)
+    f["custom_pyop"] = dict(methods={"forward": (PyOp(), (rnd(3, 4), rnd(3, 4)))}, custom=True)
     f["mobilenet_v2_xnn"] = dict(methods={"forward": (MobileNetV2(), (rnd(1, 3, 224, 224),))}, xnn=True)
     return f
 
@@ -321,8 +387,12 @@ def export_one(name, spec, outdir):
     if spec.get("xnn"):
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
         part = [XnnpackPartitioner()]
+    kw = {}
+    if spec.get("custom"):  # custom ops are not core ATen
+        from executorch.exir import EdgeCompileConfig
+        kw["compile_config"] = EdgeCompileConfig(_check_ir_validity=False)
     edge = to_edge_transform_and_lower(progs if len(progs) > 1 else next(iter(progs.values())),
-                                       partitioner=part)
+                                       partitioner=part, **kw)
     et = edge.to_executorch()
     with open(os.path.join(outdir, name + ".pte"), "wb") as fh:
         fh.write(et.buffer)
@@ -331,6 +401,7 @@ def export_one(name, spec, outdir):
 
 
 def main(argv):
+    define_custom_ops()
     outdir = argv[1] if len(argv) > 1 else "tests/models"
     only = set(argv[2:])
     os.makedirs(outdir, exist_ok=True)

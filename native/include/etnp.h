@@ -136,6 +136,38 @@ int etnp_result_output_meta(const etnp_result *r, size_t i, etnp_value_meta *out
 int etnp_result_copy_output(const etnp_result *r, size_t i, void *dst, size_t nbytes);
 void etnp_result_destroy(etnp_result *r);
 
+/* ---- operators defined by the caller (callback kernels; Python's en.register_op) ----
+ * A program's call to NAME that no native kernel implements is routed to the callback
+ * registered under NAME (resolved at method load). The callback gets the call's arguments
+ * in schema order (a .out variant's trailing return values, which repeat the out tensors,
+ * are dropped) and returns 0, or nonzero after etnp_op_fail. Tensors are contiguous views of
+ * runtime memory, valid only during the call. It runs on the thread calling etnp_method_run,
+ * with that runtime's mutex held: it must not run methods of the same runtime. */
+typedef struct etnp_op_arg {
+  int kind;                      /* ETNP_KIND_* */
+  int64_t i;                     /* INT, BOOL */
+  double d;                      /* DOUBLE */
+  int dtype;                     /* TENSOR */
+  int ndim;
+  const int64_t *sizes;
+  void *data;
+  size_t nbytes;
+  size_t capacity;               /* TENSOR: bytes the tensor may grow to (etnp_op_resize) */
+  const int64_t *ints;           /* INT_LIST */
+  const double *doubles;         /* DOUBLE_LIST */
+  const char *str;               /* STRING */
+  size_t len;                    /* list / string length */
+} etnp_op_arg;
+typedef struct etnp_op_call etnp_op_call;
+typedef int (*etnp_op_fn)(void *user, etnp_op_call *call, etnp_op_arg *args, size_t nargs);
+/* Registers (or replaces) the callback for NAME; a name with a native kernel is refused. */
+int etnp_register_op(const char *name, etnp_op_fn fn, void *user);
+int etnp_unregister_op(const char *name);
+size_t etnp_num_registered_ops(void);
+/* Resizes tensor argument ARG within its planned capacity; updates args[ARG]. */
+int etnp_op_resize(etnp_op_call *call, size_t arg, int ndim, const int64_t *sizes);
+void etnp_op_fail(etnp_op_call *call, const char *message);
+
 #ifdef __cplusplus
 }
 #endif

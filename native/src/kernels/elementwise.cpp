@@ -246,7 +246,7 @@ void clamp_kernel(KernelContext& ctx, EValue** a, size_t) {
   if (!is_floating(x.dtype) && !is_floating(out.dtype)) {
     resize(out, shape_of(x));
     const Tensor* ins[1] = {&x};
-    int64_t ilo = has_lo ? (int64_t)std::ceil(lo) : INT64_MIN, ihi = has_hi ? (int64_t)std::floor(hi) : INT64_MAX;
+    int64_t ilo = has_lo ? f2i(std::ceil(lo)) : INT64_MIN, ihi = has_hi ? f2i(std::floor(hi)) : INT64_MAX;
     for_each_broadcast(out, ins, 1, [&](int64_t o, const int64_t* off) {
       int64_t v = load_i64(x.data, x.dtype, off[0]);
       store_i64(out.data, out.dtype, o, v < ilo ? ilo : v > ihi ? ihi : v);

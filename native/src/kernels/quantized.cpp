@@ -92,7 +92,7 @@ void qparams(double mn, double mx, int64_t qmin, int64_t qmax, double eps, doubl
   mx = std::max(mx, 0.0);
   scale = std::max((mx - mn) / (double)(qmax - qmin), eps);
   double z = (double)qmin - mn / scale;
-  zp = (int64_t)std::nearbyint(std::min(std::max(z, (double)qmin), (double)qmax));
+  zp = f2i(std::nearbyint(std::min(std::max(z, (double)qmin), (double)qmax)));
 }
 // choose_qparams.Tensor_out(input, quant_min, quant_max, eps, dtype, scale_out, zero_point_out)
 void choose_qparams_kernel(KernelContext&, EValue** a, size_t) {

@@ -38,10 +38,12 @@ const KernelEntry* KernelRegistry::find(const std::string& name) const {
 }
 
 std::vector<std::string> KernelRegistry::libs() const {
-  std::vector<std::string> out;
-  for (const char* l : {"portable", "optimized", "quantized", "prim", "custom"})
-    for (auto& e : entries_)
-      if (std::string(e.lib) == l) { out.push_back(l); break; }
+  std::vector<std::string> out;  // in registration order, each once
+  for (auto& e : entries_) {
+    bool seen = false;
+    for (auto& l : out) seen = seen || l == e.lib;
+    if (!seen) out.push_back(e.lib);
+  }
   return out;
 }
 

@@ -14,6 +14,7 @@ struct KernelContext {
   size_t num_values = 0;
   ThreadPool* pool = nullptr;
   const char* op = "";
+  const void* user = nullptr;  // per-instruction data (a callback op's CallbackOp)
 };
 
 using KernelFn = void (*)(KernelContext& ctx, EValue** args, size_t nargs);

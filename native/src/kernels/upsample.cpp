@@ -20,7 +20,7 @@ Resize plan(KernelContext& ctx, EValue** a, int size_arg, int scale_arg, const T
     r.OH = os[0]; r.OW = os[1];
   } else if (sc->tag == Tag::DoubleList && sc->doubles.size() == 2) {
     fh = sc->doubles[0]; fw = sc->doubles[1];
-    r.OH = (int64_t)std::floor(r.H * fh); r.OW = (int64_t)std::floor(r.W * fw);
+    r.OH = f2i(std::floor(r.H * fh)); r.OW = f2i(std::floor(r.W * fw));
   } else {
     throw_exec("upsample: neither output_size nor scale_factors given");
   }
@@ -38,9 +38,9 @@ void nearest_kernel(KernelContext& ctx, EValue** a, size_t) {
   Resize r = plan(ctx, a, 1, 2, x, out);
   for (int64_t p = 0; p < r.planes; p++)
     for (int64_t oh = 0; oh < r.OH; oh++) {
-      int64_t ih = std::min((int64_t)std::floor(oh * r.sh), r.H - 1);
+      int64_t ih = std::min(f2i(std::floor(oh * r.sh)), r.H - 1);
       for (int64_t ow = 0; ow < r.OW; ow++) {
-        int64_t iw = std::min((int64_t)std::floor(ow * r.sw), r.W - 1);
+        int64_t iw = std::min(f2i(std::floor(ow * r.sw)), r.W - 1);
         store_f64(out.data, out.dtype, (p * r.OH + oh) * r.OW + ow, load_f64(x.data, x.dtype, (p * r.H + ih) * r.W + iw));
       }
     }

@@ -7,6 +7,7 @@
 
 #include "delegates/backend.h"
 #include "etnp.h"
+#include "kernels/callback_ops.h"
 #include "kernels/cpu_features.h"
 #include "kernels/registry.h"
 #include "runtime/method.h"
@@ -244,5 +245,24 @@ int etnp_result_copy_output(const etnp_result* r, size_t i, void* dst, size_t nb
   return ETNP_OK;
 }
 void etnp_result_destroy(etnp_result* r) { delete r; }
+
+int etnp_register_op(const char* name, etnp_op_fn fn, void* user) {
+  return guard([&] { register_callback_op(name ? name : "", fn, user); });
+}
+
+int etnp_unregister_op(const char* name) {
+  return guard([&] {
+    if (!name || !unregister_callback_op(name))
+      throw Error(ETNP_ERR_INVALID_ARGUMENT, std::string("no registered operator '") + (name ? name : "") + "'");
+  });
+}
+
+size_t etnp_num_registered_ops(void) { return num_callback_ops(); }
+
+int etnp_op_resize(etnp_op_call* call, size_t arg, int ndim, const int64_t* sizes) {
+  return guard([&] { callback_op_resize(call, arg, ndim, sizes); });
+}
+
+void etnp_op_fail(etnp_op_call* call, const char* message) { callback_op_fail(call, message); }
 
 }  // extern "C"

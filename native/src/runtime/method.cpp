@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kernels/callback_ops.h"
 #include "runtime/error.h"
 #include "runtime/runtime.h"
 
@@ -215,6 +216,7 @@ void Method::prepare_instructions(const fb::Table& plan) {
 
   std::vector<std::string> ops = plan_operator_names(plan);
   std::vector<const KernelEntry*> kernels(ops.size(), nullptr);
+  std::vector<std::shared_ptr<const CallbackOp>> callbacks(ops.size());
   fb::Vector chains = plan.vector(EP_CHAINS, 4);
   auto value_ptr = [&](int64_t idx) {
     if (idx < 0 || (size_t)idx >= values_.size()) throw_load("instruction refers to value " + std::to_string(idx) +
@@ -237,11 +239,20 @@ void Method::prepare_instructions(const fb::Table& plan) {
           for (uint32_t j = 0; j < args.size(); j++) x.args.push_back(value_ptr(args.at<int32_t>(j)));
           if (ty == 1) {
             if (index < 0 || (size_t)index >= ops.size()) throw_load("kernel call names operator index out of range");
-            if (!kernels[index]) {
+            if (!kernels[index] && !callbacks[index]) {
               kernels[index] = KernelRegistry::get().find(ops[index]);
-              if (!kernels[index])
+              if (!kernels[index]) callbacks[index] = find_callback_op(ops[index]);
+              if (!kernels[index] && !callbacks[index])
                 throw Error(ETNP_ERR_OPERATOR_NOT_FOUND, "operator '" + ops[index] + "' (used by method '" + name_ +
                             "') has no kernel in this runtime", ops[index]);
+              if (callbacks[index]) callback_ops_.push_back(callbacks[index]);
+            }
+            if (callbacks[index]) {
+              x.kind = Instruction::Kernel;
+              x.fn = &callback_kernel;
+              x.user = callbacks[index].get();
+              x.op = callbacks[index]->name.c_str();
+              break;
             }
             const KernelEntry* ke = kernels[index];
             if ((int)x.args.size() < ke->min_args)
@@ -385,6 +396,7 @@ void Method::execute() {
       switch (x.kind) {
         case Instruction::Kernel:
           ctx.op = x.op;
+          ctx.user = x.user;
           check_tensor_args(x);
           x.fn(ctx, x.args.data(), x.args.size());
           break;

@@ -17,6 +17,7 @@ struct Instruction {
   enum Kind { Kernel, Delegate, Move, JumpFalse, Free } kind;
   KernelFn fn = nullptr;
   const char* op = "";
+  const void* user = nullptr;
   DelegateHandle* delegate = nullptr;
   std::vector<EValue*> args;
   int64_t a = 0, b = 0;  // Move: from, to. JumpFalse: cond, destination.
@@ -64,6 +65,7 @@ class Method {
   std::vector<size_t> buffer_sizes_;
   std::vector<Instruction> instructions_;
   std::vector<std::unique_ptr<DelegateHandle>> delegates_;
+  std::vector<std::shared_ptr<const struct CallbackOp>> callback_ops_;  // kept alive while loaded
 };
 
 // Operator names ("ns::name.overload") and delegate ids used by a plan.

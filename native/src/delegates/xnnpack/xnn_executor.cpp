@@ -76,7 +76,7 @@ class XnnDelegate : public DelegateHandle {
       for (int64_t i = 0; i < n; i++) store_f64(t.data, t.dtype, i, d[i]);
     } else {
       double s = v.quant == Quant::PerTensor ? v.scale : 1.0, z = v.quant == Quant::PerTensor ? v.zero_point : 0;
-      for (int64_t i = 0; i < n; i++) store_i64(t.data, t.dtype, i, (int64_t)std::nearbyint(d[i] / s + z));
+      for (int64_t i = 0; i < n; i++) store_i64(t.data, t.dtype, i, f2i(std::nearbyint(d[i] / s + z)));
     }
   }
 

@@ -1,0 +1,31 @@
+// libFuzzer target for the .pte loader, the XNNPACK blob reader and the interpreter
+// (clang++ -fsanitize=fuzzer,address,undefined). Every input is loaded from bytes; when it
+// loads, each method is loaded and run on patterned inputs of its planned shapes.
+//   fuzz_libfuzzer CORPUS_DIR SEED_DIR... -max_total_time=N
+#include "harness_util.h"
+
+static etnp_runtime* runtime() {
+  static etnp_runtime* rt = [] {
+    etnp_runtime* r = nullptr;
+    etnp_runtime_create(1, &r);
+    return r;
+  }();
+  return rt;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  etnp_program* prog = nullptr;
+  if (etnp_program_load_bytes(runtime(), data, size, &prog) != ETNP_OK) return 0;
+  for (size_t k = 0; k < etnp_program_num_methods(prog); k++) {
+    etnp_method* m = nullptr;
+    if (etnp_method_load(prog, etnp_program_method_name(prog, k), &m) != ETNP_OK) continue;
+    InputSet s;
+    if (make_inputs(m, s, 1 << 22)) {
+      etnp_result* r = nullptr;
+      if (etnp_method_run(m, s.inputs.data(), s.inputs.size(), &r) == ETNP_OK) etnp_result_destroy(r);
+    }
+    etnp_method_destroy(m);
+  }
+  etnp_program_destroy(prog);
+  return 0;
+}
