@@ -97,7 +97,7 @@ def _invoke(entry: _Entry, call, args, nargs: int) -> None:
     result = entry.fn(*inputs, **kw)
     if result is None:
         return
-    results = (result,) if nout == 1 or not isinstance(result, (tuple, list)) else tuple(result)
+    results = tuple(result) if isinstance(result, tuple) else (result,)
     if len(results) != nout:
         raise ValueError(f"{entry.name} returned {len(results)} values, expected {nout}")
     for j, r in enumerate(results):

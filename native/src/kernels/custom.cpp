@@ -17,7 +17,37 @@ float sigm(float v) { return 1.f / (1.f + std::exp(-v)); }
 
 void expect_f32(const Tensor& t, const char* what) {
   if (t.dtype != DType::F32) throw_exec(std::string(what) + ": dtype " + dtype_name(t.dtype) + " is not supported (float32 only)");
-  if (!t.default_dim_order()) throw_exec(std::string(what) + " must be contiguous");
+}
+
+// Element offset of logical (row-major) index `flat` in `t`, following its strides: programs may
+// plan any tensor in a permuted dim order (torch plans a batch-first LSTM's output time-major).
+int64_t strided_offset(const Tensor& t, int64_t flat) {
+  int64_t off = 0;
+  for (int d = t.dim - 1; d >= 0; d--) {
+    int64_t n = t.sizes[d] ? t.sizes[d] : 1;
+    off += (flat % n) * t.strides[d];
+    flat /= n;
+  }
+  return off;
+}
+
+// The tensor's floats in row-major order: its own memory when already contiguous.
+const float* row_major(const Tensor& t, std::vector<float>& buf) {
+  if (t.default_dim_order()) return t.ptr<float>();
+  int64_t n = t.numel();
+  buf.resize((size_t)n);
+  const float* p = t.ptr<float>();
+  for (int64_t i = 0; i < n; i++) buf[(size_t)i] = p[strided_offset(t, i)];
+  return buf.data();
+}
+
+void store_row_major(Tensor& t, const float* src) {
+  if (t.default_dim_order()) {
+    std::copy(src, src + t.numel(), t.ptr<float>());
+    return;
+  }
+  float* p = t.ptr<float>();
+  for (int64_t i = 0, n = t.numel(); i < n; i++) p[strided_offset(t, i)] = src[i];
 }
 
 void expect_shape(const Tensor& t, std::initializer_list<int64_t> s, const char* what) {
@@ -53,10 +83,13 @@ void lstm_kernel(KernelContext& ctx, EValue** a, size_t) {
   resize(cn, {B, H});
   for (Tensor* t : {&out, &hn, &cn}) expect_f32(*t, "output");
   // input projections for every step at once: [B*T, 4H] = x [B*T, I] . w_ih^T
-  std::vector<float> xw((size_t)(B * T * 4 * H)), g((size_t)(4 * H));
-  sgemm(ctx.pool, B * T, 4 * H, I, x.ptr<float>(), I, 1, wih.ptr<float>(), 1, I, xw.data(), 4 * H);
-  std::vector<float> h(h0.ptr<float>(), h0.ptr<float>() + B * H), c(c0.ptr<float>(), c0.ptr<float>() + B * H);
-  const float *W = whh.ptr<float>(), *b1 = bih.ptr<float>(), *b2 = bhh.ptr<float>();
+  std::vector<float> bufs[7];
+  const float* p[7];
+  for (int k = 0; k < 7; k++) p[k] = row_major(*ins[k], bufs[k]);
+  std::vector<float> xw((size_t)(B * T * 4 * H)), g((size_t)(4 * H)), y((size_t)(B * T * H));
+  sgemm(ctx.pool, B * T, 4 * H, I, p[0], I, 1, p[3], 1, I, xw.data(), 4 * H);
+  std::vector<float> h(p[1], p[1] + B * H), c(p[2], p[2] + B * H);
+  const float *W = p[4], *b1 = p[5], *b2 = p[6];
   for (int64_t t = 0; t < T; t++)
     for (int64_t b = 0; b < B; b++) {
       const float* xr = &xw[(size_t)((b * T + t) * 4 * H)];
@@ -68,7 +101,7 @@ void lstm_kernel(KernelContext& ctx, EValue** a, size_t) {
         g[(size_t)r] = s;
       }
       float* cb = &c[(size_t)(b * H)];
-      float* o = out.ptr<float>() + (b * T + t) * H;
+      float* o = &y[(size_t)((b * T + t) * H)];
       for (int64_t k = 0; k < H; k++) {
         float ig = sigm(g[k]), fg = sigm(g[H + k]), cg = std::tanh(g[2 * H + k]), og = sigm(g[3 * H + k]);
         cb[k] = fg * cb[k] + ig * cg;
@@ -76,8 +109,9 @@ void lstm_kernel(KernelContext& ctx, EValue** a, size_t) {
         o[k] = hb[k];
       }
     }
-  std::copy(h.begin(), h.end(), hn.ptr<float>());
-  std::copy(c.begin(), c.end(), cn.ptr<float>());
+  store_row_major(out, y.data());
+  store_row_major(hn, h.data());
+  store_row_major(cn, c.data());
 }
 }  // namespace
 

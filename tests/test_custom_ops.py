@@ -1,0 +1,171 @@
+"""Operators defined in Python (en.register_op) and the bundled native custom kernels."""
+import threading
+
+import numpy as np
+import pytest
+
+import executorch_numpy_runtime as en
+from conftest import method_inputs, method_outputs, model_path, reference
+
+OP = "mylib::scaled_add.out"  # used by tests/models/custom_pyop.pte: relu(scaled_add(a, b, 0.5))
+
+
+@pytest.fixture
+def unregister():
+    yield
+    if OP in en.registered_ops():
+        en.unregister_op(OP)
+
+
+def _run_pyop(rt=None):
+    rt = rt or en.Runtime.get()
+    ref = reference("custom_pyop")
+    m = rt.load_program(model_path("custom_pyop")).load_method("forward")
+    return m(method_inputs(ref, "forward")), method_outputs(ref, "forward")
+
+
+def test_unregistered_python_op_is_named(unregister):
+    assert OP not in en.registered_ops()
+    with pytest.raises(en.OperatorNotFound, match="mylib::scaled_add.out"):
+        _run_pyop()
+
+
+def test_python_op_writes_out_in_place(unregister):
+    seen = []
+
+    def scaled_add(a, b, alpha, out):
+        seen.append((a.flags.writeable, out.flags.writeable, alpha, a.dtype, out.shape))
+        np.add(a, alpha * b, out=out)
+
+    en.register_op(OP, scaled_add)
+    assert OP in en.registered_ops()
+    assert OP in en.runtime_info()["python_ops"]
+    outs, refs = _run_pyop()
+    np.testing.assert_allclose(outs[0], refs[0], atol=1e-6, rtol=1e-6)
+    assert seen == [(False, True, 0.5, np.float32, (3, 4))]
+
+
+def test_python_op_returns_result_decorator_form(unregister):
+    @en.register_op(OP)
+    def scaled_add(a, b, alpha, out):
+        return a + alpha * b  # float64 if alpha were an array; here float32, copied into out
+
+    outs, refs = _run_pyop()
+    np.testing.assert_allclose(outs[0], refs[0], atol=1e-6, rtol=1e-6)
+    # the op's values really come from Python: a different function changes the answer
+    en.register_op(OP, lambda a, b, alpha, out: a - alpha * b)
+    outs2, _ = _run_pyop()
+    ref = reference("custom_pyop")
+    a, b = ref["forward:in:0"], ref["forward:in:1"]
+    np.testing.assert_allclose(outs2[0], np.maximum(a - 0.5 * b, 0), atol=1e-6)
+
+
+def test_python_op_exception_is_chained(unregister):
+    def broken(a, b, alpha, out):
+        raise ZeroDivisionError("boom from python")
+
+    en.register_op(OP, broken)
+    with pytest.raises(en.ExecutionError, match="boom from python") as ei:
+        _run_pyop()
+    assert isinstance(ei.value.__cause__, ZeroDivisionError)
+    # the runtime stays usable afterwards
+    en.register_op(OP, lambda a, b, alpha, out: np.add(a, alpha * b, out=out))
+    outs, refs = _run_pyop()
+    np.testing.assert_allclose(outs[0], refs[0], atol=1e-6)
+
+
+def test_python_op_wrong_result_shape_is_rejected(unregister):
+    en.register_op(OP, lambda a, b, alpha, out: np.zeros((1000, 1000), np.float32))
+    with pytest.raises(en.ExecutionError, match="scaled_add"):
+        _run_pyop()
+    en.register_op(OP, lambda a, b, alpha, out: (a, b))  # two results for one output
+    with pytest.raises(en.ExecutionError, match="returned 2 values"):
+        _run_pyop()
+    en.register_op(OP, lambda a, b, alpha, out: np.full(a.shape, "x"))  # not castable
+    with pytest.raises(en.ExecutionError, match="scaled_add"):
+        _run_pyop()
+
+
+def test_python_op_may_not_reenter_its_runtime(unregister):
+    rt = en.Runtime(num_threads=1)
+    inner = rt.load_program(model_path("add")).load_method("forward")
+    inner_in = method_inputs(reference("add"), "forward")
+
+    def reentrant(a, b, alpha, out):
+        inner(inner_in)
+        np.add(a, alpha * b, out=out)
+
+    en.register_op(OP, reentrant)
+    with pytest.raises(en.ExecutionError) as ei:
+        _run_pyop(rt)
+    assert "same Runtime" in str(ei.value) or "same Runtime" in str(ei.value.__cause__)
+    # another Runtime may be used from inside the op
+    other = en.Runtime(num_threads=1)
+    outs, refs = _run_pyop(other)
+    np.testing.assert_allclose(outs[0], refs[0], atol=1e-6)
+
+
+def test_python_op_from_many_threads(unregister):
+    en.register_op(OP, lambda a, b, alpha, out: np.add(a, alpha * b, out=out))
+    ref = reference("custom_pyop")
+    rts = [en.Runtime(num_threads=1) for _ in range(4)]
+    methods = [r.load_program(model_path("custom_pyop")).load_method("forward") for r in rts]
+    errors = []
+
+    def work(m):
+        try:
+            for _ in range(50):
+                np.testing.assert_allclose(m(method_inputs(ref, "forward"))[0], ref["forward:out:0"], atol=1e-6)
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(m,)) for m in methods]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_loaded_method_keeps_its_python_op_after_unregister(unregister):
+    en.register_op(OP, lambda a, b, alpha, out: np.add(a, alpha * b, out=out))
+    ref = reference("custom_pyop")
+    m = en.Runtime.get().load_program(model_path("custom_pyop")).load_method("forward")
+    en.unregister_op(OP)
+    assert OP not in en.registered_ops()
+    np.testing.assert_allclose(m(method_inputs(ref, "forward"))[0], ref["forward:out:0"], atol=1e-6)
+    with pytest.raises(en.OperatorNotFound):
+        _run_pyop()
+    with pytest.raises(KeyError):
+        en.unregister_op(OP)
+
+
+def test_register_op_refuses_native_names_and_bad_arguments():
+    with pytest.raises(ValueError, match="aten::add.out"):
+        en.register_op("aten::add.out", lambda *a, **k: None)
+    with pytest.raises(ValueError):
+        en.register_op("etnp::lstm.out", lambda *a, **k: None)
+    with pytest.raises(TypeError):
+        en.register_op("mylib::x.out", 42)
+    with pytest.raises(ValueError):
+        en.register_op("mylib::x.out", lambda: None, num_outputs=-1)
+    assert "mylib::x.out" not in en.registered_ops()
+
+
+def test_kernel_libs_come_from_the_registry():
+    info = en.runtime_info()
+    libs = info["kernel_libs"]
+    for lib in ("portable", "optimized", "quantized", "lstm", "custom"):
+        assert lib in libs
+    ops = info["operators"]
+    assert "etnp::lstm.out" in ops and "etnp::triple.out" in ops
+
+
+def test_lstm_kernel_rejects_bad_shapes(rt):
+    m = rt.load_program(model_path("custom_lstm")).load_method("forward")
+    ref = reference("custom_lstm")
+    x, h, c = method_inputs(ref, "forward")
+    with pytest.raises(en.ExecutionError):
+        m([x.astype(np.float64), h, c])
+    with pytest.raises(en.ExecutionError):
+        m([x[:, :, :5].copy(), h, c])
