@@ -12,6 +12,13 @@ Backends (each timed in its own worker process, same seeded input, warm-up then 
          interpreter given by --torch-python (an env with torch; default: this one)
 Backends that cannot run are reported and skipped; neither torch nor the peer is a dependency.
 Prints min / median latency, throughput and each backend's median relative to ours.
+
+    python tools/bench.py --model M.pte --parallel-runtimes 2 [--iters 200]
+
+measures what releasing the GIL buys: the same total number of calls made (a) one after another on
+one Runtime, (b) from N threads sharing one Runtime (serialised by its lock) and (c) from N
+threads each with its own Runtime (every Runtime single-threaded), and prints (a)/(c), the
+speed-up of parallel Runtimes.
 """
 from __future__ import annotations
 
@@ -78,6 +85,62 @@ def worker(args):
     print("RESULT " + json.dumps(res))
 
 
+def parallel_runtimes(args):
+    import threading
+
+    import numpy as np
+
+    sys.path.insert(0, ROOT)
+    import executorch_numpy_runtime as en
+
+    n, iters = args.parallel_runtimes, args.iters
+    ref = os.path.splitext(args.model)[0] + ".npz"
+    if os.path.exists(ref):
+        with np.load(ref) as z:
+            ins = [z[k] for k in sorted(k for k in z.files if k.startswith("forward:in:"))]
+    else:
+        meta = en.Runtime.get().load_program(args.model).load_method("forward").metadata
+        rng = np.random.default_rng(0)
+        ins = [rng.standard_normal(v.shape).astype(v.dtype) for v in meta.inputs]
+
+    def load(rt):
+        m = rt.load_program(args.model).load_method("forward")
+        for _ in range(args.warmup):
+            m(ins)
+        return m
+
+    def threaded(methods):
+        barrier = threading.Barrier(n + 1)
+
+        def run(m):
+            barrier.wait()
+            for _ in range(iters):
+                m(ins)
+
+        ts = [threading.Thread(target=run, args=(m,)) for m in methods]
+        for t in ts:
+            t.start()
+        barrier.wait()
+        t0 = time.perf_counter()
+        for t in ts:
+            t.join()
+        return time.perf_counter() - t0
+
+    one = load(en.Runtime(num_threads=1))
+    t0 = time.perf_counter()
+    for _ in range(n * iters):
+        one(ins)
+    serial = time.perf_counter() - t0
+    shared = threaded([one] * n)
+    own = threaded([load(en.Runtime(num_threads=1)) for _ in range(n)])
+    calls = n * iters
+    print(f"model {args.model}: {calls} calls, {n} threads, every Runtime num_threads=1, {os.cpu_count()} CPUs")
+    print(f"{'mode':32s} {'wall s':>8s} {'calls/s':>9s} {'speed-up':>9s}")
+    for name, t in (("serial, 1 Runtime", serial), (f"{n} threads, 1 shared Runtime", shared),
+                    (f"{n} threads, {n} Runtimes", own)):
+        print(f"{name:32s} {t:8.3f} {calls / t:9.1f} {serial / t:8.2f}x")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True)
@@ -87,11 +150,15 @@ def main():
     p.add_argument("--threads", type=int, default=None, help="threads for every backend (default: theirs)")
     p.add_argument("--torch-python", default=sys.executable)
     p.add_argument("--peer-python", default=os.environ.get("ETNP_PEER_PYTHON", ""))
+    p.add_argument("--parallel-runtimes", type=int, default=0, metavar="N",
+                   help="instead: speed-up of N Runtimes called from N threads (ours only)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--inputs", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:
         return worker(args)
+    if args.parallel_runtimes:
+        return parallel_runtimes(args)
 
     import numpy as np
 

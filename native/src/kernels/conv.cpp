@@ -1,6 +1,7 @@
-// convolution.out: 1-D and 2-D, groups, stride, padding, dilation, transposed.
-// float32 uses im2col (or the input directly for 1x1) + packed SGEMM, and a direct
-// depthwise loop; other dtypes use a reference loop in double.
+// convolution.out: 1-D, 2-D and 3-D, groups, stride, padding, dilation, transposed.
+// Every convolution is handled as 3-D (leading spatial dims of size 1). float32 uses
+// im2col (or the input directly for 1x1) + packed SGEMM, and a direct depthwise loop for 1-D/2-D;
+// other dtypes use a reference loop in double.
 #include <vector>
 
 #include "kernels/gemm.h"
@@ -10,54 +11,68 @@ namespace etnp {
 namespace {
 
 struct ConvGeom {
-  int64_t N, C, H, W, O, KH, KW, OH, OW, groups;
-  int64_t sh, sw, ph, pw, dh, dw;
+  int64_t N, C, O, groups;
+  int64_t in[3], k[3], outs[3], s[3], p[3], d[3];  // depth, height, width
+  int64_t in_plane() const { return in[0] * in[1] * in[2]; }
+  int64_t out_plane() const { return outs[0] * outs[1] * outs[2]; }
+  int64_t k_plane() const { return k[0] * k[1] * k[2]; }
 };
 
-void conv2d_f32(KernelContext& ctx, const ConvGeom& g, const float* in, const float* w, const float* bias, float* out) {
-  int64_t Cg = g.C / g.groups, Og = g.O / g.groups, K = Cg * g.KH * g.KW, P = g.OH * g.OW;
-  bool depthwise = Cg == 1 && Og == 1;
-  if (depthwise) {
-    parallel(ctx, g.N * g.C, 1, [&](int64_t b, int64_t e) {
-      for (int64_t nc = b; nc < e; nc++) {
-        int64_t c = nc % g.C;
-        const float* x = in + nc * g.H * g.W;
-        const float* k = w + c * g.KH * g.KW;
-        float* y = out + nc * P;
-        float bv = bias ? bias[c] : 0.f;
-        for (int64_t oh = 0; oh < g.OH; oh++)
-          for (int64_t ow = 0; ow < g.OW; ow++) {
-            float s = bv;
-            for (int64_t kh = 0; kh < g.KH; kh++) {
-              int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-              if (ih < 0 || ih >= g.H) continue;
-              for (int64_t kw = 0; kw < g.KW; kw++) {
-                int64_t iw = ow * g.sw - g.pw + kw * g.dw;
-                if (iw >= 0 && iw < g.W) s += x[ih * g.W + iw] * k[kh * g.KW + kw];
-              }
+// Input coordinate of output position `o` and kernel tap `t` along spatial dim `i`.
+inline int64_t src(const ConvGeom& g, int i, int64_t o, int64_t t) { return o * g.s[i] - g.p[i] + t * g.d[i]; }
+
+void depthwise2d_f32(KernelContext& ctx, const ConvGeom& g, const float* in, const float* w, const float* bias, float* out) {
+  const int64_t H = g.in[1], W = g.in[2], KH = g.k[1], KW = g.k[2], OH = g.outs[1], OW = g.outs[2];
+  parallel(ctx, g.N * g.C, 1, [&](int64_t b, int64_t e) {
+    for (int64_t nc = b; nc < e; nc++) {
+      int64_t c = nc % g.C;
+      const float* x = in + nc * H * W;
+      const float* k = w + c * KH * KW;
+      float* y = out + nc * OH * OW;
+      float bv = bias ? bias[c] : 0.f;
+      for (int64_t oh = 0; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow++) {
+          float s = bv;
+          for (int64_t kh = 0; kh < KH; kh++) {
+            int64_t ih = src(g, 1, oh, kh);
+            if (ih < 0 || ih >= H) continue;
+            for (int64_t kw = 0; kw < KW; kw++) {
+              int64_t iw = src(g, 2, ow, kw);
+              if (iw >= 0 && iw < W) s += x[ih * W + iw] * k[kh * KW + kw];
             }
-            y[oh * g.OW + ow] = s;
           }
-      }
-    });
-    return;
-  }
-  bool pointwise = g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+          y[oh * OW + ow] = s;
+        }
+    }
+  });
+}
+
+void conv_f32(KernelContext& ctx, const ConvGeom& g, const float* in, const float* w, const float* bias, float* out) {
+  int64_t Cg = g.C / g.groups, Og = g.O / g.groups, KP = g.k_plane(), K = Cg * KP, P = g.out_plane();
+  if (Cg == 1 && Og == 1 && g.in[0] == 1 && g.k[0] == 1) return depthwise2d_f32(ctx, g, in, w, bias, out);
+  bool pointwise = true;
+  for (int i = 0; i < 3; i++) pointwise = pointwise && g.k[i] == 1 && g.s[i] == 1 && g.p[i] == 0;
   std::vector<float> col(pointwise ? 0 : (size_t)(K * P));
+  const int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2], OD = g.outs[0], OH = g.outs[1], OW = g.outs[2];
   for (int64_t n = 0; n < g.N; n++)
     for (int64_t gi = 0; gi < g.groups; gi++) {
-      const float* x = in + (n * g.C + gi * Cg) * g.H * g.W;
+      const float* x = in + (n * g.C + gi * Cg) * g.in_plane();
       const float* B = x;
       if (!pointwise) {
         parallel(ctx, K, 4, [&](int64_t b, int64_t e) {
           for (int64_t k = b; k < e; k++) {
-            int64_t c = k / (g.KH * g.KW), kh = (k / g.KW) % g.KH, kw = k % g.KW;
+            int64_t c = k / KP, kd = (k / (g.k[1] * g.k[2])) % g.k[0], kh = (k / g.k[2]) % g.k[1], kw = k % g.k[2];
             float* dst = col.data() + k * P;
-            for (int64_t oh = 0; oh < g.OH; oh++) {
-              int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-              for (int64_t ow = 0; ow < g.OW; ow++) {
-                int64_t iw = ow * g.sw - g.pw + kw * g.dw;
-                dst[oh * g.OW + ow] = (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) ? x[(c * g.H + ih) * g.W + iw] : 0.f;
+            for (int64_t od = 0; od < OD; od++) {
+              int64_t id = src(g, 0, od, kd);
+              for (int64_t oh = 0; oh < OH; oh++) {
+                int64_t ih = src(g, 1, oh, kh);
+                bool row = id >= 0 && id < ID && ih >= 0 && ih < IH;
+                const float* xr = x + ((c * ID + (row ? id : 0)) * IH + (row ? ih : 0)) * IW;
+                for (int64_t ow = 0; ow < OW; ow++) {
+                  int64_t iw = src(g, 2, ow, kw);
+                  *dst++ = (row && iw >= 0 && iw < IW) ? xr[iw] : 0.f;
+                }
               }
             }
           }
@@ -70,33 +85,39 @@ void conv2d_f32(KernelContext& ctx, const ConvGeom& g, const float* in, const fl
     }
 }
 
-void conv2d_ref(const ConvGeom& g, const Tensor& in, const Tensor& w, const Tensor* bias, Tensor& out) {
+void conv_ref(const ConvGeom& g, const Tensor& in, const Tensor& w, const Tensor* bias, Tensor& out) {
   int64_t Cg = g.C / g.groups, Og = g.O / g.groups;
+  int64_t o_idx = 0;
   for (int64_t n = 0; n < g.N; n++)
     for (int64_t o = 0; o < g.O; o++) {
       int64_t gi = o / Og;
-      for (int64_t oh = 0; oh < g.OH; oh++)
-        for (int64_t ow = 0; ow < g.OW; ow++) {
-          double s = bias ? load_f64(bias->data, bias->dtype, o) : 0.0;
-          for (int64_t c = 0; c < Cg; c++)
-            for (int64_t kh = 0; kh < g.KH; kh++) {
-              int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-              if (ih < 0 || ih >= g.H) continue;
-              for (int64_t kw = 0; kw < g.KW; kw++) {
-                int64_t iw = ow * g.sw - g.pw + kw * g.dw;
-                if (iw < 0 || iw >= g.W) continue;
-                s += load_f64(in.data, in.dtype, ((n * g.C + gi * Cg + c) * g.H + ih) * g.W + iw) *
-                     load_f64(w.data, w.dtype, ((o * Cg + c) * g.KH + kh) * g.KW + kw);
+      for (int64_t od = 0; od < g.outs[0]; od++)
+        for (int64_t oh = 0; oh < g.outs[1]; oh++)
+          for (int64_t ow = 0; ow < g.outs[2]; ow++) {
+            double s = bias ? load_f64(bias->data, bias->dtype, o) : 0.0;
+            for (int64_t c = 0; c < Cg; c++)
+              for (int64_t kd = 0; kd < g.k[0]; kd++) {
+                int64_t id = src(g, 0, od, kd);
+                if (id < 0 || id >= g.in[0]) continue;
+                for (int64_t kh = 0; kh < g.k[1]; kh++) {
+                  int64_t ih = src(g, 1, oh, kh);
+                  if (ih < 0 || ih >= g.in[1]) continue;
+                  for (int64_t kw = 0; kw < g.k[2]; kw++) {
+                    int64_t iw = src(g, 2, ow, kw);
+                    if (iw < 0 || iw >= g.in[2]) continue;
+                    s += load_f64(in.data, in.dtype, (((n * g.C + gi * Cg + c) * g.in[0] + id) * g.in[1] + ih) * g.in[2] + iw) *
+                         load_f64(w.data, w.dtype, (((o * Cg + c) * g.k[0] + kd) * g.k[1] + kh) * g.k[2] + kw);
+                  }
+                }
               }
-            }
-          store_f64(out.data, out.dtype, ((n * g.O + o) * g.OH + oh) * g.OW + ow, s);
-        }
+            store_f64(out.data, out.dtype, o_idx++, s);
+          }
     }
 }
 
-// Transposed: weight [C, O/groups, KH, KW]; scatter-accumulate in double.
-void conv_transpose2d(const ConvGeom& g, const Tensor& in, const Tensor& w, const Tensor* bias, Tensor& out) {
-  int64_t Cg = g.C / g.groups, Og = g.O / g.groups, P = g.OH * g.OW;
+// Transposed: weight [C, O/groups, KD, KH, KW]; scatter-accumulate in double.
+void conv_transpose(const ConvGeom& g, const Tensor& in, const Tensor& w, const Tensor* bias, Tensor& out) {
+  int64_t Cg = g.C / g.groups, Og = g.O / g.groups, P = g.out_plane(), KP = g.k_plane();
   std::vector<double> acc((size_t)(g.O * P));
   for (int64_t n = 0; n < g.N; n++) {
     for (int64_t o = 0; o < g.O; o++) {
@@ -105,23 +126,29 @@ void conv_transpose2d(const ConvGeom& g, const Tensor& in, const Tensor& w, cons
     }
     for (int64_t c = 0; c < g.C; c++) {
       int64_t gi = c / Cg;
-      for (int64_t ih = 0; ih < g.H; ih++)
-        for (int64_t iw = 0; iw < g.W; iw++) {
-          double x = load_f64(in.data, in.dtype, ((n * g.C + c) * g.H + ih) * g.W + iw);
-          if (x == 0) continue;
-          for (int64_t og = 0; og < Og; og++) {
-            int64_t o = gi * Og + og;
-            for (int64_t kh = 0; kh < g.KH; kh++) {
-              int64_t oh = ih * g.sh - g.ph + kh * g.dh;
-              if (oh < 0 || oh >= g.OH) continue;
-              for (int64_t kw = 0; kw < g.KW; kw++) {
-                int64_t ow = iw * g.sw - g.pw + kw * g.dw;
-                if (ow < 0 || ow >= g.OW) continue;
-                acc[o * P + oh * g.OW + ow] += x * load_f64(w.data, w.dtype, ((c * Og + og) * g.KH + kh) * g.KW + kw);
+      for (int64_t id = 0; id < g.in[0]; id++)
+        for (int64_t ih = 0; ih < g.in[1]; ih++)
+          for (int64_t iw = 0; iw < g.in[2]; iw++) {
+            double x = load_f64(in.data, in.dtype, (((n * g.C + c) * g.in[0] + id) * g.in[1] + ih) * g.in[2] + iw);
+            if (x == 0) continue;
+            for (int64_t og = 0; og < Og; og++) {
+              int64_t o = gi * Og + og;
+              for (int64_t kd = 0; kd < g.k[0]; kd++) {
+                int64_t od = src(g, 0, id, kd);
+                if (od < 0 || od >= g.outs[0]) continue;
+                for (int64_t kh = 0; kh < g.k[1]; kh++) {
+                  int64_t oh = src(g, 1, ih, kh);
+                  if (oh < 0 || oh >= g.outs[1]) continue;
+                  for (int64_t kw = 0; kw < g.k[2]; kw++) {
+                    int64_t ow = src(g, 2, iw, kw);
+                    if (ow < 0 || ow >= g.outs[2]) continue;
+                    acc[o * P + (od * g.outs[1] + oh) * g.outs[2] + ow] +=
+                        x * load_f64(w.data, w.dtype, (c * Og + og) * KP + (kd * g.k[1] + kh) * g.k[2] + kw);
+                  }
+                }
               }
             }
           }
-        }
     }
     for (int64_t i = 0; i < g.O * P; i++) store_f64(out.data, out.dtype, n * g.O * P + i, acc[i]);
   }
@@ -143,54 +170,55 @@ void convolution_kernel(KernelContext& ctx, EValue** a, size_t) {
   Tensor& out = tensor_arg(a, 9);
   check_contiguous(x, "convolution input");
   check_contiguous(w, "convolution weight");
-  if (x.dim != 3 && x.dim != 4)
-    throw_exec("only 1-D and 2-D convolutions are supported (input shape " + x.shape_str() + ")");
+  if (x.dim < 3 || x.dim > 5)
+    throw_exec("only 1-D, 2-D and 3-D convolutions are supported (input shape " + x.shape_str() + ")");
   if (w.dim != x.dim) throw_exec("convolution weight rank differs from input rank");
-  bool one_d = x.dim == 3;
+  const int S = x.dim - 2, lead = 3 - S;  // spatial dims; leading dims of size 1
   ConvGeom g{};
-  g.N = x.sizes[0]; g.C = x.sizes[1];
-  g.H = one_d ? 1 : x.sizes[2]; g.W = x.sizes[x.dim - 1];
-  g.KH = one_d ? 1 : w.sizes[2]; g.KW = w.sizes[w.dim - 1];
+  g.N = x.sizes[0];
+  g.C = x.sizes[1];
   g.groups = groups;
   if (groups < 1 || g.C % groups) throw_exec("convolution: channels not divisible by groups");
-  if (one_d) {
-    g.sh = 1; g.ph = 0; g.dh = 1;
-    g.sw = list_at(stride, 0, 1); g.pw = list_at(pad, 0, 0); g.dw = list_at(dil, 0, 1);
-  } else {
-    g.sh = list_at(stride, 0, 1); g.sw = list_at(stride, 1, 1);
-    g.ph = list_at(pad, 0, 0); g.pw = list_at(pad, 1, 0);
-    g.dh = list_at(dil, 0, 1); g.dw = list_at(dil, 1, 1);
-  }
   constexpr int64_t kMax = int64_t(1) << 31;  // keeps every product below in range
-  for (int64_t v : {g.sh, g.sw, g.dh, g.dw, g.ph, g.pw, list_at(outpad, 0, 0), list_at(outpad, 1, 0)})
-    if (v > kMax) throw_exec("convolution: stride/padding/dilation out of range");
-  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0) throw_exec("convolution: invalid stride/padding/dilation");
+  int64_t op[3] = {0, 0, 0};
+  for (int i = 0; i < 3; i++) {
+    bool real = i >= lead;
+    size_t j = real ? (size_t)(i - lead) : 0;
+    g.in[i] = real ? x.sizes[2 + j] : 1;
+    g.k[i] = real ? w.sizes[2 + j] : 1;
+    g.s[i] = real ? list_at(stride, j, 1) : 1;
+    g.p[i] = real ? list_at(pad, j, 0) : 0;
+    g.d[i] = real ? list_at(dil, j, 1) : 1;
+    op[i] = real ? list_at(outpad, j, 0) : 0;
+    for (int64_t v : {g.in[i], g.k[i], g.s[i], g.p[i], g.d[i], op[i]})
+      if (v > kMax) throw_exec("convolution: size/stride/padding/dilation out of range");
+    if (g.s[i] < 1 || g.d[i] < 1 || g.p[i] < 0 || op[i] < 0) throw_exec("convolution: invalid stride/padding/dilation");
+  }
   if (transposed) {
     if (w.sizes[0] != g.C) throw_exec("transposed convolution: weight does not match input channels");
     g.O = w.sizes[1] * groups;
-    int64_t oph = one_d ? 0 : list_at(outpad, 0, 0), opw = list_at(outpad, one_d ? 0 : 1, 0);
-    g.OH = (g.H - 1) * g.sh - 2 * g.ph + g.dh * (g.KH - 1) + oph + 1;
-    g.OW = (g.W - 1) * g.sw - 2 * g.pw + g.dw * (g.KW - 1) + opw + 1;
+    for (int i = 0; i < 3; i++) g.outs[i] = (g.in[i] - 1) * g.s[i] - 2 * g.p[i] + g.d[i] * (g.k[i] - 1) + op[i] + 1;
   } else {
     g.O = w.sizes[0];
     if (w.sizes[1] * groups != g.C || g.O % groups)
       throw_exec("convolution: weight " + w.shape_str() + " does not match input " + x.shape_str());
-    g.OH = (g.H + 2 * g.ph - g.dh * (g.KH - 1) - 1) / g.sh + 1;
-    g.OW = (g.W + 2 * g.pw - g.dw * (g.KW - 1) - 1) / g.sw + 1;
+    for (int i = 0; i < 3; i++) g.outs[i] = (g.in[i] + 2 * g.p[i] - g.d[i] * (g.k[i] - 1) - 1) / g.s[i] + 1;
   }
-  if (g.OH <= 0 || g.OW <= 0) throw_exec("convolution: output would be empty");
+  for (int i = 0; i < 3; i++)
+    if (g.outs[i] <= 0) throw_exec("convolution: output would be empty");
   if (bias && bias->numel() != g.O) throw_exec("convolution: bias size does not match output channels");
-  if (one_d) resize(out, {g.N, g.O, g.OW});
-  else resize(out, {g.N, g.O, g.OH, g.OW});
+  std::vector<int64_t> shape = {g.N, g.O};
+  for (int i = lead; i < 3; i++) shape.push_back(g.outs[i]);
+  resize(out, shape);
   check_contiguous(out, "convolution output");
   if (transposed) {
-    conv_transpose2d(g, x, w, bias, out);
+    conv_transpose(g, x, w, bias, out);
     return;
   }
   if (x.dtype == DType::F32 && w.dtype == DType::F32 && out.dtype == DType::F32 && (!bias || bias->dtype == DType::F32))
-    conv2d_f32(ctx, g, x.ptr<float>(), w.ptr<float>(), bias ? bias->ptr<float>() : nullptr, out.ptr<float>());
+    conv_f32(ctx, g, x.ptr<float>(), w.ptr<float>(), bias ? bias->ptr<float>() : nullptr, out.ptr<float>());
   else
-    conv2d_ref(g, x, w, bias, out);
+    conv_ref(g, x, w, bias, out);
 }
 
 }  // namespace
