@@ -244,6 +244,58 @@ class QLinear(nn.Module):
 _LIBS = []
 
 
+# The .out schemas ExecuTorch's quantized kernel library declares (executorch/kernels/quantized/
+# quantized.yaml). Its own registration library cannot be loaded beside torch 2.13.0 (ABI), so the
+# exporter declares them itself, each implemented by torch's functional kernel.
+_QUANT_OUT = {
+    "quantize_per_tensor.out": ("Tensor input, float scale, int zero_point, int quant_min, int quant_max, "
+                                "ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)", "quantize_per_tensor.default"),
+    "quantize_per_tensor.Tensor_out": ("Tensor input, Tensor scale, Tensor zero_point, int quant_min, int quant_max, "
+                                       "ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)", "quantize_per_tensor.tensor"),
+    "dequantize_per_tensor.out": ("Tensor input, float scale, int zero_point, int quant_min, int quant_max, "
+                                  "ScalarType dtype, *, ScalarType? out_dtype=None, Tensor(a!) out) -> Tensor(a!)",
+                                  "dequantize_per_tensor.default"),
+    "dequantize_per_tensor.Tensor_out": ("Tensor input, Tensor scale, Tensor zero_point, int quant_min, int quant_max, "
+                                         "ScalarType dtype, *, ScalarType? out_dtype=None, Tensor(a!) out) -> Tensor(a!)",
+                                         "dequantize_per_tensor.tensor"),
+    "quantize_per_channel.out": ("Tensor input, Tensor scales, Tensor zero_points, int axis, int quant_min, "
+                                 "int quant_max, ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)",
+                                 "quantize_per_channel.default"),
+    "dequantize_per_channel.out": ("Tensor input, Tensor scales, Tensor? zero_points, int axis, int quant_min, "
+                                   "int quant_max, ScalarType dtype, *, ScalarType? out_dtype=None, Tensor(a!) out) "
+                                   "-> Tensor(a!)", "dequantize_per_channel.default"),
+    "choose_qparams.Tensor_out": ("Tensor input, int quant_min, int quant_max, float eps, ScalarType dtype, *, "
+                                  "Tensor(a!) scale_out, Tensor(b!) zero_point_out) -> (Tensor(a!), Tensor(b!))",
+                                  "choose_qparams.tensor"),
+}
+
+
+def define_quantized_out_variants():
+    if getattr(define_quantized_out_variants, "done", False):
+        return
+    from torch.ao.quantization.fx import _decomposed  # noqa: F401  (the functional ops)
+
+    lib = torch.library.Library("quantized_decomposed", "FRAGMENT")
+    for name, (args, functional) in _QUANT_OUT.items():
+        lib.define(f"{name}({args}")
+        base, ov = functional.split(".")
+        fn = getattr(getattr(torch.ops.quantized_decomposed, base), ov)
+
+        def impl(*a, _fn=fn, _two=name.startswith("choose"), **kw):
+            outs = [kw.pop(k) for k in ("out", "scale_out", "zero_point_out") if k in kw]
+            kw.pop("out_dtype", None)
+            r = _fn(*a, **kw)
+            if _two:
+                outs[0].copy_(r[0])
+                outs[1].copy_(r[1])
+                return tuple(outs)
+            return outs[0].copy_(r)
+
+        lib.impl(name, impl, "CompositeExplicitAutograd")
+    _LIBS.append(lib)
+    define_quantized_out_variants.done = True
+
+
 def define_custom_ops():
     """etnp::triple, etnp::lstm (bundled native kernels) and mylib::scaled_add (implemented in
     Python by the tests through en.register_op), each with the .out variant the exporter uses."""
@@ -302,6 +354,56 @@ class PyOp(nn.Module):
         return torch.relu(torch.ops.mylib.scaled_add(a, b, 0.5))
 
 
+class Conv3dNet(nn.Module):
+    """3-D convolutions: strided, grouped+dilated, transposed."""
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv3d(2, 4, 3, stride=(1, 2, 2), padding=1)
+        self.b = nn.Conv3d(4, 4, (2, 3, 3), groups=2, dilation=(1, 2, 1), padding=(0, 2, 1))
+        self.t = nn.ConvTranspose3d(4, 3, 2, stride=2)
+
+    def forward(self, x):
+        y = torch.relu(self.a(x))
+        z = self.b(y)
+        return y, z, self.t(z)
+
+
+class MaskIndex(nn.Module):
+    """Data-dependent output sizes: boolean-mask indexing and nonzero."""
+    def forward(self, x, m):
+        return x[m], torch.nonzero(m), x[x > 0.25]
+
+
+class QuantPortable(nn.Module):
+    """quantized_decomposed ops on the portable path (no delegate), checked by torch's own kernels."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scales", torch.tensor([0.02, 0.05, 0.1, 0.01]))
+        self.register_buffer("zps", torch.tensor([0, 3, -5, 10], dtype=torch.int64))
+
+    def forward(self, x):
+        qd = torch.ops.quantized_decomposed
+        q8 = qd.quantize_per_tensor(x, 0.03, 2, -128, 127, torch.int8)
+        u8 = qd.quantize_per_tensor(x, 0.01, 128, 0, 255, torch.uint8)
+        qc = qd.quantize_per_channel(x, self.scales, self.zps, 1, -128, 127, torch.int8)
+        s, z = qd.choose_qparams.tensor(x, -128, 127, 1e-5, torch.int8)
+        qt = qd.quantize_per_tensor.tensor(x, s, z, -128, 127, torch.int8)
+        return (q8, qd.dequantize_per_tensor(q8, 0.03, 2, -128, 127, torch.int8),
+                u8, qd.dequantize_per_tensor(u8, 0.01, 128, 0, 255, torch.uint8),
+                qc, qd.dequantize_per_channel(qc, self.scales, self.zps, 1, -128, 127, torch.int8),
+                qt, qd.dequantize_per_tensor.tensor(qt, s, z, -128, 127, torch.int8))
+
+
+class Dtypes(nn.Module):
+    """The integer and float64 dtypes through arithmetic, comparison, reduction and casts."""
+    def forward(self, i8, j8, i16, u8, f64):
+        return (i8 + j8, i8 * j8, torch.abs(i8), torch.maximum(i8, j8), (i8 > j8), i8.to(torch.float32),
+                i16 * 3 - i16, torch.div(i16, 7, rounding_mode="floor"), torch.remainder(i16, 5), i16.sum(dim=1),
+                u8 + u8, u8 // 3, torch.bitwise_and(u8, 0x0F), u8.to(torch.int32) - 100, u8.amax(dim=0),
+                torch.exp(f64), f64 @ f64.t(), f64.mean(dim=0), torch.sigmoid(f64), f64.to(torch.float16),
+                torch.where(f64 > 0, f64, i16.to(torch.float64)), torch.cumsum(i8, dim=1), torch.cat([i16, i16], 0))
+
+
 # ------------------------------------------------------------------ fixtures
 def fixtures():
     torch.manual_seed(SEED)
@@ -338,6 +440,15 @@ def fixtures():
     f["custom_lstm"] = dict(methods={"forward": (CustomLSTM(), (rnd(2, 5, 6), rnd(2, 8), rnd(2, 8)))}, custom=True)
     f["custom_pyop"] = dict(methods={"forward": (PyOp(), (rnd(3, 4), rnd(3, 4)))}, custom=True)
     f["mobilenet_v2_xnn"] = dict(methods={"forward": (MobileNetV2(), (rnd(1, 3, 224, 224),))}, xnn=True)
+    # added later: appended so the fixtures above keep their seeded weights and inputs
+    f["ops_conv3d"] = dict(methods={"forward": (Conv3dNet(), (rnd(1, 2, 4, 6, 6),))})
+    f["ops_mask_index"] = dict(methods={"forward": (MaskIndex(), (rnd(4, 5), torch.rand(4, 5) > 0.5))})
+    f["ops_quant_portable"] = dict(methods={"forward": (QuantPortable(), (rnd(3, 4, lo=-2, hi=2),))},
+                                    quantized_out=True)
+    f["ops_dtypes"] = dict(methods={"forward": (Dtypes(), (
+        torch.randint(-100, 100, (3, 4), dtype=torch.int8), torch.randint(-100, 100, (3, 4), dtype=torch.int8),
+        torch.randint(-3000, 3000, (3, 4), dtype=torch.int16), torch.randint(0, 256, (3, 4), dtype=torch.uint8),
+        rnd(3, 4, dtype=torch.float64)))})
     return f
 
 
@@ -388,6 +499,8 @@ def export_one(name, spec, outdir):
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
         part = [XnnpackPartitioner()]
     kw = {}
+    if spec.get("quantized_out"):
+        define_quantized_out_variants()
     if spec.get("custom"):  # custom ops are not core ATen
         from executorch.exir import EdgeCompileConfig
         kw["compile_config"] = EdgeCompileConfig(_check_ir_validity=False)

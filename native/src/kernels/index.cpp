@@ -115,6 +115,62 @@ void scatter_kernel(KernelContext&, EValue** a, size_t) {
   }
 }
 
+// Boolean (or uint8) masks in an index list become one int64 index tensor per dim they cover,
+// the coordinates of their true elements (torch's semantics: x[mask] == x[mask.nonzero().unbind(1)]).
+// `store` owns the new tensors and their data.
+struct MaskExpansion {
+  std::vector<std::vector<int64_t>> data;
+  std::vector<Tensor> tensors;
+};
+std::vector<Tensor*> expand_masks(const Tensor& x, const std::vector<Tensor*>& ids, MaskExpansion& store) {
+  bool any = false;
+  for (Tensor* t : ids) any = any || (t && (t->dtype == DType::Bool || t->dtype == DType::U8));
+  if (!any) return ids;
+  size_t extra = 0;
+  for (Tensor* t : ids)
+    if (t && (t->dtype == DType::Bool || t->dtype == DType::U8)) extra += (size_t)std::max(t->dim, 1);
+  store.data.reserve(extra);
+  store.tensors.reserve(extra);  // no reallocation: the pointers returned below stay valid
+  std::vector<Tensor*> out;
+  int pos = 0;  // the first dim of x this entry indexes
+  for (Tensor* t : ids) {
+    if (!t || (t->dtype != DType::Bool && t->dtype != DType::U8)) {
+      out.push_back(t);
+      pos++;
+      continue;
+    }
+    if (pos + t->dim > x.dim) throw_exec("index: boolean mask " + t->shape_str() + " has more dims than the input " + x.shape_str());
+    for (int k = 0; k < t->dim; k++)
+      if (t->sizes[k] != x.sizes[pos + k])
+        throw_exec("index: boolean mask of shape " + t->shape_str() + " does not match the indexed dims of " + x.shape_str());
+    View v = view_of(*t);
+    std::vector<std::vector<int64_t>> coords((size_t)t->dim);
+    int64_t p[kMaxDims] = {};
+    for (int64_t i = 0, n = t->numel(); i < n; i++) {
+      int64_t off = v.offset;
+      for (int k = 0; k < t->dim; k++) off += p[k] * v.strides[k];
+      if (load_i64(t->data, t->dtype, off))
+        for (int k = 0; k < t->dim; k++) coords[(size_t)k].push_back(p[k]);
+      for (int k = t->dim - 1; k >= 0; k--) { if (++p[k] < t->sizes[k]) break; p[k] = 0; }
+    }
+    if (t->dim == 0) throw_exec("index: 0-dim boolean masks are not supported");
+    for (int k = 0; k < t->dim; k++) {
+      store.data.push_back(std::move(coords[(size_t)k]));
+      Tensor it;
+      it.dtype = DType::I64;
+      it.dim = 1;
+      it.sizes[0] = (int64_t)store.data.back().size();
+      it.compute_strides();
+      it.data = store.data.back().data();
+      it.capacity = store.data.back().size() * sizeof(int64_t);
+      store.tensors.push_back(it);
+      out.push_back(&store.tensors.back());
+    }
+    pos += t->dim;
+  }
+  return out;
+}
+
 // Advanced indexing with a list of optional index tensors on the leading dims
 // (None entries keep a dim), broadcasting the index tensors together.
 void index_positions(const Tensor& x, const std::vector<Tensor*>& ids, std::vector<int64_t>& offsets,
@@ -135,7 +191,7 @@ void index_positions(const Tensor& x, const std::vector<Tensor*>& ids, std::vect
   }
   bshape.compute_strides();
   for (int i = first; i < first + count; i++)
-    if (ids[i]->dtype == DType::Bool) throw_exec("index: boolean masks are not supported (dynamic output size)");
+    if (ids[i]->dtype == DType::Bool || ids[i]->dtype == DType::U8) throw_exec("index: unexpanded boolean mask");
   out_shape.clear();
   for (int k = 0; k < first; k++) out_shape.push_back(x.sizes[k]);
   for (int k = 0; k < bshape.dim; k++) out_shape.push_back(bshape.sizes[k]);
@@ -170,7 +226,8 @@ void index_positions(const Tensor& x, const std::vector<Tensor*>& ids, std::vect
 // index.Tensor_out(self, indices, out)
 void index_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
-  auto ids = tensor_list_arg(ctx, a, 1, true);
+  MaskExpansion masks;
+  auto ids = expand_masks(x, tensor_list_arg(ctx, a, 1, true), masks);
   Tensor& out = tensor_arg(a, 2);
   std::vector<int64_t> offs, shape;
   index_positions(x, ids, offs, shape);
@@ -181,7 +238,8 @@ void index_kernel(KernelContext& ctx, EValue** a, size_t) {
 // index_put.out(self, indices, values, accumulate, out)
 void index_put_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
-  auto ids = tensor_list_arg(ctx, a, 1, true);
+  MaskExpansion masks;
+  auto ids = expand_masks(x, tensor_list_arg(ctx, a, 1, true), masks);
   const Tensor& v = tensor_arg(a, 2);
   bool acc = bool_arg(a, 3);
   Tensor& out = tensor_arg(a, 4);
@@ -203,6 +261,38 @@ void index_put_kernel(KernelContext& ctx, EValue** a, size_t) {
     if (acc) val += load_f64(out.data, out.dtype, offs[i]);
     store_f64(out.data, out.dtype, offs[i], val);
     for (int k = sh.dim - 1; k >= 0; k--) { if (++pos[k] < sh.sizes[k]) break; pos[k] = 0; }
+  }
+}
+
+// nonzero.out(self, out): int64 [n, rank], the coordinates of the non-zero elements in row-major order.
+void nonzero_kernel(KernelContext&, EValue** a, size_t) {
+  const Tensor& x = tensor_arg(a, 0);
+  Tensor& out = tensor_arg(a, 1);
+  if (out.dtype != DType::I64) throw_exec(std::string("nonzero: output dtype ") + dtype_name(out.dtype) + " is not int64");
+  View v = view_of(x);
+  int64_t n = 0, numel = x.numel();
+  std::vector<int64_t> offs;  // element offsets of every position, following x's strides
+  offs.reserve((size_t)numel);
+  int64_t pos[kMaxDims] = {};
+  for (int64_t i = 0; i < numel; i++) {
+    int64_t off = v.offset;
+    for (int k = 0; k < x.dim; k++) off += pos[k] * v.strides[k];
+    if (load_f64(x.data, x.dtype, off) != 0.0) {
+      offs.push_back(i);
+      n++;
+    }
+    for (int k = x.dim - 1; k >= 0; k--) { if (++pos[k] < x.sizes[k]) break; pos[k] = 0; }
+  }
+  resize(out, {n, (int64_t)x.dim});  // any dim order: torch plans nonzero's output column-major
+  if (out.dim != 2) throw_exec("nonzero: output must be 2-D");
+  int64_t* o = out.ptr<int64_t>();
+  const int64_t rs = out.strides[0], cs = out.strides[1];
+  for (int64_t r = 0; r < n; r++) {
+    int64_t rem = offs[(size_t)r];
+    for (int k = x.dim - 1; k >= 0; k--) {
+      o[r * rs + k * cs] = rem % x.sizes[k];
+      rem /= x.sizes[k];
+    }
   }
 }
 
@@ -280,6 +370,7 @@ void register_index_kernels(KernelRegistry& r) {
   r.add("aten::scatter.src_out", &scatter_kernel<false>, P, 5);
   r.add("aten::scatter_add.out", &scatter_kernel<true>, P, 5);
   r.add("aten::index.Tensor_out", &index_kernel, P, 3);
+  r.add("aten::nonzero.out", &nonzero_kernel, P, 2);
   r.add("aten::index_put.out", &index_put_kernel, P, 5);
   r.add("aten::masked_fill.Scalar_out", &masked_fill_kernel, P, 4);
   r.add("aten::topk.values", &topk_kernel, P, 7);

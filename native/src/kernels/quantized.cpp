@@ -137,8 +137,10 @@ void register_quantized_kernels(KernelRegistry& r) {
   const char* Q = "quantized";
   r.add("quantized_decomposed::quantize_per_tensor.out", &quantize_per_tensor_kernel, Q, 7);
   r.add("quantized_decomposed::quantize_per_tensor.tensor_out", &quantize_per_tensor_kernel, Q, 7);
+  r.add("quantized_decomposed::quantize_per_tensor.Tensor_out", &quantize_per_tensor_kernel, Q, 7);  // ExecuTorch's spelling
   r.add("quantized_decomposed::dequantize_per_tensor.out", &dequantize_per_tensor_kernel, Q, 8);
   r.add("quantized_decomposed::dequantize_per_tensor.tensor_out", &dequantize_per_tensor_kernel, Q, 8);
+  r.add("quantized_decomposed::dequantize_per_tensor.Tensor_out", &dequantize_per_tensor_kernel, Q, 8);
   r.add("quantized_decomposed::quantize_per_channel.out", &quantize_per_channel_kernel, Q, 8);
   r.add("quantized_decomposed::dequantize_per_channel.out", &dequantize_per_channel_kernel, Q, 9);
   r.add("quantized_decomposed::quantize_per_token.out", &quantize_per_token_kernel, Q, 7);
