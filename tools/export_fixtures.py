@@ -404,6 +404,77 @@ class Dtypes(nn.Module):
                 torch.where(f64 > 0, f64, i16.to(torch.float64)), torch.cumsum(i8, dim=1), torch.cat([i16, i16], 0))
 
 
+class MoreMath(nn.Module):
+    """Elementwise families beyond ops_unary/ops_binary, on float and integer inputs."""
+    def forward(self, x, y, i, j):
+        p = x.abs() + 0.5
+        return (torch.acosh(1 + p), torch.asinh(x), torch.atanh(x * 0.9), torch.cosh(x), torch.sinh(x), torch.tan(x),
+                torch.special.erfc(x), torch.exp2(x), torch.frac(x * 3), torch.log10(p), torch.log2(p), torch.lgamma(p),
+                torch.isinf(x / (y > 0).float()), torch.isnan(torch.sqrt(x)), torch.hypot(x, y), torch.copysign(x, y),
+                torch.logical_xor(x > 0, y > 0), torch.bitwise_or(i, 6), torch.bitwise_xor(i, j), torch.bitwise_not(i),
+                torch.bitwise_left_shift(i, j.abs() % 4), torch.bitwise_right_shift(i, j.abs() % 4),
+                torch.floor_divide(i, 3), torch.floor_divide(i, j.abs() + 1), F.hardsigmoid(x * 4), F.hardswish(x * 4),
+                F.silu(x), F.softplus(x * 3), F.glu(x, dim=1), 2.0 ** x, 1.5 - x, torch.div(i, 4, rounding_mode="trunc"),
+                x / 3.0, i + 7, i - 2, torch.clamp(x, y - 0.5, y + 0.5), (x == y.round()), (x <= y), (x < y), (i != 3),
+                torch.masked_fill(x, y > 0.3, -2.0))
+
+
+class MoreReduce(nn.Module):
+    """Reductions and scans with dims, keepdim and dtypes."""
+    def forward(self, x, b):
+        return (torch.logsumexp(x, dim=1), torch.linalg.vector_norm(x, ord=2, dim=-1), torch.cumprod(x, dim=2),
+                torch.prod(x), torch.prod(x, dim=1, keepdim=True), torch.std(x, dim=1), torch.var(x, dim=(0, 2), correction=0),
+                torch.std(x), torch.any(b), torch.all(b), torch.any(b, dim=1), torch.all(b, dim=0), torch.max(x),
+                torch.min(x), torch.min(x, dim=1)[0], torch.min(x, dim=1)[1], x.sum(dim=0, dtype=torch.float64),
+                torch.max(x, dim=2, keepdim=True)[0])
+
+
+class MoreShapes(nn.Module):
+    """Layout, creation, padding and pooling ops."""
+    def forward(self, x, img, vol, idx):
+        a, b, c = torch.unbind(x, dim=0)
+        pieces = torch.split(x, 2, dim=2)
+        return (torch.tril(x[0]), torch.triu(x[0], 1), torch.roll(x, (1, -2), (1, 2)), torch.stack([a, b, c], dim=1),
+                pieces[0], pieces[-1], x[:1].squeeze(0), x.unsqueeze(1).squeeze(1), x[0].t(), x.transpose(0, 2),
+                torch.zeros_like(x), torch.ones_like(x) * 2, torch.full((2, 3), 7.0), torch.arange(0, 10, 3),
+                torch.arange(5.0) * x[0, 0, 0], x.reshape(4, -1).contiguous(), x.flatten(),
+                F.pad(img[:, :, 0], (1, 2), mode="reflect"), F.pad(img, (1, 2, 2, 1), mode="reflect"),
+                F.pad(vol, (1, 1, 1, 1, 1, 1), mode="reflect"), F.pad(img[:, :, 0], (2, 1), mode="replicate"),
+                F.pad(img, (1, 2, 0, 1), mode="replicate"), F.pad(vol, (1, 0, 0, 1, 1, 1), mode="replicate"),
+                F.adaptive_avg_pool2d(img, (2, 3)), F.adaptive_max_pool2d(img, (3, 2)), F.max_pool2d(img, 2),
+                torch.scatter_add(x, 2, idx, torch.ones_like(idx, dtype=torch.float32)),
+                torch.scatter(x, 2, idx, x[:, :, :2] * 10), torch.baddbmm(x[:, :, :3], x, x.transpose(1, 2)[:, :, :3]),
+                torch.sort(x, dim=2, stable=True)[1])
+
+
+class Preserved(nn.Module):
+    """Ops that to_edge normally decomposes, kept whole with EdgeCompileConfig(preserve_ops=...) so
+    that the runtime's direct kernels for them are checked against torch too."""
+    def forward(self, x, img, vol, w, i):
+        a, b, c = torch.unbind(x, dim=0)
+        return (F.silu(x), F.hardswish(x * 4), F.hardsigmoid(x * 4), F.softplus(x * 3), F.glu(x, dim=2),
+                torch.logsumexp(x, dim=1), torch.linalg.vector_norm(x, ord=2, dim=-1), torch.tril(x[0]), torch.triu(x[0], 1),
+                torch.roll(x, (1, -2), (1, 2)), torch.stack([a, b, c], dim=1), torch.masked_fill(x, x > 0.3, -2.0),
+                torch.std(x, dim=1), torch.var(x, dim=(0, 2), correction=0), torch.frac(x * 3), torch.floor_divide(i, 3),
+                torch.rsub(x, 1.5), F.linear(x, w), torch.baddbmm(x[:, :, :3], x, x.transpose(1, 2)[:, :, :3]),
+                torch.zeros_like(x), torch.ones_like(x), torch.split(x, 2, dim=2)[1], x[0].t(), x.transpose(0, 2),
+                x[:1].squeeze(0), torch.narrow(x, 2, 1, 3),
+                F.pad(img[:, :, 0], (1, 2), mode="reflect"), F.pad(img, (1, 2, 2, 1), mode="reflect"),
+                F.pad(vol, (1, 1, 1, 1, 1, 1), mode="reflect"), F.pad(img[:, :, 0], (2, 1), mode="replicate"),
+                F.pad(img, (1, 2, 0, 1), mode="replicate"), F.pad(vol, (1, 0, 0, 1, 1, 1), mode="replicate"),
+                F.max_pool2d(img, 2), F.adaptive_avg_pool2d(img, (2, 3)))
+
+
+PRESERVED_OPS = [
+    "silu.default", "hardswish.default", "hardsigmoid.default", "softplus.default", "glu.default", "logsumexp.default",
+    "linalg_vector_norm.default", "tril.default", "triu.default", "roll.default", "stack.default",
+    "masked_fill.Scalar", "std.correction", "var.correction", "frac.default", "floor_divide.default", "rsub.Scalar",
+    "linear.default", "baddbmm.default", "zeros_like.default", "ones_like.default", "split.Tensor", "t.default",
+    "transpose.int", "squeeze.dim", "narrow.default", "unbind.int", "reflection_pad1d.default",
+    "reflection_pad2d.default", "reflection_pad3d.default", "replication_pad1d.default", "replication_pad2d.default",
+    "replication_pad3d.default", "adaptive_avg_pool2d.default"]
+
+
 # ------------------------------------------------------------------ fixtures
 def fixtures():
     torch.manual_seed(SEED)
@@ -449,6 +520,14 @@ def fixtures():
         torch.randint(-100, 100, (3, 4), dtype=torch.int8), torch.randint(-100, 100, (3, 4), dtype=torch.int8),
         torch.randint(-3000, 3000, (3, 4), dtype=torch.int16), torch.randint(0, 256, (3, 4), dtype=torch.uint8),
         rnd(3, 4, dtype=torch.float64)))})
+    f["ops_more_math"] = dict(methods={"forward": (MoreMath(), (rnd(3, 4), rnd(3, 4), torch.randint(-50, 50, (3, 4)),
+                                                                torch.randint(-50, 50, (3, 4))))}, noncore=True)
+    f["ops_more_reduce"] = dict(methods={"forward": (MoreReduce(), (rnd(3, 4, 5), torch.rand(3, 4) > 0.3))}, noncore=True)
+    f["ops_more_shapes"] = dict(methods={"forward": (MoreShapes(), (rnd(3, 4, 5), rnd(1, 2, 5, 6), rnd(1, 2, 3, 4, 4),
+                                                                    torch.randint(0, 5, (3, 4, 2))))}, noncore=True)
+    f["ops_preserved"] = dict(methods={"forward": (Preserved(), (rnd(3, 4, 6), rnd(1, 2, 5, 6), rnd(1, 2, 3, 4, 4),
+                                                                rnd(5, 6), torch.randint(-50, 50, (3, 4))))},
+                              preserve=PRESERVED_OPS)
     return f
 
 
@@ -501,9 +580,13 @@ def export_one(name, spec, outdir):
     kw = {}
     if spec.get("quantized_out"):
         define_quantized_out_variants()
-    if spec.get("custom"):  # custom ops are not core ATen
+    if spec.get("custom") or spec.get("noncore") or spec.get("preserve"):  # custom and non-core ATen ops
         from executorch.exir import EdgeCompileConfig
-        kw["compile_config"] = EdgeCompileConfig(_check_ir_validity=False)
+        keep = []
+        for op_name in spec.get("preserve", []):
+            base, ov = op_name.split(".")
+            keep.append(getattr(getattr(torch.ops.aten, base), ov))
+        kw["compile_config"] = EdgeCompileConfig(_check_ir_validity=False, preserve_ops=keep)
     edge = to_edge_transform_and_lower(progs if len(progs) > 1 else next(iter(progs.values())),
                                        partitioner=part, **kw)
     et = edge.to_executorch()

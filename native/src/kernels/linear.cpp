@@ -17,9 +17,11 @@ Mat mat_of(const Tensor& t, bool batched) {
   return Mat{&t, t.sizes[r], t.sizes[r + 1], t.strides[r], t.strides[r + 1], batched ? t.strides[0] : 0};
 }
 
-// out[b] = beta * bias + alpha * (a[b] @ b[b]); bias broadcasts to [M, N] (or null).
-void matmul(KernelContext& ctx, const Mat& a, const Mat& b, Tensor& out, int64_t batch, const Tensor* bias,
-            double alpha, double beta) {
+// out[b] = beta * bias[b] + alpha * (a[b] @ b[b]); bias broadcasts to [M, N] (or null); bias[b]
+// starts `bias_bs` elements after bias[b-1] (0: the same bias for every batch).
+void matmul(KernelContext& ctx, const Mat& a, const Mat& b, Tensor& out, int64_t batch, const Tensor* bias0,
+            double alpha, double beta, int64_t bias_bs = 0) {
+  const Tensor* bias = bias0;
   if (a.cols != b.rows)
     throw_exec("matrix shapes do not match: " + a.t->shape_str() + " @ " + b.t->shape_str());
   int64_t M = a.rows, N = b.cols, K = a.cols;
@@ -35,7 +37,13 @@ void matmul(KernelContext& ctx, const Mat& a, const Mat& b, Tensor& out, int64_t
     mn.dim = 2; mn.sizes[0] = M; mn.sizes[1] = N; mn.compute_strides();
     bb = broadcast_strides(*bias, mn);
   }
+  Tensor bias_slice;
   for (int64_t bi = 0; bi < batch; bi++) {
+    if (bias0 && bias_bs) {
+      bias_slice = *bias0;
+      bias_slice.data = static_cast<char*>(bias0->data) + (size_t)(bi * bias_bs) * bias0->elem_size();
+      bias = &bias_slice;
+    }
     if (f32 && alpha == 1.0) {
       const float* A = a.t->ptr<float>() + bi * a.bs;
       const float* B = b.t->ptr<float>() + bi * b.bs;
@@ -87,13 +95,19 @@ void addmm_kernel(KernelContext& ctx, EValue** a, size_t) {
 // baddbmm.out(self, batch1, batch2, beta, alpha, out)
 void baddbmm_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor &x = tensor_arg(a, 1), &y = tensor_arg(a, 2), &bias = tensor_arg(a, 0);
-  if (bias.dim == 3 && bias.sizes[0] != 1) throw_exec("baddbmm: batched bias is not supported");
+  if (x.dim != 3 || y.dim != 3 || x.sizes[0] != y.sizes[0]) throw_exec("baddbmm: batch1 and batch2 must be 3-D with equal batch sizes");
+  if (bias.dim > 3) throw_exec("baddbmm: bias of shape " + bias.shape_str() + " does not broadcast to the batch");
   Tensor b2 = bias;
-  if (b2.dim == 3) {  // drop the leading 1
+  int64_t bias_bs = 0;
+  if (b2.dim == 3) {  // a per-batch bias, or one broadcast over the batch
+    if (bias.sizes[0] != 1 && bias.sizes[0] != x.sizes[0])
+      throw_exec("baddbmm: bias of shape " + bias.shape_str() + " does not broadcast to the batch");
+    bias_bs = bias.sizes[0] == 1 ? 0 : bias.strides[0];
     b2.dim = 2;
     for (int i = 0; i < 2; i++) { b2.sizes[i] = bias.sizes[i + 1]; b2.strides[i] = bias.strides[i + 1]; }
   }
-  matmul(ctx, mat_of(x, true), mat_of(y, true), tensor_arg(a, 5), x.sizes[0], &b2, double_arg(a, 4), double_arg(a, 3));
+  matmul(ctx, mat_of(x, true), mat_of(y, true), tensor_arg(a, 5), x.sizes[0], &b2, double_arg(a, 4), double_arg(a, 3),
+         bias_bs);
 }
 // linear.out(input, weight, bias?, out): input [..., K], weight [N, K]
 void linear_kernel(KernelContext& ctx, EValue** a, size_t) {
