@@ -62,6 +62,29 @@ def _meta(m) -> ValueMeta:
     return ValueMeta(kind, dtypes.dtype_name(m.dtype), tuple(int(m.sizes[i]) for i in range(m.ndim)), m.dynamic != 0)
 
 
+def _check_not_inside_op(lock: Any, what: str) -> None:
+    if getattr(custom_ops._tls, "lock", None) is lock:
+        raise ExecutionError(f"cannot {what} from a Python operator running on the same Runtime "
+                             "(use another Runtime inside operators)")
+
+
+class _holding:
+    """``with _holding(runtime_lock, what):`` takes the Runtime's lock, refusing (instead of
+    deadlocking) when this thread is inside a Python operator called by that Runtime."""
+
+    __slots__ = ("lock",)
+
+    def __init__(self, lock: Any, what: str):
+        _check_not_inside_op(lock, what)
+        self.lock = lock
+
+    def __enter__(self) -> None:
+        self.lock.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.lock.release()
+
+
 class Runtime:
     """Owns a thread pool; serialises the method calls made through it.
 
@@ -97,12 +120,12 @@ class Runtime:
         out = ffi.new("etnp_program **")
         if isinstance(source, (str, os.PathLike)):
             path = os.fsencode(source)
-            with self._lock:
+            with _holding(self._lock, "load a program"):
                 check(lib.etnp_program_load_file(self._ptr, path, out), f"loading {os.fsdecode(path)!r}")
         elif isinstance(source, (bytes, bytearray, memoryview)):
             buf = memoryview(source).cast("B") if isinstance(source, memoryview) else source
             data = ffi.from_buffer(buf)
-            with self._lock:
+            with _holding(self._lock, "load a program"):
                 check(lib.etnp_program_load_bytes(self._ptr, data, len(data), out), "loading program bytes")
         else:
             raise TypeError(f"load_program() takes a path or bytes-like object, not {type(source).__name__}")
@@ -140,6 +163,7 @@ class Program:
         if not isinstance(name, str):
             raise TypeError("method name must be a str")
         ptr = self._live()
+        _check_not_inside_op(self._runtime._lock, f"load method {name!r}")
         out = ffi.new("etnp_method **")
         status = lib.etnp_method_load(ptr, name.encode(), out)
         check(status, f"loading method {name!r}")
@@ -254,9 +278,8 @@ class Method:
             raise ExecutionError(f"method {self.name!r} takes {len(codes)} inputs, got {n}")
         tls = custom_ops._tls
         outer = getattr(tls, "lock", None)
-        if outer is self._lock:
-            raise ExecutionError(f"method {self.name!r} was called from a Python operator running on the same Runtime")
-        with self._lock:  # the per-call C structures below are reused: build them under the lock
+        # the per-call C structures below are reused: build them under the lock
+        with _holding(self._lock, f"call method {self.name!r}"):
             cin, shapes, fast = self._cin, self._shapes, self._fast_dtypes
             keep = []
             for i in range(n):

@@ -88,7 +88,8 @@ def test_python_op_wrong_result_shape_is_rejected(unregister):
 
 def test_python_op_may_not_reenter_its_runtime(unregister):
     rt = en.Runtime(num_threads=1)
-    inner = rt.load_program(model_path("add")).load_method("forward")
+    inner_prog = rt.load_program(model_path("add"))
+    inner = inner_prog.load_method("forward")
     inner_in = method_inputs(reference("add"), "forward")
 
     def reentrant(a, b, alpha, out):
@@ -99,7 +100,14 @@ def test_python_op_may_not_reenter_its_runtime(unregister):
     with pytest.raises(en.ExecutionError) as ei:
         _run_pyop(rt)
     assert "same Runtime" in str(ei.value) or "same Runtime" in str(ei.value.__cause__)
+    # loading programs or methods on it from inside the op is refused too, instead of deadlocking
+    for use in (lambda: rt.load_program(model_path("add")), lambda: inner_prog.load_method("forward")):
+        en.register_op(OP, lambda a, b, alpha, out, use=use: use())
+        with pytest.raises(en.ExecutionError) as ei:
+            _run_pyop(rt)
+        assert "same Runtime" in str(ei.value.__cause__)
     # another Runtime may be used from inside the op
+    en.register_op(OP, reentrant)
     other = en.Runtime(num_threads=1)
     outs, refs = _run_pyop(other)
     np.testing.assert_allclose(outs[0], refs[0], atol=1e-6)
@@ -169,3 +177,51 @@ def test_lstm_kernel_rejects_bad_shapes(rt):
         m([x.astype(np.float64), h, c])
     with pytest.raises(en.ExecutionError):
         m([x[:, :, :5].copy(), h, c])
+
+
+GC_SCRIPT = r"""
+import gc, sys
+import numpy as np
+import executorch_numpy_runtime as en
+
+models = sys.argv[1]
+rt = en.Runtime(num_threads=1)
+
+class Holder:  # a reference cycle: only the garbage collector frees the method it holds
+    pass
+
+def make_garbage():
+    h = Holder()
+    h.self = h
+    h.m = rt.load_program(models + "/add.pte").load_method("forward")
+
+def op(a, b, alpha, out):
+    gc.collect()  # destroys a method of the Runtime that is running this op
+    np.add(a, alpha * b, out=out)
+
+gc.disable()  # the collection must happen inside the op
+en.register_op("mylib::scaled_add.out", op)
+m = rt.load_program(models + "/custom_pyop.pte").load_method("forward")
+x = np.ones((3, 4), np.float32)
+for _ in range(3):
+    make_garbage()
+    y = m([x, x])[0]
+assert np.allclose(y, 1.5), y
+print("ok")
+"""
+
+
+def test_garbage_collection_inside_python_op_does_not_deadlock(tmp_path):
+    """gc inside a Python op may destroy methods of the Runtime whose call is running the op."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "gc_in_op.py"
+    script.write_text(GC_SCRIPT)
+    models = os.path.dirname(model_path("add"))
+    env = dict(os.environ)
+    import executorch_numpy_runtime
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__))
+    r = subprocess.run([sys.executable, str(script), models], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

@@ -163,14 +163,14 @@ int etnp_method_load(etnp_program* p, const char* name, etnp_method** out) {
   REQUIRE(p); REQUIRE(name); REQUIRE(out);
   *out = nullptr;
   return guard([&] {
-    std::lock_guard<std::mutex> g(p->prog->runtime().mutex());
+    std::lock_guard<std::recursive_mutex> g(p->prog->runtime().mutex());
     auto m = std::make_unique<Method>(p->prog, name);
     *out = new etnp_method{p->prog, std::move(m)};
   });
 }
 void etnp_method_destroy(etnp_method* m) {
   if (!m) return;
-  std::lock_guard<std::mutex> g(m->prog->runtime().mutex());
+  std::lock_guard<std::recursive_mutex> g(m->prog->runtime().mutex());
   m->m.reset();
   auto keep = m->prog;  // the runtime (and its mutex) outlive the lock guard
   delete m;
@@ -208,7 +208,7 @@ int etnp_method_run(etnp_method* m, const etnp_input* inputs, size_t n, etnp_res
     }
     auto res = std::make_unique<etnp_result>();
     {
-      std::lock_guard<std::mutex> g(m->prog->runtime().mutex());
+      std::lock_guard<std::recursive_mutex> g(m->prog->runtime().mutex());
       m->m->set_inputs(in.data(), n);
       m->m->execute();
       size_t no = m->m->num_outputs();
