@@ -120,11 +120,12 @@ void reshape(Graph& g, Node& n) {
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < s.size(); i++) {
     if (s[i] == 0) { if (infer >= 0) fail(n, "more than one inferred dimension"); infer = (int64_t)i; }
-    else known *= s[i];
+    else if (s[i] < 0 || __builtin_mul_overflow(known, s[i], &known)) fail(n, "invalid reshape size");
   }
   if (infer >= 0) s[infer] = known ? a.numel() / known : 0;
   int64_t total = 1;
-  for (auto d : s) total *= d;
+  for (auto d : s)
+    if (__builtin_mul_overflow(total, d, &total)) fail(n, "invalid reshape size");
   if (total != a.numel()) fail(n, "cannot reshape " + shape_str(a.shape) + " to " + shape_str(s));
   ensure_shape(o, s);
   if (&o != &a) copy_floats(o.data.data(), a.data.data(), total);
