@@ -1,10 +1,29 @@
 // leak_harness MODEL N: load, run every method, destroy - N times. Built with ASan+LSan:
-// any leak or memory error makes the process exit non-zero.
+// any leak or memory error makes the process exit non-zero. Every run's outputs must be
+// byte-identical to the first load's (same patterned inputs): under valgrind memcheck this
+// comparison also reports outputs computed from uninitialised memory.
+#include <vector>
+
 #include "harness_util.h"
+
+// FNV-1a over every output's bytes.
+static uint64_t output_hash(const etnp_result* r) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < etnp_result_num_outputs(r); i++) {
+    etnp_value_meta meta;
+    if (etnp_result_output_meta(r, i, &meta)) continue;
+    std::vector<unsigned char> buf(meta.nbytes);
+    if (meta.nbytes && etnp_result_copy_output(r, i, buf.data(), buf.size())) continue;
+    for (unsigned char c : buf) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ (uint64_t)meta.int_value) * 1099511628211ull;
+  }
+  return h;
+}
 
 int main(int argc, char** argv) {
   if (argc < 3) { std::fprintf(stderr, "usage: leak_harness MODEL N\n"); return 2; }
   int n = std::atoi(argv[2]);
+  std::vector<uint64_t> first;  // per method, from the first iteration
   for (int it = 0; it < n; it++) {
     etnp_runtime* rt = nullptr;
     etnp_program* prog = nullptr;
@@ -23,6 +42,12 @@ int main(int argc, char** argv) {
       etnp_result* r = nullptr;
       if (etnp_method_run(m, s.inputs.data(), s.inputs.size(), &r)) {
         std::fprintf(stderr, "run failed: %s\n", etnp_last_error_message());
+        return 1;
+      }
+      uint64_t h = output_hash(r);
+      if (it == 0) first.push_back(h);
+      else if (k >= first.size() || first[k] != h) {
+        std::fprintf(stderr, "method %zu: outputs differ from the first load's\n", k);
         return 1;
       }
       etnp_result_destroy(r);

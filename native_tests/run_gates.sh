@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Native QA gates, no Python involved: builds the core twice (ASan+UBSan, TSan) with g++
-# and runs the leak harness, the loader fuzzer (bounded) and the race harness.
+# Native QA gates, no Python involved: builds the core with ASan+UBSan, with TSan and plain
+# (g++), and runs the leak harness, the loader fuzzer (bounded), valgrind memcheck and the
+# race harness.
 #   bash native_tests/run_gates.sh [FUZZ_SECONDS [LIBFUZZER_SECONDS]]
 # With clang++ and its fuzzer runtime present, also builds and runs the libFuzzer target.
 set -euo pipefail
@@ -65,6 +66,20 @@ if command -v clang++ >/dev/null 2>&1 && echo 'extern "C" int LLVMFuzzerTestOneI
   [ -z "$(ls -A "$OUT/libfuzzer-crashes")" ] || { echo "libFuzzer found crashes in $OUT/libfuzzer-crashes"; exit 1; }
 else
   echo "== libFuzzer: SKIPPED (no clang++ with -fsanitize=fuzzer; apt-get install clang libclang-rt-14-dev)"
+fi
+
+# uninitialised memory (the role MSan would have): valgrind memcheck on an unsanitised build;
+# leak_harness compares every run's outputs with the first load's, so outputs computed from
+# uninitialised memory are reported
+if command -v valgrind >/dev/null 2>&1; then
+  echo "== building plain harness for valgrind memcheck"
+  build plain "" leak_harness
+  for m in mlp_xnn small_cnn_xnn xnn_ops encoder_xnn qcnn_static_xnn qlinear_dyn_xnn mobilenet_v2_xnn small_cnn \
+           ops_conv_norm ops_index ops_mask_index custom_lstm; do
+    valgrind --error-exitcode=9 -q "$OUT/plain/leak_harness" "tests/models/$m.pte" 2
+  done
+else
+  echo "== valgrind memcheck: SKIPPED (valgrind not installed)"
 fi
 
 RUN_TSAN="env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1"

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "threadpool/threadpool.h"
+#include "util/float_buffer.h"
 
 namespace etnp {
 
@@ -19,7 +20,7 @@ struct GemmEpilogue {
 // B packed into 16-column panels, ready for sgemm_packed (pack weights once, reuse).
 struct PackedB {
   int64_t K = 0, N = 0;
-  std::vector<float> data;
+  FloatBuffer data;
 };
 PackedB pack_b(ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb);
 

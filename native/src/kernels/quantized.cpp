@@ -9,6 +9,7 @@ namespace {
 
 double qclamp(double x, double inv_scale, int64_t zp, int64_t qmin, int64_t qmax) {
   double q = std::nearbyint(x * inv_scale) + (double)zp;
+  if (std::isnan(q)) q = (double)zp;  // NaN inputs (or scales) quantise to the zero point
   return std::min(std::max(q, (double)qmin), (double)qmax);
 }
 void check_qdtype(const Tensor& t) {
@@ -26,7 +27,7 @@ void quantize(const Tensor& x, const Tensor* scales, double scale0, const Tensor
     int64_t g = group(i);
     double s = scales ? load_f64(scales->data, scales->dtype, g) : scale0;
     int64_t z = zps ? load_i64(zps->data, zps->dtype, g) : zp0;
-    store_i64(out.data, out.dtype, i, (int64_t)qclamp(load_f64(x.data, x.dtype, i), 1.0 / s, z, qmin, qmax));
+    store_i64(out.data, out.dtype, i, f2i(qclamp(load_f64(x.data, x.dtype, i), 1.0 / s, z, qmin, qmax)));
   }
 }
 template <typename Group>
@@ -45,13 +46,13 @@ auto per_tensor = [](int64_t) { return (int64_t)0; };
 void quantize_per_tensor_kernel(KernelContext&, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   check_contiguous(x, "quantize input");
-  quantize(x, nullptr, double_arg(a, 1), nullptr, (int64_t)double_arg(a, 2), int_arg(a, 3), int_arg(a, 4), tensor_arg(a, 6), per_tensor);
+  quantize(x, nullptr, double_arg(a, 1), nullptr, f2i(std::nearbyint(double_arg(a, 2))), int_arg(a, 3), int_arg(a, 4), tensor_arg(a, 6), per_tensor);
 }
 // dequantize_per_tensor.out(input, scale, zero_point, quant_min, quant_max, dtype, out_dtype?, out) (+ .tensor_out)
 void dequantize_per_tensor_kernel(KernelContext&, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   check_contiguous(x, "dequantize input");
-  dequantize(x, nullptr, double_arg(a, 1), nullptr, (int64_t)double_arg(a, 2), tensor_arg(a, 7), per_tensor);
+  dequantize(x, nullptr, double_arg(a, 1), nullptr, f2i(std::nearbyint(double_arg(a, 2))), tensor_arg(a, 7), per_tensor);
 }
 auto channel_group(const Tensor& x, int64_t axis) {
   int d = (int)wrap_dim(axis, x.dim);

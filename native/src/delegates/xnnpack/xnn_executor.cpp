@@ -15,6 +15,7 @@ class XnnDelegate : public DelegateHandle {
  public:
   XnnDelegate(Graph g, ThreadPool* pool) : g_(std::move(g)) {
     for (auto& n : g_.nodes) prepare_node(pool, g_, n);
+    for (auto& v : g_.values) v.raw = nullptr;  // program bytes are only read while packing
     // Constant filters used only through packed weights need not be kept twice.
     std::vector<int> uses(g_.values.size(), 0), packed_uses(g_.values.size(), 0);
     for (auto& n : g_.nodes)
@@ -25,7 +26,7 @@ class XnnDelegate : public DelegateHandle {
       }
     for (uint32_t id : g_.output_ids) uses[id]++;
     for (size_t i = 0; i < g_.values.size(); i++)
-      if (g_.values[i].is_constant && uses[i] > 0 && uses[i] == packed_uses[i]) std::vector<float>().swap(g_.values[i].data);
+      if (g_.values[i].is_constant && uses[i] > 0 && uses[i] == packed_uses[i]) FloatBuffer().swap(g_.values[i].data);
   }
 
   void execute(KernelContext& ctx, EValue** args, size_t nargs) override {

@@ -279,6 +279,25 @@ Graph read_graph(Span blob, const Program& program) {
     if (off > const_size || size > const_size - off) bad("constant data lies outside the blob");
     return Span{blob.data + const_off + off, (size_t)size};
   };
+  // Nodes first: a float32 filter that only FullyConnected/Conv2d nodes read (as input 1) is
+  // packed straight from the program's bytes at method load, never decoded into `data`.
+  fb::Vector xnodes = root.vector(1, 4);
+  g.nodes.resize(xnodes.size());
+  for (uint32_t i = 0; i < xnodes.size(); i++) read_node(xnodes.table(i), g.nodes[i]);
+  std::vector<uint8_t> packed_only(g.values.size(), 0);  // 0 unused, 1 packed filter only, 2 other use
+  for (auto& n : g.nodes)
+    for (size_t k = 0; k < n.inputs.size(); k++) {
+      uint32_t id = n.inputs[k];
+      if (id >= g.values.size()) continue;
+      bool filter = k == 1 && (n.type == FullyConnected || n.type == Conv2d);
+      packed_only[id] = filter && packed_only[id] != 2 ? 1 : 2;
+    }
+  for (auto& n : g.nodes) {
+    if (n.output < g.values.size()) packed_only[n.output] = 2;
+    if (n.output2 < g.values.size()) packed_only[n.output2] = 2;
+  }
+  for (uint32_t id : uint_list(root, 5))
+    if (id < g.values.size()) packed_only[id] = 2;
   for (size_t i = 0; i < g.values.size(); i++) {
     Value& v = g.values[i];
     if (v.scale_buffer) {
@@ -289,11 +308,19 @@ Graph read_graph(Span blob, const Program& program) {
     }
     if (const_idx[i] == 0) continue;
     Span s = constant_bytes(const_idx[i]);
+    if (packed_only[i] == 1 && (v.dtype == FP32 || v.dtype == PFP32) && v.quant == Quant::None &&
+        reinterpret_cast<uintptr_t>(s.data) % alignof(float) == 0) {
+      int64_t numel = 1;
+      for (auto d : v.dims)
+        if (d < 0 || __builtin_mul_overflow(numel, d, &numel)) bad("constant has an invalid shape");
+      if (elem_bytes(v.dtype, numel) > s.size) bad("constant data is smaller than its tensor");
+      v.shape = v.dims;
+      v.is_constant = true;
+      v.raw = reinterpret_cast<const float*>(s.data);
+      continue;
+    }
     decode_constant(v, s.data, s.size);
   }
-  fb::Vector xnodes = root.vector(1, 4);
-  g.nodes.resize(xnodes.size());
-  for (uint32_t i = 0; i < xnodes.size(); i++) read_node(xnodes.table(i), g.nodes[i]);
   auto check_id = [&](uint32_t id, bool optional) {
     if (optional && id == kInvalidId) return;
     if (id >= g.values.size()) bad("node refers to value " + std::to_string(id) + " outside the graph");

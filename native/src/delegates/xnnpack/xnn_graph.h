@@ -7,6 +7,7 @@
 
 #include "kernels/gemm.h"
 #include "runtime/program.h"
+#include "util/float_buffer.h"
 
 namespace etnp::xnn {
 
@@ -35,7 +36,11 @@ struct Value {
   uint32_t scale_buffer = 0, num_scales = 0;  // scales stored in constant data
   // runtime state
   std::vector<int64_t> shape;
-  std::vector<float> data;
+  FloatBuffer data;
+  // during method load only: float32 constant bytes in the program, not copied, for filters that
+  // are used only through packed weights (read_graph leaves `data` empty for them)
+  const float* raw = nullptr;
+  const float* cdata() const { return raw ? raw : data.data(); }
   int64_t numel() const {
     int64_t n = 1;
     for (auto d : shape) n *= d;

@@ -587,7 +587,7 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
     return v && v->is_constant ? v : nullptr;
   };
   if (Value* b = constant(2)) {
-    if (n.type == FullyConnected || n.type == Conv2d || n.type == DepthwiseConv2d || n.type == ConvTranspose2d) n.bias = b->data;
+    if (n.type == FullyConnected || n.type == Conv2d || n.type == DepthwiseConv2d || n.type == ConvTranspose2d) n.bias.assign(b->data.begin(), b->data.end());
   }
   Value* w = constant(1);
   if (!w) return;
@@ -595,12 +595,12 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
     if (w->dims.size() != 2) fail(n, "filter must be 2-D");
     bool tw = n.flags & kTransposeWeights;
     int64_t IC = tw ? w->dims[0] : w->dims[1], OC = tw ? w->dims[1] : w->dims[0];
-    n.packed.push_back(pack_b(pool, IC, OC, w->data.data(), tw ? OC : 1, tw ? 1 : IC));
+    n.packed.push_back(pack_b(pool, IC, OC, w->cdata(), tw ? OC : 1, tw ? 1 : IC));
   } else if (n.type == Conv2d) {
     if (w->dims.size() != 4) fail(n, "filter must be 4-D");
     int64_t K = (int64_t)n.kh * n.kw * n.group_in, OCg = n.group_out;
     if (w->dims[0] != (int64_t)n.groups * OCg || w->dims[1] * w->dims[2] * w->dims[3] != K) fail(n, "filter shape mismatch");
-    for (uint32_t gi = 0; gi < n.groups; gi++) n.packed.push_back(pack_b(pool, K, OCg, w->data.data() + gi * OCg * K, 1, K));
+    for (uint32_t gi = 0; gi < n.groups; gi++) n.packed.push_back(pack_b(pool, K, OCg, w->cdata() + gi * OCg * K, 1, K));
   }
 }
 
