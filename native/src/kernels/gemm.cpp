@@ -55,6 +55,58 @@ __attribute__((target("avx2,fma"))) void micro_avx2(int64_t K, const float* a, c
   _mm256_storeu_ps(acc + 64, c40); _mm256_storeu_ps(acc + 72, c41);
   _mm256_storeu_ps(acc + 80, c50); _mm256_storeu_ps(acc + 88, c51);
 }
+
+__attribute__((target("avx2,fma"), always_inline)) inline void tile_row_avx2(float* c, __m256 v0, __m256 v1, __m256 bc0,
+                                                                           __m256 bc1, const float* br, bool accumulate,
+                                                                           __m256 vlo, __m256 vhi) {
+  v0 = _mm256_add_ps(v0, bc0);
+  v1 = _mm256_add_ps(v1, bc1);
+  if (br) {
+    __m256 b = _mm256_set1_ps(*br);
+    v0 = _mm256_add_ps(v0, b);
+    v1 = _mm256_add_ps(v1, b);
+  }
+  if (accumulate) {
+    v0 = _mm256_add_ps(v0, _mm256_loadu_ps(c));
+    v1 = _mm256_add_ps(v1, _mm256_loadu_ps(c + 8));
+  }
+  // maxps/minps return their second operand when either is NaN: the value goes second, so a NaN
+  // result stays NaN, as in the scalar path
+  _mm256_storeu_ps(c, _mm256_min_ps(vhi, _mm256_max_ps(vlo, v0)));
+  _mm256_storeu_ps(c + 8, _mm256_min_ps(vhi, _mm256_max_ps(vlo, v1)));
+}
+
+// A full MR x NR tile straight from row-major A (no packing) into C, epilogue in registers:
+// C[i][j] = clamp(sum_k A[i][k] * b[k][j] + bias_row[i] + bias_col[j] (+ C[i][j])).
+__attribute__((target("avx2,fma"))) void tile_avx2(int64_t K, const float* A, int64_t rsa, const float* b, float* C,
+                                                   int64_t ldc, const float* bias_row, const float* bias_col,
+                                                   bool accumulate, float lo, float hi) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+         c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  const float *a0 = A, *a1 = A + rsa, *a2 = A + 2 * rsa, *a3 = A + 3 * rsa, *a4 = A + 4 * rsa, *a5 = A + 5 * rsa;
+  for (int64_t k = 0; k < K; k++) {
+    __m256 b0 = _mm256_loadu_ps(b + k * NR), b1 = _mm256_loadu_ps(b + k * NR + 8);
+    __m256 x = _mm256_broadcast_ss(a0 + k);
+    c00 = _mm256_fmadd_ps(x, b0, c00); c01 = _mm256_fmadd_ps(x, b1, c01);
+    x = _mm256_broadcast_ss(a1 + k);
+    c10 = _mm256_fmadd_ps(x, b0, c10); c11 = _mm256_fmadd_ps(x, b1, c11);
+    x = _mm256_broadcast_ss(a2 + k);
+    c20 = _mm256_fmadd_ps(x, b0, c20); c21 = _mm256_fmadd_ps(x, b1, c21);
+    x = _mm256_broadcast_ss(a3 + k);
+    c30 = _mm256_fmadd_ps(x, b0, c30); c31 = _mm256_fmadd_ps(x, b1, c31);
+    x = _mm256_broadcast_ss(a4 + k);
+    c40 = _mm256_fmadd_ps(x, b0, c40); c41 = _mm256_fmadd_ps(x, b1, c41);
+    x = _mm256_broadcast_ss(a5 + k);
+    c50 = _mm256_fmadd_ps(x, b0, c50); c51 = _mm256_fmadd_ps(x, b1, c51);
+  }
+  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  __m256 bc0 = bias_col ? _mm256_loadu_ps(bias_col) : _mm256_setzero_ps();
+  __m256 bc1 = bias_col ? _mm256_loadu_ps(bias_col + 8) : _mm256_setzero_ps();
+#define ETNP_TILE_ROW(i, v0, v1) tile_row_avx2(C + (i) * ldc, v0, v1, bc0, bc1, bias_row ? bias_row + (i) : nullptr, accumulate, vlo, vhi)
+  ETNP_TILE_ROW(0, c00, c01); ETNP_TILE_ROW(1, c10, c11); ETNP_TILE_ROW(2, c20, c21);
+  ETNP_TILE_ROW(3, c30, c31); ETNP_TILE_ROW(4, c40, c41); ETNP_TILE_ROW(5, c50, c51);
+#undef ETNP_TILE_ROW
+}
 #endif
 
 using Micro = void (*)(int64_t, const float*, const float*, float*);
@@ -113,6 +165,10 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
   int nt = tp ? tp->num_threads() : 1;
   int64_t col_split = (mb >= nt * 2) ? 1 : std::min<int64_t>(nb, (nt * 2 + mb - 1) / mb);
   int64_t cols_per = (nb + col_split - 1) / col_split;
+#if defined(__x86_64__)
+  static const bool avx2 = cpu_has_avx2_fma();
+  const bool direct = avx2 && csa == 1;
+#endif
   auto tasks = [&](int64_t b, int64_t e) {
     alignas(32) float acc[MR * NR];
     std::vector<float> pa((size_t)(MR * K));
@@ -120,12 +176,26 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
     for (int64_t t = b; t < e; t++) {
       int64_t pm = t / col_split, cs = t % col_split;
       int64_t m0 = pm * MR, mm = std::min<int64_t>(MR, M - m0);
+      int64_t pn0 = cs * cols_per, pn1 = std::min(nb, (cs + 1) * cols_per);
+#if defined(__x86_64__)
+      if (direct && mm == MR) {  // full row panel of a row-major A: whole tiles without packing A
+        for (int64_t pn = pn0; pn < pn1; pn++) {
+          int64_t n0 = pn * NR;
+          if (N - n0 < NR) break;  // the ragged last column panel goes through the packed path
+          tile_avx2(K, A + m0 * rsa, rsa, B.data.data() + pn * NR * K, C + m0 * ldc + n0, ldc,
+                    ep.bias_row ? ep.bias_row + m0 : nullptr, ep.bias_col ? ep.bias_col + n0 : nullptr, ep.accumulate,
+                    ep.min, ep.max);
+          pn0 = pn + 1;
+        }
+        if (pn0 >= pn1) continue;
+      }
+#endif
       if (pm != last_pm) {
         for (int64_t k = 0; k < K; k++)
           for (int i = 0; i < MR; i++) pa[k * MR + i] = i < mm ? A[(m0 + i) * rsa + k * csa] : 0.f;
         last_pm = pm;
       }
-      for (int64_t pn = cs * cols_per; pn < std::min(nb, (cs + 1) * cols_per); pn++) {
+      for (int64_t pn = pn0; pn < pn1; pn++) {
         micro(K, pa.data(), B.data.data() + pn * NR * K, acc);
         int64_t n0 = pn * NR, nn = std::min<int64_t>(NR, N - n0);
         for (int64_t i = 0; i < mm; i++) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/depthwise.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "runtime/dtype.h"
@@ -406,6 +407,13 @@ void depthwise(KernelContext& ctx, Graph& g, Node& n) {
   const float* bias = bias_of(g, n, OC);
   const float* wd = w.data.data();
   float lo = n.out_min, hi = n.out_max;
+  if (mult == 1) {
+    DepthwiseGeom dg{N, H, W, C, OH, OW, KH, KW, n.sh, n.sw, n.dh, n.dw, n.pad_top, n.pad_left, lo, hi};
+    const float* x = a.data.data();
+    float* y = o.data.data();
+    parallel(ctx, N * OH, 1, [&](int64_t b, int64_t e) { depthwise_nhwc_f32(dg, x, wd, bias, y, b, e); });
+    return;
+  }
   parallel(ctx, N * OH, 1, [&](int64_t b, int64_t e) {
     std::vector<float> acc((size_t)OC);
     for (int64_t r = b; r < e; r++) {

@@ -1,0 +1,105 @@
+#include "kernels/depthwise.h"
+
+#include <algorithm>
+
+#include "kernels/cpu_features.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace etnp {
+namespace {
+
+// The taps of output position `o` that fall inside the input: [first, last).
+inline void tap_range(int64_t o, int64_t stride, int64_t pad, int64_t dil, int64_t k, int64_t in, int64_t& first,
+                      int64_t& last) {
+  int64_t start = o * stride - pad;  // input coordinate of tap 0
+  first = start >= 0 ? 0 : (-start + dil - 1) / dil;
+  int64_t end = in - start;           // taps t with start + t*dil < in
+  last = end <= 0 ? 0 : std::min<int64_t>(k, (end + dil - 1) / dil);
+  if (first > last) first = last;
+}
+
+void row_generic(const DepthwiseGeom& g, const float* x, const float* w, const float* bias, float* y, int64_t bn,
+                 int64_t oh) {
+  int64_t i0, i1;
+  tap_range(oh, g.sh, g.pad_top, g.dh, g.KH, g.H, i0, i1);
+  for (int64_t ow = 0; ow < g.OW; ow++) {
+    int64_t j0, j1;
+    tap_range(ow, g.sw, g.pad_left, g.dw, g.KW, g.W, j0, j1);
+    float* out = y + ((bn * g.OH + oh) * g.OW + ow) * g.C;
+    for (int64_t c = 0; c < g.C; c++) out[c] = bias ? bias[c] : 0.f;
+    for (int64_t i = i0; i < i1; i++) {
+      int64_t ih = oh * g.sh - g.pad_top + i * g.dh;
+      for (int64_t j = j0; j < j1; j++) {
+        int64_t iw = ow * g.sw - g.pad_left + j * g.dw;
+        const float* xp = x + ((bn * g.H + ih) * g.W + iw) * g.C;
+        const float* kp = w + (i * g.KW + j) * g.C;
+        for (int64_t c = 0; c < g.C; c++) out[c] += xp[c] * kp[c];
+      }
+    }
+    for (int64_t c = 0; c < g.C; c++) out[c] = std::min(std::max(out[c], g.lo), g.hi);
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) void row_avx2(const DepthwiseGeom& g, const float* x, const float* w,
+                                                  const float* bias, float* y, int64_t bn, int64_t oh) {
+  int64_t i0, i1;
+  tap_range(oh, g.sh, g.pad_top, g.dh, g.KH, g.H, i0, i1);
+  const int64_t C = g.C;
+  const __m256 lo = _mm256_set1_ps(g.lo), hi = _mm256_set1_ps(g.hi);
+  for (int64_t ow = 0; ow < g.OW; ow++) {
+    int64_t j0, j1;
+    tap_range(ow, g.sw, g.pad_left, g.dw, g.KW, g.W, j0, j1);
+    float* out = y + ((bn * g.OH + oh) * g.OW + ow) * C;
+    // element offset of tap (0, 0), possibly outside the input (only in-range taps are read)
+    const int64_t base = ((bn * g.H + (oh * g.sh - g.pad_top)) * g.W + (ow * g.sw - g.pad_left)) * C;
+    int64_t c = 0;
+    for (; c + 16 <= C; c += 16) {
+      __m256 a0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
+      __m256 a1 = bias ? _mm256_loadu_ps(bias + c + 8) : _mm256_setzero_ps();
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = j0; j < j1; j++) {
+          const float* xp = x + (base + (i * g.dh * g.W + j * g.dw) * C + c);
+          const float* kp = w + (i * g.KW + j) * C + c;
+          a0 = _mm256_fmadd_ps(_mm256_loadu_ps(xp), _mm256_loadu_ps(kp), a0);
+          a1 = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 8), _mm256_loadu_ps(kp + 8), a1);
+        }
+      _mm256_storeu_ps(out + c, _mm256_min_ps(hi, _mm256_max_ps(lo, a0)));  // NaN stays NaN
+      _mm256_storeu_ps(out + c + 8, _mm256_min_ps(hi, _mm256_max_ps(lo, a1)));
+    }
+    for (; c + 8 <= C; c += 8) {
+      __m256 a0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = j0; j < j1; j++)
+          a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + (base + (i * g.dh * g.W + j * g.dw) * C + c)),
+                               _mm256_loadu_ps(w + (i * g.KW + j) * C + c), a0);
+      _mm256_storeu_ps(out + c, _mm256_min_ps(hi, _mm256_max_ps(lo, a0)));
+    }
+    for (; c < C; c++) {
+      float s = bias ? bias[c] : 0.f;
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = j0; j < j1; j++) s += x[base + (i * g.dh * g.W + j * g.dw) * C + c] * w[(i * g.KW + j) * C + c];
+      out[c] = std::min(std::max(s, g.lo), g.hi);
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+void depthwise_nhwc_f32(const DepthwiseGeom& g, const float* x, const float* w, const float* bias, float* y,
+                        int64_t row_begin, int64_t row_end) {
+#if defined(__x86_64__)
+  static const bool avx2 = cpu_has_avx2_fma();
+  if (avx2) {
+    for (int64_t r = row_begin; r < row_end; r++) row_avx2(g, x, w, bias, y, r / g.OH, r % g.OH);
+    return;
+  }
+#endif
+  for (int64_t r = row_begin; r < row_end; r++) row_generic(g, x, w, bias, y, r / g.OH, r % g.OH);
+}
+
+}  // namespace etnp
