@@ -237,6 +237,17 @@ class Method:
         self._shapes = [ffi.new("int64_t[16]") for _ in ins]
         self._res = ffi.new("etnp_result **")
         self._meta_buf = ffi.new("etnp_value_meta *")
+        # outputs whose shape cannot change (static tensors): their arrays need no per-call metadata
+        static_outs = []
+        for i in range(len(outs)):
+            check(lib.etnp_method_output_meta(ptr, i, m))
+            if m.kind != _KIND_TENSOR or m.dynamic != 0 or (m.dtype not in dtypes._CODE_TO_NP and m.dtype != dtypes.BF16_CODE):
+                static_outs = None
+                break
+            dt = dtypes.to_numpy(m.dtype)
+            carrier = np.dtype(np.uint16) if m.dtype == dtypes.BF16_CODE else dt
+            static_outs.append((tuple(int(m.sizes[d]) for d in range(m.ndim)), dt, carrier, int(m.nbytes)))
+        self._static_outs = static_outs
         self._fast_dtypes = [dtypes.to_numpy(code) if kind == _KIND_TENSOR and code in dtypes._CODE_TO_NP else None
                              for kind, code in self._in_codes]
 
@@ -278,8 +289,11 @@ class Method:
             raise ExecutionError(f"method {self.name!r} takes {len(codes)} inputs, got {n}")
         tls = custom_ops._tls
         outer = getattr(tls, "lock", None)
+        lock = self._lock
+        if outer is lock:
+            _check_not_inside_op(lock, f"call method {self.name!r}")
         # the per-call C structures below are reused: build them under the lock
-        with _holding(self._lock, f"call method {self.name!r}"):
+        with lock:
             cin, shapes, fast = self._cin, self._shapes, self._fast_dtypes
             keep = []
             for i in range(n):
@@ -346,6 +360,16 @@ class Method:
             raise ExecutionError(f"input {i}: inputs of kind {_KIND_NAMES.get(kind, kind)} are not supported")
 
     def _outputs(self, result) -> List[Any]:
+        static = self._static_outs
+        if static is not None:  # every output a static-shape tensor: shapes known since load
+            outs = []
+            copy, from_buffer = lib.etnp_result_copy_output, ffi.from_buffer
+            for i, (shape, dt, carrier, nbytes) in enumerate(static):
+                arr = np.empty(shape, dtype=carrier)
+                if nbytes:
+                    check(copy(result, i, from_buffer("char[]", arr), nbytes))
+                outs.append(arr if carrier is dt else arr.view(dt))
+            return outs
         m = self._meta_buf
         outs: List[Any] = []
         for i in range(lib.etnp_result_num_outputs(result)):
