@@ -1,14 +1,29 @@
 #include "kernels/cpu_features.h"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace etnp {
+
+// ETNP_CPU=avx2 or ETNP_CPU=generic caps the kernels chosen at run time (to test every path on
+// one machine, or to compare them); unset or anything else: use what the CPU has.
+static int cpu_cap() {
+  static const int cap = [] {
+    const char* v = std::getenv("ETNP_CPU");
+    if (v && std::strcmp(v, "generic") == 0) return 0;
+    if (v && std::strcmp(v, "avx2") == 0) return 1;
+    return 2;
+  }();
+  return cap;
+}
 
 #if defined(__x86_64__) || defined(__i386__)
 bool cpu_has_avx2_fma() {
-  static const bool v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool v = cpu_cap() >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return v;
 }
 bool cpu_has_avx512f() {
-  static const bool v = __builtin_cpu_supports("avx512f");
+  static const bool v = cpu_cap() >= 2 && cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f");
   return v;
 }
 #else

@@ -86,6 +86,43 @@ __attribute__((target("avx2,fma"))) void row_avx2(const DepthwiseGeom& g, const 
     }
   }
 }
+
+__attribute__((target("avx512f"))) void row_avx512(const DepthwiseGeom& g, const float* x, const float* w,
+                                                  const float* bias, float* y, int64_t bn, int64_t oh) {
+  int64_t i0, i1;
+  tap_range(oh, g.sh, g.pad_top, g.dh, g.KH, g.H, i0, i1);
+  const int64_t C = g.C;
+  const __m512 lo = _mm512_set1_ps(g.lo), hi = _mm512_set1_ps(g.hi);
+  for (int64_t ow = 0; ow < g.OW; ow++) {
+    int64_t j0, j1;
+    tap_range(ow, g.sw, g.pad_left, g.dw, g.KW, g.W, j0, j1);
+    float* out = y + ((bn * g.OH + oh) * g.OW + ow) * C;
+    const int64_t base = ((bn * g.H + (oh * g.sh - g.pad_top)) * g.W + (ow * g.sw - g.pad_left)) * C;
+    int64_t c = 0;
+    for (; c + 32 <= C; c += 32) {
+      __m512 a0 = bias ? _mm512_loadu_ps(bias + c) : _mm512_setzero_ps();
+      __m512 a1 = bias ? _mm512_loadu_ps(bias + c + 16) : _mm512_setzero_ps();
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = j0; j < j1; j++) {
+          const float* xp = x + (base + (i * g.dh * g.W + j * g.dw) * C + c);
+          const float* kp = w + (i * g.KW + j) * C + c;
+          a0 = _mm512_fmadd_ps(_mm512_loadu_ps(xp), _mm512_loadu_ps(kp), a0);
+          a1 = _mm512_fmadd_ps(_mm512_loadu_ps(xp + 16), _mm512_loadu_ps(kp + 16), a1);
+        }
+      _mm512_storeu_ps(out + c, _mm512_min_ps(hi, _mm512_max_ps(lo, a0)));  // NaN stays NaN
+      _mm512_storeu_ps(out + c + 16, _mm512_min_ps(hi, _mm512_max_ps(lo, a1)));
+    }
+    for (; c < C; c += 16) {  // the rest, 16 lanes at a time, masked at the end
+      __mmask16 m = C - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1);
+      __m512 a0 = bias ? _mm512_maskz_loadu_ps(m, bias + c) : _mm512_setzero_ps();
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = j0; j < j1; j++)
+          a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + (base + (i * g.dh * g.W + j * g.dw) * C + c)),
+                               _mm512_maskz_loadu_ps(m, w + (i * g.KW + j) * C + c), a0);
+      _mm512_mask_storeu_ps(out + c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, a0)));
+    }
+  }
+}
 #endif
 
 }  // namespace
@@ -93,7 +130,11 @@ __attribute__((target("avx2,fma"))) void row_avx2(const DepthwiseGeom& g, const 
 void depthwise_nhwc_f32(const DepthwiseGeom& g, const float* x, const float* w, const float* bias, float* y,
                         int64_t row_begin, int64_t row_end) {
 #if defined(__x86_64__)
-  static const bool avx2 = cpu_has_avx2_fma();
+  static const bool avx2 = cpu_has_avx2_fma(), avx512 = cpu_has_avx512f();
+  if (avx512) {
+    for (int64_t r = row_begin; r < row_end; r++) row_avx512(g, x, w, bias, y, r / g.OH, r % g.OH);
+    return;
+  }
   if (avx2) {
     for (int64_t r = row_begin; r < row_end; r++) row_avx2(g, x, w, bias, y, r / g.OH, r % g.OH);
     return;

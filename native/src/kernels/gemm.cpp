@@ -107,6 +107,56 @@ __attribute__((target("avx2,fma"))) void tile_avx2(int64_t K, const float* A, in
   ETNP_TILE_ROW(3, c30, c31); ETNP_TILE_ROW(4, c40, c41); ETNP_TILE_ROW(5, c50, c51);
 #undef ETNP_TILE_ROW
 }
+
+__attribute__((target("avx512f"), always_inline)) inline void tile_row_avx512(float* c, __m512 v0, __m512 v1,
+                                                                             __m512 bc0, __m512 bc1, const float* br,
+                                                                             bool accumulate, __m512 vlo, __m512 vhi) {
+  v0 = _mm512_add_ps(v0, bc0);
+  v1 = _mm512_add_ps(v1, bc1);
+  if (br) {
+    __m512 b = _mm512_set1_ps(*br);
+    v0 = _mm512_add_ps(v0, b);
+    v1 = _mm512_add_ps(v1, b);
+  }
+  if (accumulate) {
+    v0 = _mm512_add_ps(v0, _mm512_loadu_ps(c));
+    v1 = _mm512_add_ps(v1, _mm512_loadu_ps(c + 16));
+  }
+  _mm512_storeu_ps(c, _mm512_min_ps(vhi, _mm512_max_ps(vlo, v0)));  // NaN stays NaN (value second)
+  _mm512_storeu_ps(c + 16, _mm512_min_ps(vhi, _mm512_max_ps(vlo, v1)));
+}
+
+// Two adjacent full panels at once: an MR x 2*NR tile, b0/b1 the panels' packed data.
+__attribute__((target("avx512f"))) void tile2_avx512(int64_t K, const float* A, int64_t rsa, const float* b0p,
+                                                    const float* b1p, float* C, int64_t ldc, const float* bias_row,
+                                                    const float* bias_col, bool accumulate, float lo, float hi) {
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+         c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  const float *a0 = A, *a1 = A + rsa, *a2 = A + 2 * rsa, *a3 = A + 3 * rsa, *a4 = A + 4 * rsa, *a5 = A + 5 * rsa;
+  for (int64_t k = 0; k < K; k++) {
+    __m512 b0 = _mm512_loadu_ps(b0p + k * NR), b1 = _mm512_loadu_ps(b1p + k * NR);
+    __m512 x = _mm512_set1_ps(a0[k]);
+    c00 = _mm512_fmadd_ps(x, b0, c00); c01 = _mm512_fmadd_ps(x, b1, c01);
+    x = _mm512_set1_ps(a1[k]);
+    c10 = _mm512_fmadd_ps(x, b0, c10); c11 = _mm512_fmadd_ps(x, b1, c11);
+    x = _mm512_set1_ps(a2[k]);
+    c20 = _mm512_fmadd_ps(x, b0, c20); c21 = _mm512_fmadd_ps(x, b1, c21);
+    x = _mm512_set1_ps(a3[k]);
+    c30 = _mm512_fmadd_ps(x, b0, c30); c31 = _mm512_fmadd_ps(x, b1, c31);
+    x = _mm512_set1_ps(a4[k]);
+    c40 = _mm512_fmadd_ps(x, b0, c40); c41 = _mm512_fmadd_ps(x, b1, c41);
+    x = _mm512_set1_ps(a5[k]);
+    c50 = _mm512_fmadd_ps(x, b0, c50); c51 = _mm512_fmadd_ps(x, b1, c51);
+  }
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  __m512 bc0 = bias_col ? _mm512_loadu_ps(bias_col) : _mm512_setzero_ps();
+  __m512 bc1 = bias_col ? _mm512_loadu_ps(bias_col + 16) : _mm512_setzero_ps();
+#define ETNP_TILE_ROW(i, v0, v1) \
+  tile_row_avx512(C + (i) * ldc, v0, v1, bc0, bc1, bias_row ? bias_row + (i) : nullptr, accumulate, vlo, vhi)
+  ETNP_TILE_ROW(0, c00, c01); ETNP_TILE_ROW(1, c10, c11); ETNP_TILE_ROW(2, c20, c21);
+  ETNP_TILE_ROW(3, c30, c31); ETNP_TILE_ROW(4, c40, c41); ETNP_TILE_ROW(5, c50, c51);
+#undef ETNP_TILE_ROW
+}
 #endif
 
 using Micro = void (*)(int64_t, const float*, const float*, float*);
@@ -166,7 +216,7 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
   int64_t col_split = (mb >= nt * 2) ? 1 : std::min<int64_t>(nb, (nt * 2 + mb - 1) / mb);
   int64_t cols_per = (nb + col_split - 1) / col_split;
 #if defined(__x86_64__)
-  static const bool avx2 = cpu_has_avx2_fma();
+  static const bool avx2 = cpu_has_avx2_fma(), avx512 = cpu_has_avx512f();
   const bool direct = avx2 && csa == 1;
 #endif
   auto tasks = [&](int64_t b, int64_t e) {
@@ -182,6 +232,13 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
         for (int64_t pn = pn0; pn < pn1; pn++) {
           int64_t n0 = pn * NR;
           if (N - n0 < NR) break;  // the ragged last column panel goes through the packed path
+          if (avx512 && pn + 1 < pn1 && N - n0 >= 2 * NR) {  // two full panels: one 6 x 32 tile
+            tile2_avx512(K, A + m0 * rsa, rsa, B.data.data() + pn * NR * K, B.data.data() + (pn + 1) * NR * K,
+                         C + m0 * ldc + n0, ldc, ep.bias_row ? ep.bias_row + m0 : nullptr,
+                         ep.bias_col ? ep.bias_col + n0 : nullptr, ep.accumulate, ep.min, ep.max);
+            pn0 = ++pn + 1;
+            continue;
+          }
           tile_avx2(K, A + m0 * rsa, rsa, B.data.data() + pn * NR * K, C + m0 * ldc + n0, ldc,
                     ep.bias_row ? ep.bias_row + m0 : nullptr, ep.bias_col ? ep.bias_col + n0 : nullptr, ep.accumulate,
                     ep.min, ep.max);

@@ -1,0 +1,48 @@
+"""Every run-time-selected kernel path gives the reference answers: the fixture tests use the
+best path this CPU has; here the others are forced with ETNP_CPU (read once per process)."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import MODELS
+
+SCRIPT = r"""
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import executorch_numpy_runtime as en
+from conftest import assert_matches, method_inputs, method_outputs, model_path, reference
+from test_fixtures import TOLERANCES
+for name in sys.argv[2:]:
+    ref = reference(name)
+    m = en.Runtime(num_threads=2).load_program(model_path(name)).load_method("forward")
+    atol, rtol = TOLERANCES[name]
+    assert_matches(m(method_inputs(ref, "forward")), method_outputs(ref, "forward"), atol, rtol, name)
+print("cpu=" + en.runtime_info()["cpu_features"])
+print("ok")
+"""
+
+MODELS_TO_CHECK = ["mobilenet_v2_xnn", "small_cnn_xnn", "encoder_xnn", "mlp", "small_cnn", "ops_conv3d",
+                   "qlinear_dyn_xnn", "custom_lstm"]
+
+
+@pytest.mark.parametrize("cpu", ["generic", "avx2"])
+def test_forced_kernel_paths_match_torch(cpu):
+    env = dict(os.environ, ETNP_CPU=cpu)
+    import executorch_numpy_runtime
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__))
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, "-c", SCRIPT, tests_dir] + MODELS_TO_CHECK, capture_output=True, text=True,
+                       timeout=300, env=env, cwd=tests_dir)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+    import executorch_numpy_runtime as en
+    native = en.runtime_info()["cpu_features"]
+    want = "generic" if cpu == "generic" or native == "generic" else "avx2,fma"
+    assert f"cpu={want}" in r.stdout
+
+
+def test_cpu_features_reported():
+    import executorch_numpy_runtime as en
+    assert en.runtime_info()["cpu_features"] in ("generic", "avx2,fma", "avx512f,avx2,fma")
