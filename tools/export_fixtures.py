@@ -528,6 +528,7 @@ def fixtures():
     f["ops_preserved"] = dict(methods={"forward": (Preserved(), (rnd(3, 4, 6), rnd(1, 2, 5, 6), rnd(1, 2, 3, 4, 4),
                                                                 rnd(5, 6), torch.randint(-50, 50, (3, 4))))},
                               preserve=PRESERVED_OPS)
+    f["encoder"] = dict(methods={"forward": (Encoder(), (rnd(2, 6, 32),))})  # portable transformer layer
     return f
 
 
