@@ -236,6 +236,12 @@ class Method:
         self._cin = ffi.new("etnp_input[]", max(len(ins), 1))
         self._shapes = [ffi.new("int64_t[16]") for _ in ins]
         self._res = ffi.new("etnp_result **")
+        self._cin_items = [self._cin[i] for i in range(len(ins))]
+        self._last_shapes: List[Optional[Tuple[int, ...]]] = [None] * len(ins)
+        for i, (kind, code) in enumerate(self._in_codes):
+            if kind == _KIND_TENSOR:
+                c = self._cin_items[i]
+                c.kind, c.dtype, c.sizes, c.ndim = kind, code, self._shapes[i], 0
         self._meta_buf = ffi.new("etnp_value_meta *")
         # outputs whose shape cannot change (static tensors): their arrays need no per-call metadata
         static_outs = []
@@ -294,21 +300,25 @@ class Method:
             _check_not_inside_op(lock, f"call method {self.name!r}")
         # the per-call C structures below are reused: build them under the lock
         with lock:
-            cin, shapes, fast = self._cin, self._shapes, self._fast_dtypes
+            cin, items, fast, last = self._cin, self._cin_items, self._fast_dtypes, self._last_shapes
             keep = []
             for i in range(n):
                 x = inputs[i]
                 kind, code = codes[i]
-                c = cin[i]
-                if kind == _KIND_TENSOR:
+                c = items[i]
+                if kind == _KIND_TENSOR:  # kind, dtype and the sizes array are set once, at load
                     if not (type(x) is np.ndarray and x.dtype is fast[i] and x.flags.c_contiguous and x.flags.aligned):
                         x = self._tensor(i, x, code)
-                    nd = x.ndim
-                    if nd > 16:
-                        raise ExecutionError(f"input {i}: rank {nd} is above the maximum of 16")
-                    shape = shapes[i]
-                    shape[0:nd] = x.shape
-                    if x.nbytes:
+                    shape = x.shape
+                    if shape != last[i]:
+                        nd = len(shape)
+                        if nd > 16:
+                            raise ExecutionError(f"input {i}: rank {nd} is above the maximum of 16")
+                        self._shapes[i][0:nd] = shape
+                        c.ndim = nd
+                        last[i] = shape
+                    nbytes = x.nbytes
+                    if nbytes:
                         try:
                             data = ffi.from_buffer("char[]", x)
                         except (TypeError, ValueError, BufferError):  # dtypes without a buffer format (ml_dtypes)
@@ -316,7 +326,7 @@ class Method:
                     else:
                         data = ffi.NULL
                     keep.append((x, data))
-                    c.kind, c.dtype, c.ndim, c.sizes, c.data, c.nbytes = kind, code, nd, shape, data, x.nbytes
+                    c.data, c.nbytes = data, nbytes
                 else:
                     self._scalar(i, x, kind, c)
             tls.lock = self._lock
