@@ -35,6 +35,7 @@ TOLERANCES = {
     # ops to_edge would decompose, kept whole with preserve_ops: our direct kernels for them
     "ops_preserved": (1e-5, 1e-4),
     "encoder": (1e-5, 1e-4),  # a transformer encoder layer on the portable kernels
+    "ops_quant_token": (1e-6, 1e-6),  # per-token choose_qparams/quantize/dequantize
 }
 
 

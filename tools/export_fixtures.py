@@ -267,6 +267,14 @@ _QUANT_OUT = {
     "choose_qparams.Tensor_out": ("Tensor input, int quant_min, int quant_max, float eps, ScalarType dtype, *, "
                                   "Tensor(a!) scale_out, Tensor(b!) zero_point_out) -> (Tensor(a!), Tensor(b!))",
                                   "choose_qparams.tensor"),
+    "choose_qparams_per_token_asymmetric.out": ("Tensor input, ScalarType dtype, *, Tensor(a!) scale_out, "
+                                                "Tensor(b!) zero_point_out) -> (Tensor(a!), Tensor(b!))",
+                                                "choose_qparams_per_token_asymmetric.default"),
+    "quantize_per_token.out": ("Tensor input, Tensor scales, Tensor zero_points, int quant_min, int quant_max, "
+                               "ScalarType dtype, *, Tensor(a!) out) -> Tensor(a!)", "quantize_per_token.default"),
+    "dequantize_per_token.out": ("Tensor input, Tensor scales, Tensor zero_points, int quant_min, int quant_max, "
+                                 "ScalarType dtype, ScalarType output_dtype, *, Tensor(a!) out) -> Tensor(a!)",
+                                 "dequantize_per_token.default"),
 }
 
 
@@ -392,6 +400,15 @@ class QuantPortable(nn.Module):
                 u8, qd.dequantize_per_tensor(u8, 0.01, 128, 0, 255, torch.uint8),
                 qc, qd.dequantize_per_channel(qc, self.scales, self.zps, 1, -128, 127, torch.int8),
                 qt, qd.dequantize_per_tensor.tensor(qt, s, z, -128, 127, torch.int8))
+
+
+class QuantToken(nn.Module):
+    """Per-token (per-row) dynamic quantisation, as LLM-style exports emit it."""
+    def forward(self, x):
+        qd = torch.ops.quantized_decomposed
+        s, z = qd.choose_qparams_per_token_asymmetric(x, torch.int8)
+        q = qd.quantize_per_token(x, s, z, -128, 127, torch.int8)
+        return s, z, q, qd.dequantize_per_token(q, s, z, -128, 127, torch.int8, torch.float32)
 
 
 class Dtypes(nn.Module):
@@ -529,6 +546,7 @@ def fixtures():
                                                                 rnd(5, 6), torch.randint(-50, 50, (3, 4))))},
                               preserve=PRESERVED_OPS)
     f["encoder"] = dict(methods={"forward": (Encoder(), (rnd(2, 6, 32),))})  # portable transformer layer
+    f["ops_quant_token"] = dict(methods={"forward": (QuantToken(), (rnd(2, 3, 8, lo=-3, hi=2),))}, quantized_out=True)
     return f
 
 
