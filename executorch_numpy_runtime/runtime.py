@@ -177,6 +177,21 @@ class Program:
         """The backend ids of a method's delegate calls."""
         return self._list(lib.etnp_program_method_delegates, method)
 
+    def signature(self, method: str = "forward") -> MethodMeta:
+        """A method's inputs and outputs as the program declares them, without loading it."""
+        ptr = self._live()
+        name = method.encode()
+        count, m = ffi.new("size_t *"), ffi.new("etnp_value_meta *")
+        sides = []
+        for output in (0, 1):
+            check(lib.etnp_program_method_num_io(ptr, name, output, count), f"reading the signature of {method!r}")
+            metas = []
+            for i in range(count[0]):
+                check(lib.etnp_program_method_io_meta(ptr, name, output, i, m), f"reading the signature of {method!r}")
+                metas.append(_meta(m))
+            sides.append(tuple(metas))
+        return MethodMeta(method, sides[0], sides[1])
+
     def _list(self, fn, method: str) -> List[str]:
         ptr = self._live()
         out, i, name = [], 0, ffi.new("const char **")
@@ -201,7 +216,15 @@ class Program:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Program(methods={list(self._method_names)})"
+        if self._ptr is None:
+            return f"Program(methods={list(self._method_names)}, closed)"
+        sigs = []
+        for name in self._method_names:
+            try:
+                sigs.append(str(self.signature(name)))
+            except ExecuTorchError:
+                sigs.append(f"{name}(?)")
+        return f"Program({'; '.join(sigs)})"
 
 
 class Method:

@@ -30,6 +30,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   etnp_program* prog = nullptr;
   if (etnp_program_load_bytes(runtime(), data, size, &prog) != ETNP_OK) return 0;
   for (size_t k = 0; k < etnp_program_num_methods(prog); k++) {
+    const char* name = etnp_program_method_name(prog, k);
+    for (int side = 0; side < 2; side++) {  // the signature reader, on plans that may not load
+      size_t n = 0;
+      etnp_value_meta meta;
+      if (etnp_program_method_num_io(prog, name, side, &n) == ETNP_OK)
+        for (size_t i = 0; i < n; i++) etnp_program_method_io_meta(prog, name, side, i, &meta);
+    }
     etnp_method* m = nullptr;
     if (etnp_method_load(prog, etnp_program_method_name(prog, k), &m) != ETNP_OK) continue;
     InputSet s;

@@ -195,3 +195,22 @@ def test_bfloat16_model_ml_dtypes(rt):
     assert out.dtype == np.dtype(ml_dtypes.bfloat16)
     assert en.runtime_info()["bfloat16"] == "ml_dtypes"
     np.testing.assert_allclose(out.astype(np.float32), _bf16_to_f32(ref["forward:out:0"]), rtol=2 ** -7, atol=1e-3)
+
+
+def test_signature_without_loading_matches_loaded_metadata(rt):
+    import glob
+    import os
+
+    import executorch_numpy_runtime as en
+    for path in sorted(glob.glob(os.path.join(os.path.dirname(model_path("add")), "*.pte"))):
+        prog = rt.load_program(path)
+        for name in prog.method_names:
+            sig = prog.signature(name)
+            assert str(sig) in repr(prog)
+            try:
+                loaded = prog.load_method(name).metadata
+            except en.OperatorNotFound:  # custom_pyop: its Python op is not registered here
+                continue
+            assert sig == loaded, path
+    with pytest.raises(en.ExecuTorchError, match="nope"):
+        rt.load_program(model_path("add")).signature("nope")

@@ -118,6 +118,12 @@ const char *etnp_program_method_name(const etnp_program *prog, size_t i);
 /* Operators / delegates used by one method (for coverage tools); no kernels needed. */
 int etnp_program_method_ops(const etnp_program *prog, const char *method, size_t i, const char **name);
 int etnp_program_method_delegates(const etnp_program *prog, const char *method, size_t i, const char **id);
+/* A method's signature as its plan declares it, without loading the method: the number of
+ * inputs (output = 0) or outputs (output = 1), and the i-th one's kind, dtype, sizes (upper
+ * bounds when dynamic) and dynamism; nbytes and values are 0. */
+int etnp_program_method_num_io(const etnp_program *prog, const char *method, int output, size_t *count);
+int etnp_program_method_io_meta(const etnp_program *prog, const char *method, int output, size_t i,
+                                etnp_value_meta *out);
 
 /* ---- method ---- */
 int etnp_method_load(etnp_program *prog, const char *name, etnp_method **out);

@@ -141,6 +141,20 @@ const char* etnp_program_method_name(const etnp_program* p, size_t i) {
   return p && i < p->prog->method_names().size() ? p->prog->method_names()[i].c_str() : nullptr;
 }
 
+int etnp_program_method_num_io(const etnp_program* p, const char* method, int output, size_t* count) {
+  REQUIRE(p); REQUIRE(method); REQUIRE(count);
+  *count = 0;
+  return guard([&] { *count = plan_num_io(p->prog->plan(method), output != 0); });
+}
+int etnp_program_method_io_meta(const etnp_program* p, const char* method, int output, size_t i, etnp_value_meta* out) {
+  REQUIRE(p); REQUIRE(method); REQUIRE(out);
+  return guard([&] {
+    EValue v = plan_io_value(p->prog->plan(method), output != 0, i);
+    meta_of(v, out);
+    out->nbytes = 0;
+  });
+}
+
 static int list_item(const etnp_program* p, const char* method, size_t i, const char** name, bool ops) {
   REQUIRE(p); REQUIRE(method); REQUIRE(name);
   *name = nullptr;

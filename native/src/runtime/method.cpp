@@ -38,6 +38,37 @@ std::vector<std::string> plan_delegate_ids(const fb::Table& plan) {
   return out;
 }
 
+size_t plan_num_io(const fb::Table& plan, bool output) { return plan.vector(output ? EP_OUTPUTS : EP_INPUTS, 4).size(); }
+
+EValue plan_io_value(const fb::Table& plan, bool output, size_t i) {
+  fb::Vector io = plan.vector(output ? EP_OUTPUTS : EP_INPUTS, 4), vals = plan.vector(EP_VALUES, 4);
+  if (i >= io.size()) throw Error(ETNP_ERR_INVALID_ARGUMENT, "index out of range");
+  int32_t idx = io.at<int32_t>((uint32_t)i);
+  if (idx < 0 || (uint32_t)idx >= vals.size()) throw_load("method input/output refers to a value outside the table");
+  fb::Table ev = vals.table((uint32_t)idx);
+  uint8_t ut = ev.scalar<uint8_t>(0);
+  EValue v;
+  if (ut > 11) throw_load("value has an unknown kind " + std::to_string(ut));
+  v.tag = ut <= 1 ? Tag::None : (Tag)(ut - 1);
+  if (v.tag != Tag::Tensor) return v;
+  fb::Table t = ev.table(1);
+  if (!t) throw_load("tensor value has no payload");
+  int8_t st = t.scalar<int8_t>(T_SCALAR_TYPE);
+  if (!dtype_supported(st)) throw_load("tensor of unsupported dtype " + scalar_type_name(st));
+  v.t.dtype = (DType)st;
+  fb::Vector sizes = t.vector(T_SIZES, 4);
+  if (sizes.size() > (uint32_t)kMaxDims) throw_load("tensor rank " + std::to_string(sizes.size()) + " exceeds 16");
+  v.t.dim = (int)sizes.size();
+  for (int k = 0; k < v.t.dim; k++) {
+    int32_t s = sizes.at<int32_t>((uint32_t)k);
+    if (s < 0) throw_load("tensor has a negative size");
+    v.t.sizes[k] = s;
+  }
+  int8_t dyn = t.scalar<int8_t>(T_DYNAMISM);
+  v.t.dynamism = dyn == 1 ? Dynamism::Bound : dyn == 2 ? Dynamism::Unbound : Dynamism::Static;
+  return v;
+}
+
 Method::Method(std::shared_ptr<Program> prog, const std::string& name) : prog_(std::move(prog)), name_(name) {
   fb::Table plan = prog_->plan(name);
   // Planned memory: non_const_buffer_sizes[0] is reserved.

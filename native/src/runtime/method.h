@@ -71,5 +71,10 @@ class Method {
 // Operator names ("ns::name.overload") and delegate ids used by a plan.
 std::vector<std::string> plan_operator_names(const fb::Table& plan);
 std::vector<std::string> plan_delegate_ids(const fb::Table& plan);
+// A method's i-th input (or output) as its plan declares it, read without loading the method:
+// kind, and for tensors dtype, sizes (upper bounds when dynamic) and dynamism. Throws on a
+// malformed plan.
+size_t plan_num_io(const fb::Table& plan, bool output);
+EValue plan_io_value(const fb::Table& plan, bool output, size_t i);
 
 }  // namespace etnp
