@@ -31,8 +31,8 @@ void copy_view(const View& src, Tensor& dst, int64_t dst_off, const int64_t* dst
   for (int64_t s = 0; s < steps; s++) {
     int64_t so = src.offset, dof = dst_off;
     for (int d = 0; d < outer_dims; d++) { so += idx[d] * src.strides[d]; dof += idx[d] * ds[d]; }
-    if (row) std::memcpy(dp + dof * es, sp + so * es, inner * es);
-    else if (same) std::memcpy(dp + dof * es, sp + so * es, es);
+    if (row) std::memmove(dp + dof * es, sp + so * es, inner * es);
+    else if (same) std::memmove(dp + dof * es, sp + so * es, es);
     else if (is_floating(dst.dtype) || is_floating(src.dtype)) store_f64(dp, dst.dtype, dof, load_f64(sp, src.dtype, so));
     else store_i64(dp, dst.dtype, dof, load_i64(sp, src.dtype, so));
     for (int d = outer_dims - 1; d >= 0; d--) {

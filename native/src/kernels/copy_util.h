@@ -14,7 +14,8 @@ struct View {
 };
 View view_of(const Tensor& t);
 // Copies a view into `dst` (already sized like the view) at element offset `dst_off`, with
-// dst's own strides; converts dtype if needed.
+// dst's own strides; converts dtype if needed. Byte copies use memmove: a (hostile) memory plan
+// may place an op's output over its input, so kernels never memcpy between planned tensors.
 void copy_view(const View& src, Tensor& dst, int64_t dst_off = 0, const int64_t* dst_strides = nullptr);
 
 }  // namespace etnp

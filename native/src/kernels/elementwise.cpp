@@ -225,7 +225,7 @@ void where_kernel(KernelContext& ctx, EValue** a, size_t) {
     const uint8_t* cp = c.ptr<uint8_t>();
     for_each_broadcast(out, ins, 3, [&](int64_t o, const int64_t* off) {
       const Tensor& src = cp[off[0]] ? x : y;
-      std::memcpy((uint8_t*)out.data + o * es, (const uint8_t*)src.data + off[cp[off[0]] ? 1 : 2] * es, es);
+      std::memmove((uint8_t*)out.data + o * es, (const uint8_t*)src.data + off[cp[off[0]] ? 1 : 2] * es, es);
     });
     return;
   }

@@ -16,7 +16,7 @@ int64_t checked_index(int64_t i, int64_t n, const char* op) {
 void copy_elem(const Tensor& src, int64_t so, Tensor& dst, int64_t d) {
   if (src.dtype == dst.dtype) {
     size_t es = src.elem_size();
-    std::memcpy((uint8_t*)dst.data + d * es, (const uint8_t*)src.data + so * es, es);
+    std::memmove((uint8_t*)dst.data + d * es, (const uint8_t*)src.data + so * es, es);
   } else if (is_floating(dst.dtype) || is_floating(src.dtype)) {
     store_f64(dst.data, dst.dtype, d, load_f64(src.data, src.dtype, so));
   } else {
@@ -41,7 +41,7 @@ void index_select_kernel(KernelContext&, EValue** a, size_t) {
   for (int64_t j = 0; j < n; j++) {
     int64_t k = checked_index(load_i64(idx.data, idx.dtype, j), len, "index_select");
     for (int64_t o = 0; o < outer; o++)
-      std::memcpy((uint8_t*)out.data + ((o * n + j) * inner) * es, (const uint8_t*)x.data + ((o * len + k) * inner) * es,
+      std::memmove((uint8_t*)out.data + ((o * n + j) * inner) * es, (const uint8_t*)x.data + ((o * len + k) * inner) * es,
                   inner * es);
   }
 }
@@ -59,7 +59,7 @@ void embedding_kernel(KernelContext&, EValue** a, size_t) {
   if (row == 0) return;
   for (int64_t j = 0; j < idx.numel(); j++) {
     int64_t k = checked_index(load_i64(idx.data, idx.dtype, j), w.sizes[0], "embedding");
-    std::memcpy((uint8_t*)out.data + j * row, (const uint8_t*)w.data + k * row, row);
+    std::memmove((uint8_t*)out.data + j * row, (const uint8_t*)w.data + k * row, row);
   }
 }
 

@@ -17,7 +17,7 @@ void view_kernel(KernelContext& ctx, EValue** a, size_t) {
   Tensor& out = tensor_arg(a, 2);
   check_contiguous(x, "view input");
   resize(out, s);
-  if (out.data != x.data && x.nbytes()) std::memcpy(out.data, x.data, x.nbytes());
+  if (out.data != x.data && x.nbytes()) std::memmove(out.data, x.data, x.nbytes());
 }
 
 // permute_copy.out(self, dims, out)
@@ -141,7 +141,7 @@ void unsqueeze_kernel(KernelContext&, EValue** a, size_t) {
   Tensor& out = tensor_arg(a, 2);
   check_contiguous(x, "unsqueeze input");
   resize(out, s);
-  if (out.data != x.data && x.nbytes()) std::memcpy(out.data, x.data, x.nbytes());  // same element order
+  if (out.data != x.data && x.nbytes()) std::memmove(out.data, x.data, x.nbytes());  // same element order
 }
 
 void squeeze_impl(const Tensor& x, const std::vector<int64_t>& dims, bool all, Tensor& out) {
@@ -153,7 +153,7 @@ void squeeze_impl(const Tensor& x, const std::vector<int64_t>& dims, bool all, T
   }
   resize(out, s);
   check_contiguous(x, "squeeze input");
-  if (out.data != x.data && x.nbytes()) std::memcpy(out.data, x.data, x.nbytes());
+  if (out.data != x.data && x.nbytes()) std::memmove(out.data, x.data, x.nbytes());
 }
 void squeeze_dims_kernel(KernelContext& ctx, EValue** a, size_t) {
   squeeze_impl(tensor_arg(a, 0), int_list_arg(ctx, a, 1), false, tensor_arg(a, 2));
@@ -312,7 +312,7 @@ void roll_kernel(KernelContext& ctx, EValue** a, size_t) {
         if (wrap_dim(dims[k], x.dim) == d) j = ((j + shifts[k]) % x.sizes[d] + x.sizes[d]) % x.sizes[d];
       o += j * out.strides[d];
     }
-    std::memcpy((uint8_t*)out.data + o * es, (const uint8_t*)x.data + i * es, es);
+    std::memmove((uint8_t*)out.data + o * es, (const uint8_t*)x.data + i * es, es);
     for (int d = x.dim - 1; d >= 0; d--) { if (++idx[d] < x.sizes[d]) break; idx[d] = 0; }
   }
 }
