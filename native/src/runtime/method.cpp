@@ -59,9 +59,12 @@ EValue plan_io_value(const fb::Table& plan, bool output, size_t i) {
   fb::Vector sizes = t.vector(T_SIZES, 4);
   if (sizes.size() > (uint32_t)kMaxDims) throw_load("tensor rank " + std::to_string(sizes.size()) + " exceeds 16");
   v.t.dim = (int)sizes.size();
+  int64_t numel = 1;
   for (int k = 0; k < v.t.dim; k++) {
     int32_t s = sizes.at<int32_t>((uint32_t)k);
     if (s < 0) throw_load("tensor has a negative size");
+    if (__builtin_mul_overflow(numel, (int64_t)s, &numel) || numel > (int64_t)kMaxBufferBytes)
+      throw_load("tensor size overflows");
     v.t.sizes[k] = s;
   }
   int8_t dyn = t.scalar<int8_t>(T_DYNAMISM);

@@ -6,6 +6,16 @@
 #include <utility>
 
 namespace etnp {
+namespace {
+constexpr int kSpin = 4000;  // pause iterations (~50-200 us) before blocking
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
   for (int i = 1; i < num_threads; i++) workers_.emplace_back([this] { worker_loop(); });
@@ -25,11 +35,15 @@ void ThreadPool::worker_loop() {
   for (;;) {
     const std::function<void(int64_t, int64_t)>* job;
     int64_t n, chunk;
+    for (int i = 0; i < kSpin && generation_.load(std::memory_order_acquire) == seen &&
+                    !stop_.load(std::memory_order_relaxed);
+         i++)
+      cpu_relax();
     {
       std::unique_lock<std::mutex> l(mu_);
-      cv_.wait(l, [&] { return stop_ || generation_ != seen; });
+      cv_.wait(l, [&] { return stop_.load() || generation_.load() != seen; });
       if (stop_) return;
-      seen = generation_;
+      seen = generation_.load();
       job = job_;
       n = n_;
       chunk = chunk_;
@@ -63,8 +77,9 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   }
   cv_.notify_all();
   for (int64_t b; (b = next_.fetch_add(chunk)) < n;) fn(b, std::min(n, b + chunk));
+  for (int i = 0; i < kSpin && active_.load(std::memory_order_acquire) != 0; i++) cpu_relax();
   std::unique_lock<std::mutex> l(mu_);
-  done_cv_.wait(l, [&] { return active_ == 0; });
+  done_cv_.wait(l, [&] { return active_.load() == 0; });
   job_ = nullptr;
 }
 

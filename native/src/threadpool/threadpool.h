@@ -1,6 +1,7 @@
 // A small fork-join thread pool: parallel_for splits [0, n) into chunks run by
 // the calling thread and the workers. One pool per Runtime; calls are serialised
-// by the Runtime, so one parallel region runs at a time.
+// by the Runtime, so one parallel region runs at a time. Between regions workers spin
+// briefly (a model runs many short regions back to back) before sleeping on the condvar.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -28,9 +29,10 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t n_ = 0, chunk_ = 1;
   std::atomic<int64_t> next_{0};
-  int active_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  // written under mu_; atomic so that workers and the caller can spin on them without the lock
+  std::atomic<int> active_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
 };
 
 int physical_cores();
