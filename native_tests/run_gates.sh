@@ -61,9 +61,12 @@ if command -v clang++ >/dev/null 2>&1 && echo 'extern "C" int LLVMFuzzerTestOneI
   # huge planned buffers are legal in the format: the allocator refuses them (-> ProgramLoadError)
   ASAN_OPTIONS=max_allocation_size_mb=2048:allocator_may_return_null=1:detect_leaks=1 \
   "$OUT/libfuzzer/fuzz_libfuzzer" "$CORPUS" "$SEEDS" -max_total_time="$LIBFUZZER_SECONDS" -max_len=65536 \
-    -rss_limit_mb=4096 -malloc_limit_mb=4096 -timeout=20 -print_final_stats=1 -artifact_prefix="$OUT/libfuzzer-crashes/" 2>&1 \
+    -rss_limit_mb=4096 -malloc_limit_mb=4096 -timeout=300 -report_slow_units=300 -print_final_stats=1 \
+    -artifact_prefix="$OUT/libfuzzer-crashes/" 2>&1 \
     | grep -E '^(stat::|#[0-9]+ *(DONE|INITED)|==|SUMMARY|Done)' || true
-  [ -z "$(ls -A "$OUT/libfuzzer-crashes")" ] || { echo "libFuzzer found crashes in $OUT/libfuzzer-crashes"; exit 1; }
+  # A mutated program may legally declare a lot of work (a huge convolution: ~0.5 s in release,
+  # tens of seconds under ASan); only a crash, leak, OOM or a 300 s timeout fails the gate.
+  [ -z "$(ls -A "$OUT/libfuzzer-crashes" | grep -v '^slow-unit-')" ] || { echo "libFuzzer found crashes in $OUT/libfuzzer-crashes"; exit 1; }
 else
   echo "== libFuzzer: SKIPPED (no clang++ with -fsanitize=fuzzer; apt-get install clang libclang-rt-14-dev)"
 fi
