@@ -356,6 +356,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   check_filter(n, w, {OC, (int64_t)n.kh, (int64_t)n.kw, ICg});
   if (M * K > (int64_t(1) << 32)) fail(n, "im2col buffer would be too large");
   const float* bias = bias_of(g, n, OC);
+  if (M == 0 || OC == 0) return;  // empty output (its buffer may be null: no pointer arithmetic on it)
   bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left && !n.pad_bottom && !n.pad_right;
   for (int64_t gi = 0; gi < G; gi++) {
     const float* A;
