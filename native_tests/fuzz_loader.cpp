@@ -3,6 +3,7 @@
 // interesting integers, truncation, splices), loads it from bytes, and when it loads,
 // loads and runs every method on patterned inputs. Built with ASan+UBSan; on a crash the
 // current input is written to CRASH_DIR for tests/fuzz_corpus/.
+#include <algorithm>
 #include <dirent.h>
 #include <sanitizer/common_interface_defs.h>
 
@@ -91,8 +92,13 @@ int main(int argc, char** argv) {
     closedir(d);
   }
   if (seeds.empty()) { std::fprintf(stderr, "no seeds in %s\n", argv[1]); return 2; }
+  // readdir order differs between file systems: sort, so that a run is the same everywhere
+  std::sort(seeds.begin(), seeds.end());
   __sanitizer_set_death_callback(save_current);
   double seconds = std::atof(argv[2]);
+  // optional 4th argument: stop after this many executions (with the fixed RNG seed below, a
+  // capped run mutates exactly the same inputs on every machine)
+  uint64_t max_execs = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 0;
   std::mt19937_64 rng(12345);
   etnp_runtime* rt = nullptr;
   etnp_runtime_create(1, &rt);
@@ -110,7 +116,7 @@ int main(int argc, char** argv) {
       }
     }
     double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (el >= seconds) break;
+    if (el >= seconds || (max_execs && execs >= max_execs)) break;
   }
   etnp_runtime_destroy(rt);
   std::printf("fuzz_loader: %llu executions (%llu loaded), 0 crashes\n", (unsigned long long)execs,

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_SECONDS=${1:-${ETNP_FUZZ_SECONDS:-60}}
-LIBFUZZER_SECONDS=${2:-${ETNP_LIBFUZZER_SECONDS:-120}}
+LIBFUZZER_SECONDS=${2:-${ETNP_LIBFUZZER_SECONDS:-240}}
 JOBS=${ETNP_BUILD_JOBS:-2}
 OUT=build/native_tests
 mkdir -p "$OUT"
@@ -43,7 +43,8 @@ for m in add mlp small_cnn_xnn xnn_ops; do
 done
 mkdir -p "$OUT/crashes"
 cp tests/models/*.pte "$OUT/crashes/" 2>/dev/null || true
-"$OUT/asan/fuzz_loader" tests/models "$FUZZ_SECONDS" "$OUT/crashes"
+# capped by executions too (fixed RNG seed, sorted seeds): CI mutates exactly the inputs a dry run did
+"$OUT/asan/fuzz_loader" tests/models "$FUZZ_SECONDS" "$OUT/crashes" "${ETNP_FUZZ_MAX_EXECS:-60000}"
 # replay the kept crash corpus too
 "$OUT/asan/fuzz_loader" tests/fuzz_corpus 2 "$OUT/crashes"
 
@@ -54,13 +55,16 @@ if command -v clang++ >/dev/null 2>&1 && echo 'extern "C" int LLVMFuzzerTestOneI
   CXX=clang++ LINK_FLAGS="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined" \
     build libfuzzer "-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" fuzz_libfuzzer
   CORPUS="$OUT/libfuzzer-corpus"
+  rm -rf "$CORPUS" "$OUT/libfuzzer-crashes"  # a fresh start every time: the run is reproducible
   mkdir -p "$CORPUS" "$OUT/libfuzzer-crashes"
   SEEDS="$OUT/libfuzzer-seeds"
   rm -rf "$SEEDS"; mkdir -p "$SEEDS"
   find tests/models tests/fuzz_corpus -type f -size -1024k \( -name '*.pte' -o -name 'crash-*' -o -name 'seed-*' \) -exec cp {} "$SEEDS/" \;
   # huge planned buffers are legal in the format: the allocator refuses them (-> ProgramLoadError)
   ASAN_OPTIONS=max_allocation_size_mb=2048:allocator_may_return_null=1:detect_leaks=1 \
-  "$OUT/libfuzzer/fuzz_libfuzzer" "$CORPUS" "$SEEDS" -max_total_time="$LIBFUZZER_SECONDS" -max_len=65536 \
+  # -seed and -runs make the run reproducible (same mutations on every machine); the time stays a cap
+"$OUT/libfuzzer/fuzz_libfuzzer" "$CORPUS" "$SEEDS" -seed="${ETNP_LIBFUZZER_SEED:-1}" \
+    -runs="${ETNP_LIBFUZZER_RUNS:-150000}" -max_total_time="$LIBFUZZER_SECONDS" -max_len=65536 \
     -rss_limit_mb=4096 -malloc_limit_mb=4096 -timeout=300 -report_slow_units=300 -print_final_stats=1 \
     -artifact_prefix="$OUT/libfuzzer-crashes/" 2>&1 \
     | grep -E '^(stat::|#[0-9]+ *(DONE|INITED)|==|SUMMARY|Done)' || true
