@@ -44,7 +44,7 @@ done
 mkdir -p "$OUT/crashes"
 cp tests/models/*.pte "$OUT/crashes/" 2>/dev/null || true
 # capped by executions too (fixed RNG seed, sorted seeds): CI mutates exactly the inputs a dry run did
-"$OUT/asan/fuzz_loader" tests/models "$FUZZ_SECONDS" "$OUT/crashes" "${ETNP_FUZZ_MAX_EXECS:-60000}"
+"$OUT/asan/fuzz_loader" tests/models "$FUZZ_SECONDS" "$OUT/crashes" "${ETNP_FUZZ_MAX_EXECS:-50000}"
 # replay the kept crash corpus too
 "$OUT/asan/fuzz_loader" tests/fuzz_corpus 2 "$OUT/crashes"
 
