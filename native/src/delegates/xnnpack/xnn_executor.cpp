@@ -16,6 +16,7 @@ class XnnDelegate : public DelegateHandle {
   XnnDelegate(Graph g, ThreadPool* pool) : g_(std::move(g)) {
     for (auto& n : g_.nodes) prepare_node(pool, g_, n);
     for (auto& v : g_.values) v.raw = nullptr;  // program bytes are only read while packing
+    plan_buffer_reuse();
     // Constant filters used only through packed weights need not be kept twice.
     std::vector<int> uses(g_.values.size(), 0), packed_uses(g_.values.size(), 0);
     for (auto& n : g_.nodes)
@@ -34,11 +35,87 @@ class XnnDelegate : public DelegateHandle {
     if (nargs < ni + no)
       throw_exec("XNNPACK delegate expects " + std::to_string(ni + no) + " arguments, got " + std::to_string(nargs));
     for (size_t k = 0; k < ni; k++) load_input(*args[k], g_.values[g_.input_ids[k]], k);
-    for (auto& n : g_.nodes) run_node(ctx, g_, n, scratch_);
+    SwapGuard guard{this};
+    for (size_t i = 0; i < g_.nodes.size(); i++) {
+      for (; guard.done < reuse_end_[i]; guard.done++) swap_buffers(reuse_[guard.done]);
+      run_node(ctx, g_, g_.nodes[i], scratch_);
+    }
     for (size_t k = 0; k < no; k++) store_output(g_.values[g_.output_ids[k]], *args[ni + k], k);
   }
 
  private:
+  // Buffer reuse between internal values whose lifetimes do not overlap, as a memory planner
+  // would: before node i runs, its output takes over the buffer of a value no later node reads,
+  // so a call touches a few cache-warm buffers instead of one buffer per value. The takeovers
+  // are buffer swaps (the dead value holds the taker's buffer), undone in reverse order after
+  // the call, so every call starts from the same assignment and touches the same buffers.
+  struct Reuse {
+    uint32_t taker, giver;
+  };
+  void swap_buffers(const Reuse& r) { g_.values[r.taker].data.swap(g_.values[r.giver].data); }
+  struct SwapGuard {
+    XnnDelegate* d;
+    size_t done = 0;
+    ~SwapGuard() {
+      while (done > 0) d->swap_buffers(d->reuse_[--done]);
+    }
+  };
+
+  void plan_buffer_reuse() {
+    const size_t nv = g_.values.size(), nn = g_.nodes.size();
+    // internal: written by a node, neither constant nor a graph input/output
+    std::vector<int64_t> last_use(nv, -1), produced_at(nv, -1);
+    for (size_t i = 0; i < nn; i++) {
+      for (uint32_t id : g_.nodes[i].inputs)
+        if (id < nv) last_use[id] = (int64_t)i;
+      for (uint32_t id : {g_.nodes[i].output, g_.nodes[i].output2})
+        if (id < nv && produced_at[id] < 0) produced_at[id] = (int64_t)i;
+    }
+    auto internal = [&](uint32_t id) {
+      const Value& v = g_.values[id];
+      return produced_at[id] >= 0 && !v.is_constant && v.external_id == kInvalidId;
+    };
+    for (uint32_t id : g_.input_ids) produced_at[id] = -1;
+    for (uint32_t id : g_.output_ids) produced_at[id] = -1;
+    auto static_size = [&](uint32_t id) {
+      int64_t n = 1;
+      for (int64_t d : g_.values[id].dims)
+        if (d < 0 || __builtin_mul_overflow(n, d, &n)) return int64_t(0);
+      return n;
+    };
+    std::vector<uint32_t> free_ids;        // dead values holding a buffer worth taking
+    std::vector<int64_t> cap(nv, 0);       // planned size of the buffer each value holds
+    std::vector<std::vector<uint32_t>> dies_after(nn);
+    for (uint32_t id = 0; id < nv; id++)
+      if (internal(id)) dies_after[std::max(last_use[id], produced_at[id])].push_back(id);
+    reuse_end_.assign(nn, 0);
+    for (size_t i = 0; i < nn; i++) {
+      for (uint32_t o : {g_.nodes[i].output, g_.nodes[i].output2}) {
+        if (o >= nv || !internal(o) || produced_at[o] != (int64_t)i) continue;
+        int64_t want = static_size(o);
+        // the smallest free buffer that fits, else the largest (it grows once)
+        int best = -1;
+        for (size_t f = 0; f < free_ids.size(); f++) {
+          int64_t c = cap[free_ids[f]];
+          if (best < 0) { best = (int)f; continue; }
+          int64_t bc = cap[free_ids[best]];
+          bool fits = c >= want, best_fits = bc >= want;
+          if ((fits && (!best_fits || c < bc)) || (!fits && !best_fits && c > bc)) best = (int)f;
+        }
+        if (best >= 0) {
+          uint32_t giver = free_ids[best];
+          free_ids.erase(free_ids.begin() + best);
+          reuse_.push_back({o, giver});
+          cap[o] = std::max(cap[giver], want);
+        } else {
+          cap[o] = want;
+        }
+      }
+      reuse_end_[i] = reuse_.size();
+      for (uint32_t id : dies_after[i]) free_ids.push_back(id);
+    }
+  }
+
   static void load_input(EValue& e, Value& v, size_t k) {
     if (e.tag != Tag::Tensor) throw_exec("XNNPACK delegate input " + std::to_string(k) + " is not a tensor");
     const Tensor& t = e.t;
@@ -83,6 +160,8 @@ class XnnDelegate : public DelegateHandle {
 
   Graph g_;
   Scratch scratch_;
+  std::vector<Reuse> reuse_;        // in the order they are made during a call
+  std::vector<size_t> reuse_end_;   // reuse_[0, reuse_end_[i]) are made before node i runs
 };
 
 }  // namespace

@@ -50,17 +50,73 @@ Tensor wrap(Value& v) {
 void clamp_output(const Node& n, Value& o) {
   if (!std::isfinite(n.out_min) && !std::isfinite(n.out_max)) return;
   float lo = n.out_min, hi = n.out_max;
-  for (auto& x : o.data) x = std::min(std::max(x, lo), hi);
+  float* d = o.data.data();
+  for (int64_t i = 0, e = o.numel(); i < e; i++) d[i] = std::min(std::max(d[i], lo), hi);
 }
 
 // ---- elementwise ----
-void binary(KernelContext& ctx, Graph& g, Node& n, BinaryD f) {
+// Elements of `v` repeat with period `len` along the output when v is one element (len 1) or its
+// shape, leading 1s dropped, is a suffix of the output's shape (len = v's element count); 0 otherwise.
+int64_t repeat_period(const Value& v, const std::vector<int64_t>& out_shape) {
+  int64_t nv = v.numel();
+  if (nv == 1) return 1;
+  size_t lead = 0;
+  while (lead < v.shape.size() && v.shape[lead] == 1) lead++;
+  size_t rank = v.shape.size() - lead;
+  if (rank > out_shape.size()) return 0;
+  for (size_t k = 0; k < rank; k++)
+    if (v.shape[lead + k] != out_shape[out_shape.size() - rank + k]) return 0;
+  return nv;
+}
+
+// float32 loops for the common layouts (same shape, a scalar, or a trailing block such as a
+// per-channel vector); false leaves other broadcasts to the generic path. The arithmetic is
+// float32's: for + - * / min max that equals the generic path's double result rounded to float.
+template <typename F>
+bool binary_f32(KernelContext& ctx, Value& a, Value& b, Value& o, F f) {
+  int64_t n = o.numel(), pa = repeat_period(a, o.shape), pb = repeat_period(b, o.shape);
+  if (n == 0) return true;
+  if (!pa || !pb || (pa != n && pb != n) || (pa != n && n % pa) || (pb != n && n % pb)) return false;
+  const float* x = a.data.data();
+  const float* y = b.data.data();
+  float* z = o.data.data();
+  if (pa == n && pb == n) {
+    parallel(ctx, n, 1 << 15, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; i++) z[i] = f(x[i], y[i]);
+    });
+    return true;
+  }
+  bool a_full = pa == n;
+  int64_t len = a_full ? pb : pa;  // period of the repeating operand
+  const float* full = a_full ? x : y;
+  const float* rep = a_full ? y : x;
+  parallel(ctx, n / len, std::max<int64_t>(1, (1 << 15) / len), [&](int64_t s, int64_t e) {
+    for (int64_t r = s; r < e; r++) {
+      const float* u = full + r * len;
+      float* w = z + r * len;
+      if (a_full) for (int64_t j = 0; j < len; j++) w[j] = f(u[j], rep[j]);
+      else for (int64_t j = 0; j < len; j++) w[j] = f(rep[j], u[j]);
+    }
+  });
+  return true;
+}
+
+template <typename F>
+void binary(KernelContext& ctx, Graph& g, Node& n, BinaryD f, F ff) {
   Value &a = in(g, n, 0), &b = in(g, n, 1), &o = out(g, n);
   Tensor ta = wrap(a), tb = wrap(b);
   ensure_shape(o, broadcast_shapes(ta, tb));
+  if (binary_f32(ctx, a, b, o, ff)) return;
   Tensor to = wrap(o);
   binary_apply(ctx, ta, tb, to, f, nullptr);
 }
+struct AddF { float operator()(float x, float y) const { return x + y; } };
+struct SubF { float operator()(float x, float y) const { return x - y; } };
+struct MulF { float operator()(float x, float y) const { return x * y; } };
+struct DivF { float operator()(float x, float y) const { return x / y; } };
+struct MinF { float operator()(float x, float y) const { return x != x || y != y ? x + y : (y < x ? y : x); } };
+struct MaxF { float operator()(float x, float y) const { return x != x || y != y ? x + y : (x < y ? y : x); } };
+struct PreluF { float operator()(float x, float s) const { return x > 0 ? x : x * s; } };
 template <typename F>
 void unary(KernelContext& ctx, Graph& g, Node& n, F f) {
   Value &a = in(g, n, 0), &o = out(g, n);
@@ -92,6 +148,52 @@ void softmax(Graph& g, Node& n) {
 }
 
 // ---- layout ----
+// Permutations that, once runs of adjacent dims are merged, swap the last two of [B, R, S]
+// (NCHW <-> NHWC is one): out[b][s][r] = in[b][r][s], copied in cache-sized blocks.
+bool transpose_as_batched_2d(const Value& a, const std::vector<int64_t>& perm, Value& o) {
+  std::vector<int64_t> dims;  // merged input dims, in output order
+  std::vector<int64_t> first;  // the first input dim of each merged run, in output order
+  for (size_t i = 0; i < perm.size(); i++) {
+    if (a.shape[perm[i]] == 1) continue;
+    dims.push_back(a.shape[perm[i]]);
+    first.push_back(perm[i]);
+  }
+  // merge runs that are consecutive in the input too
+  std::vector<int64_t> md, mf, last;
+  for (size_t i = 0; i < dims.size(); i++) {
+    if (!md.empty() && first[i] > last.back()) {
+      bool adjacent = true;  // every dim between last.back() and first[i] must be 1
+      for (int64_t d = last.back() + 1; d < first[i]; d++) adjacent = adjacent && a.shape[d] == 1;
+      if (adjacent) { md.back() *= dims[i]; last.back() = first[i]; continue; }
+    }
+    md.push_back(dims[i]);
+    mf.push_back(first[i]);
+    last.push_back(first[i]);
+  }
+  if (md.size() <= 1) {  // the same element order
+    copy_floats(o.data.data(), a.data.data(), o.numel());
+    return true;
+  }
+  int64_t B = 1, R, S;
+  if (md.size() == 2 && mf[0] > mf[1]) { R = md[1]; S = md[0]; }
+  else if (md.size() == 3 && mf[0] < mf[1] && mf[0] < mf[2] && mf[1] > mf[2]) { B = md[0]; R = md[2]; S = md[1]; }
+  else return false;
+  const float* x = a.data.data();
+  float* y = o.data.data();
+  constexpr int64_t T = 32;
+  for (int64_t b = 0; b < B; b++) {
+    const float* xb = x + b * R * S;
+    float* yb = y + b * R * S;
+    for (int64_t r0 = 0; r0 < R; r0 += T)
+      for (int64_t s0 = 0; s0 < S; s0 += T) {
+        int64_t r1 = std::min(R, r0 + T), s1 = std::min(S, s0 + T);
+        for (int64_t s = s0; s < s1; s++)
+          for (int64_t r = r0; r < r1; r++) yb[s * R + r] = xb[r * S + s];
+      }
+  }
+  return true;
+}
+
 void transpose(Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);
   size_t nd = a.shape.size();
@@ -107,6 +209,7 @@ void transpose(Graph& g, Node& n) {
     st[i] = in_st[n.ints[i]];
   }
   ensure_shape(o, s);
+  if (transpose_as_batched_2d(a, n.ints, o)) return;
   int64_t total = o.numel(), idx[8] = {};
   for (int64_t k = 0; k < total; k++) {
     int64_t off = 0;
@@ -615,13 +718,13 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
 
 void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
   switch (n.type) {
-    case Add: binary(ctx, g, n, add_f); break;
-    case Subtract: binary(ctx, g, n, sub_f); break;
-    case Multiply: binary(ctx, g, n, mul_f); break;
-    case Div: binary(ctx, g, n, div_f); break;
-    case Minimum: binary(ctx, g, n, min_f); break;
-    case Maximum: binary(ctx, g, n, max_f); break;
-    case PReLU: binary(ctx, g, n, prelu_f); break;
+    case Add: binary(ctx, g, n, add_f, AddF()); break;
+    case Subtract: binary(ctx, g, n, sub_f, SubF()); break;
+    case Multiply: binary(ctx, g, n, mul_f, MulF()); break;
+    case Div: binary(ctx, g, n, div_f, DivF()); break;
+    case Minimum: binary(ctx, g, n, min_f, MinF()); break;
+    case Maximum: binary(ctx, g, n, max_f, MaxF()); break;
+    case PReLU: binary(ctx, g, n, prelu_f, PreluF()); break;
     case Clamp: case Copy: case Convert: copy_value(g, n); break;
     case Sigmoid: unary(ctx, g, n, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }); break;
     case Tanh: unary(ctx, g, n, [](double x) { return std::tanh(x); }); break;
