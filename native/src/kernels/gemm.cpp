@@ -1,6 +1,8 @@
 #include "kernels/gemm.h"
 
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cstring>
 #include <vector>
 
@@ -108,54 +110,84 @@ __attribute__((target("avx2,fma"))) void tile_avx2(int64_t K, const float* A, in
 #undef ETNP_TILE_ROW
 }
 
-__attribute__((target("avx512f"), always_inline)) inline void tile_row_avx512(float* c, __m512 v0, __m512 v1,
-                                                                             __m512 bc0, __m512 bc1, const float* br,
-                                                                             bool accumulate, __m512 vlo, __m512 vhi) {
-  v0 = _mm512_add_ps(v0, bc0);
-  v1 = _mm512_add_ps(v1, bc1);
-  if (br) {
-    __m512 b = _mm512_set1_ps(*br);
-    v0 = _mm512_add_ps(v0, b);
-    v1 = _mm512_add_ps(v1, b);
-  }
-  if (accumulate) {
-    v0 = _mm512_add_ps(v0, _mm512_loadu_ps(c));
-    v1 = _mm512_add_ps(v1, _mm512_loadu_ps(c + 16));
-  }
-  _mm512_storeu_ps(c, _mm512_min_ps(vhi, _mm512_max_ps(vlo, v0)));  // NaN stays NaN (value second)
-  _mm512_storeu_ps(c + 16, _mm512_min_ps(vhi, _mm512_max_ps(vlo, v1)));
-}
-
-// Two adjacent full panels at once: an MR x 2*NR tile, b0/b1 the panels' packed data.
-__attribute__((target("avx512f"))) void tile2_avx512(int64_t K, const float* A, int64_t rsa, const float* b0p,
-                                                    const float* b1p, float* C, int64_t ldc, const float* bias_row,
-                                                    const float* bias_col, bool accumulate, float lo, float hi) {
-  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
-         c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  const float *a0 = A, *a1 = A + rsa, *a2 = A + 2 * rsa, *a3 = A + 3 * rsa, *a4 = A + 4 * rsa, *a5 = A + 5 * rsa;
+// AVX-512F tiles straight from row-major A (no packing) into C, epilogue in registers:
+// C[i][j] = clamp(sum_k A[i][k] * b[k][j] + bias_col[j] + bias_row[i] (+ C[i][j])), for ROWS rows and
+// NV adjacent 16-column panels (b0p, b1p), columns beyond N masked off (mask0, mask1).
+// ROWS x NV is 6 x 2 or 12 x 1 for full tiles: twelve accumulators hide the FMA latency.
+template <int ROWS, int NV>
+__attribute__((target("avx512f"))) void tile_avx512(int64_t K, const float* A, int64_t rsa, const float* b0p,
+                                                   const float* b1p, float* C, int64_t ldc, __mmask16 mask0,
+                                                   __mmask16 mask1, const float* bias_row, const float* bias_col,
+                                                   bool accumulate, float lo, float hi) {
+  __m512 acc[ROWS][NV];
+#pragma GCC unroll 12
+  for (int i = 0; i < ROWS; i++)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();
   for (int64_t k = 0; k < K; k++) {
-    __m512 b0 = _mm512_loadu_ps(b0p + k * NR), b1 = _mm512_loadu_ps(b1p + k * NR);
-    __m512 x = _mm512_set1_ps(a0[k]);
-    c00 = _mm512_fmadd_ps(x, b0, c00); c01 = _mm512_fmadd_ps(x, b1, c01);
-    x = _mm512_set1_ps(a1[k]);
-    c10 = _mm512_fmadd_ps(x, b0, c10); c11 = _mm512_fmadd_ps(x, b1, c11);
-    x = _mm512_set1_ps(a2[k]);
-    c20 = _mm512_fmadd_ps(x, b0, c20); c21 = _mm512_fmadd_ps(x, b1, c21);
-    x = _mm512_set1_ps(a3[k]);
-    c30 = _mm512_fmadd_ps(x, b0, c30); c31 = _mm512_fmadd_ps(x, b1, c31);
-    x = _mm512_set1_ps(a4[k]);
-    c40 = _mm512_fmadd_ps(x, b0, c40); c41 = _mm512_fmadd_ps(x, b1, c41);
-    x = _mm512_set1_ps(a5[k]);
-    c50 = _mm512_fmadd_ps(x, b0, c50); c51 = _mm512_fmadd_ps(x, b1, c51);
+    __m512 b[NV];
+    b[0] = _mm512_loadu_ps(b0p + k * NR);
+    if (NV > 1) b[NV - 1] = _mm512_loadu_ps(b1p + k * NR);
+#pragma GCC unroll 12
+    for (int i = 0; i < ROWS; i++) {
+      __m512 x = _mm512_set1_ps(A[i * rsa + k]);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(x, b[v], acc[i][v]);
+    }
   }
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-  __m512 bc0 = bias_col ? _mm512_loadu_ps(bias_col) : _mm512_setzero_ps();
-  __m512 bc1 = bias_col ? _mm512_loadu_ps(bias_col + 16) : _mm512_setzero_ps();
-#define ETNP_TILE_ROW(i, v0, v1) \
-  tile_row_avx512(C + (i) * ldc, v0, v1, bc0, bc1, bias_row ? bias_row + (i) : nullptr, accumulate, vlo, vhi)
-  ETNP_TILE_ROW(0, c00, c01); ETNP_TILE_ROW(1, c10, c11); ETNP_TILE_ROW(2, c20, c21);
-  ETNP_TILE_ROW(3, c30, c31); ETNP_TILE_ROW(4, c40, c41); ETNP_TILE_ROW(5, c50, c51);
-#undef ETNP_TILE_ROW
+  const __mmask16 masks[2] = {mask0, mask1};
+  __m512 bc[NV];
+#pragma GCC unroll 2
+  for (int v = 0; v < NV; v++) bc[v] = bias_col ? _mm512_maskz_loadu_ps(masks[v], bias_col + 16 * v) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+  for (int i = 0; i < ROWS; i++) {
+    float* c = C + i * ldc;
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; v++) {
+      __m512 r = _mm512_add_ps(acc[i][v], bc[v]);
+      if (bias_row) r = _mm512_add_ps(r, _mm512_set1_ps(bias_row[i]));
+      if (accumulate) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(masks[v], c + 16 * v));
+      _mm512_mask_storeu_ps(c + 16 * v, masks[v], _mm512_min_ps(vhi, _mm512_max_ps(vlo, r)));  // NaN stays NaN
+    }
+  }
+}
+
+using Tile512 = void (*)(int64_t, const float*, int64_t, const float*, const float*, float*, int64_t, __mmask16,
+                         __mmask16, const float*, const float*, bool, float, float);
+template <int NV, int... R>
+constexpr std::array<Tile512, sizeof...(R)> tiles512(std::integer_sequence<int, R...>) {
+  return {&tile_avx512<R + 1, NV>...};
+}
+// [rows - 1]: two panels up to 6 rows, one panel up to 12 rows
+const std::array<Tile512, 6> kTwoPanels = tiles512<2>(std::make_integer_sequence<int, 6>());
+const std::array<Tile512, 12> kOnePanel = tiles512<1>(std::make_integer_sequence<int, 12>());
+
+inline __mmask16 cols_mask(int64_t cols) { return cols >= 16 ? (__mmask16)0xFFFF : cols <= 0 ? 0 : (__mmask16)((1u << cols) - 1); }
+
+// Rows [m0, m0 + mm) (mm <= 12) x column panels [pn0, pn1) of C = A * B, A row-major.
+void rows_avx512(int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, const float* A, int64_t rsa, const PackedB& B,
+                 float* C, int64_t ldc, const GemmEpilogue& ep) {
+  const int64_t N = B.N, K = B.K;
+  const float* bias_row = ep.bias_row ? ep.bias_row + m0 : nullptr;
+  for (int64_t pn = pn0; pn < pn1;) {
+    int64_t n0 = pn * NR;
+    const float* b0 = B.data.data() + pn * NR * K;
+    const float* bc = ep.bias_col ? ep.bias_col + n0 : nullptr;
+    if (pn + 1 < pn1) {  // two panels, in 6-row tiles
+      for (int64_t i = 0; i < mm; i += 6) {
+        int64_t r = std::min<int64_t>(6, mm - i);
+        kTwoPanels[r - 1](K, A + (m0 + i) * rsa, rsa, b0, b0 + NR * K, C + (m0 + i) * ldc + n0, ldc,
+                          cols_mask(N - n0), cols_mask(N - n0 - 16), bias_row ? bias_row + i : nullptr, bc,
+                          ep.accumulate, ep.min, ep.max);
+      }
+      pn += 2;
+    } else {  // the last single panel: one tile of up to 12 rows
+      kOnePanel[mm - 1](K, A + m0 * rsa, rsa, b0, nullptr, C + m0 * ldc + n0, ldc, cols_mask(N - n0), 0, bias_row, bc,
+                        ep.accumulate, ep.min, ep.max);
+      pn += 1;
+    }
+  }
 }
 #endif
 
@@ -218,6 +250,23 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
 #if defined(__x86_64__)
   static const bool avx2 = cpu_has_avx2_fma(), avx512 = cpu_has_avx512f();
   const bool direct = avx2 && csa == 1;
+  if (avx512 && csa == 1) {  // 12-row blocks x column ranges, no packing of A at all
+    constexpr int64_t MB = 12;
+    int64_t rb = (M + MB - 1) / MB;
+    int64_t split = (rb >= nt * 2) ? 1 : std::min<int64_t>(nb, (nt * 2 + rb - 1) / rb);
+    int64_t per = (nb + split - 1) / split;
+    per += per & 1;  // panels in pairs
+    split = (nb + per - 1) / per;
+    auto blocks = [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; t++) {
+        int64_t m0 = (t / split) * MB, cs = t % split;
+        rows_avx512(m0, std::min<int64_t>(MB, M - m0), cs * per, std::min(nb, (cs + 1) * per), A, rsa, B, C, ldc, ep);
+      }
+    };
+    if (tp) tp->parallel_for(rb * split, 1, blocks);
+    else blocks(0, rb * split);
+    return;
+  }
 #endif
   auto tasks = [&](int64_t b, int64_t e) {
     alignas(32) float acc[MR * NR];
@@ -232,13 +281,6 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
         for (int64_t pn = pn0; pn < pn1; pn++) {
           int64_t n0 = pn * NR;
           if (N - n0 < NR) break;  // the ragged last column panel goes through the packed path
-          if (avx512 && pn + 1 < pn1 && N - n0 >= 2 * NR) {  // two full panels: one 6 x 32 tile
-            tile2_avx512(K, A + m0 * rsa, rsa, B.data.data() + pn * NR * K, B.data.data() + (pn + 1) * NR * K,
-                         C + m0 * ldc + n0, ldc, ep.bias_row ? ep.bias_row + m0 : nullptr,
-                         ep.bias_col ? ep.bias_col + n0 : nullptr, ep.accumulate, ep.min, ep.max);
-            pn0 = ++pn + 1;
-            continue;
-          }
           tile_avx2(K, A + m0 * rsa, rsa, B.data.data() + pn * NR * K, C + m0 * ldc + n0, ldc,
                     ep.bias_row ? ep.bias_row + m0 : nullptr, ep.bias_col ? ep.bias_col + n0 : nullptr, ep.accumulate,
                     ep.min, ep.max);
