@@ -113,14 +113,15 @@ __attribute__((target("avx2,fma"))) void tile_avx2(int64_t K, const float* A, in
 // AVX-512F tiles straight from row-major A (no packing) into C, epilogue in registers:
 // C[i][j] = clamp(sum_k A[i][k] * b[k][j] + bias_col[j] + bias_row[i] (+ C[i][j])), for ROWS rows and
 // NV adjacent 16-column panels (b0p, b1p), columns beyond N masked off (mask0, mask1).
-// ROWS x NV is 6 x 2 or 12 x 1 for full tiles: twelve accumulators hide the FMA latency.
+// Full tiles are R x 2 panels or 2R x 1 panel (R = 6, 7 or 8, chosen to fit M): 12-16 accumulators
+// hide the FMA latency.
 template <int ROWS, int NV>
 __attribute__((target("avx512f"))) void tile_avx512(int64_t K, const float* A, int64_t rsa, const float* b0p,
                                                    const float* b1p, float* C, int64_t ldc, __mmask16 mask0,
                                                    __mmask16 mask1, const float* bias_row, const float* bias_col,
                                                    bool accumulate, float lo, float hi) {
   __m512 acc[ROWS][NV];
-#pragma GCC unroll 12
+#pragma GCC unroll 16
   for (int i = 0; i < ROWS; i++)
 #pragma GCC unroll 2
     for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();
@@ -128,7 +129,7 @@ __attribute__((target("avx512f"))) void tile_avx512(int64_t K, const float* A, i
     __m512 b[NV];
     b[0] = _mm512_loadu_ps(b0p + k * NR);
     if (NV > 1) b[NV - 1] = _mm512_loadu_ps(b1p + k * NR);
-#pragma GCC unroll 12
+#pragma GCC unroll 16
     for (int i = 0; i < ROWS; i++) {
       __m512 x = _mm512_set1_ps(A[i * rsa + k]);
 #pragma GCC unroll 2
@@ -140,7 +141,7 @@ __attribute__((target("avx512f"))) void tile_avx512(int64_t K, const float* A, i
   __m512 bc[NV];
 #pragma GCC unroll 2
   for (int v = 0; v < NV; v++) bc[v] = bias_col ? _mm512_maskz_loadu_ps(masks[v], bias_col + 16 * v) : _mm512_setzero_ps();
-#pragma GCC unroll 12
+#pragma GCC unroll 16
   for (int i = 0; i < ROWS; i++) {
     float* c = C + i * ldc;
 #pragma GCC unroll 2
@@ -159,14 +160,25 @@ template <int NV, int... R>
 constexpr std::array<Tile512, sizeof...(R)> tiles512(std::integer_sequence<int, R...>) {
   return {&tile_avx512<R + 1, NV>...};
 }
-// [rows - 1]: two panels up to 6 rows, one panel up to 12 rows
-const std::array<Tile512, 6> kTwoPanels = tiles512<2>(std::make_integer_sequence<int, 6>());
-const std::array<Tile512, 12> kOnePanel = tiles512<1>(std::make_integer_sequence<int, 12>());
+// [rows - 1]: two panels up to 8 rows, one panel up to 16 rows
+const std::array<Tile512, 8> kTwoPanels = tiles512<2>(std::make_integer_sequence<int, 8>());
+const std::array<Tile512, 16> kOnePanel = tiles512<1>(std::make_integer_sequence<int, 16>());
+
+// Tile height for M rows: the one of 8, 7, 6 wasting the fewest rows in ragged tiles (convolution
+// outputs are often 7^2 * 2^k pixels), the taller on ties.
+int64_t tile_rows_avx512(int64_t M) {
+  int64_t best = 8, waste = (8 - M % 8) % 8;
+  for (int64_t r : {7, 6}) {
+    int64_t w = (r - M % r) % r;
+    if (w < waste) { best = r; waste = w; }
+  }
+  return best;
+}
 
 inline __mmask16 cols_mask(int64_t cols) { return cols >= 16 ? (__mmask16)0xFFFF : cols <= 0 ? 0 : (__mmask16)((1u << cols) - 1); }
 
-// Rows [m0, m0 + mm) (mm <= 12) x column panels [pn0, pn1) of C = A * B, A row-major.
-void rows_avx512(int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, const float* A, int64_t rsa, const PackedB& B,
+// Rows [m0, m0 + mm) (mm <= 2R) x column panels [pn0, pn1) of C = A * B, A row-major.
+void rows_avx512(int64_t R, int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, const float* A, int64_t rsa, const PackedB& B,
                  float* C, int64_t ldc, const GemmEpilogue& ep) {
   const int64_t N = B.N, K = B.K;
   const float* bias_row = ep.bias_row ? ep.bias_row + m0 : nullptr;
@@ -174,15 +186,15 @@ void rows_avx512(int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, const float* 
     int64_t n0 = pn * NR;
     const float* b0 = B.data.data() + pn * NR * K;
     const float* bc = ep.bias_col ? ep.bias_col + n0 : nullptr;
-    if (pn + 1 < pn1) {  // two panels, in 6-row tiles
-      for (int64_t i = 0; i < mm; i += 6) {
-        int64_t r = std::min<int64_t>(6, mm - i);
+    if (pn + 1 < pn1) {  // two panels, in R-row tiles
+      for (int64_t i = 0; i < mm; i += R) {
+        int64_t r = std::min<int64_t>(R, mm - i);
         kTwoPanels[r - 1](K, A + (m0 + i) * rsa, rsa, b0, b0 + NR * K, C + (m0 + i) * ldc + n0, ldc,
                           cols_mask(N - n0), cols_mask(N - n0 - 16), bias_row ? bias_row + i : nullptr, bc,
                           ep.accumulate, ep.min, ep.max);
       }
       pn += 2;
-    } else {  // the last single panel: one tile of up to 12 rows
+    } else {  // the last single panel: one tile of up to 2R rows
       kOnePanel[mm - 1](K, A + m0 * rsa, rsa, b0, nullptr, C + m0 * ldc + n0, ldc, cols_mask(N - n0), 0, bias_row, bc,
                         ep.accumulate, ep.min, ep.max);
       pn += 1;
@@ -250,8 +262,8 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
 #if defined(__x86_64__)
   static const bool avx2 = cpu_has_avx2_fma(), avx512 = cpu_has_avx512f();
   const bool direct = avx2 && csa == 1;
-  if (avx512 && csa == 1) {  // 12-row blocks x column ranges, no packing of A at all
-    constexpr int64_t MB = 12;
+  if (avx512 && csa == 1) {  // 2R-row blocks x column ranges, no packing of A at all
+    const int64_t R = tile_rows_avx512(M), MB = 2 * R;
     int64_t rb = (M + MB - 1) / MB;
     int64_t split = (rb >= nt * 2) ? 1 : std::min<int64_t>(nb, (nt * 2 + rb - 1) / rb);
     int64_t per = (nb + split - 1) / split;
@@ -260,7 +272,7 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
     auto blocks = [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; t++) {
         int64_t m0 = (t / split) * MB, cs = t % split;
-        rows_avx512(m0, std::min<int64_t>(MB, M - m0), cs * per, std::min(nb, (cs + 1) * per), A, rsa, B, C, ldc, ep);
+        rows_avx512(R, m0, std::min<int64_t>(MB, M - m0), cs * per, std::min(nb, (cs + 1) * per), A, rsa, B, C, ldc, ep);
       }
     };
     if (tp) tp->parallel_for(rb * split, 1, blocks);
