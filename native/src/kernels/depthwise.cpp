@@ -126,6 +126,55 @@ __attribute__((target("avx512f"))) void row_avx512(const DepthwiseGeom& g, const
   }
 }
 
+template <bool FULL>
+__attribute__((target("avx512f"), always_inline)) inline __m512 load16(__mmask16 m, const float* p) {
+  return FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+}
+template <bool FULL>
+__attribute__((target("avx512f"), always_inline)) inline void store16(__mmask16 m, float* p, __m512 v) {
+  if (FULL) _mm512_storeu_ps(p, v);
+  else _mm512_mask_storeu_ps(p, m, v);
+}
+
+// One block of 16 channels (the lanes in m; all of them when FULL) across columns [ow_begin, ow_end).
+template <int KH, int KW, bool FULL>
+__attribute__((target("avx512f"))) void stationary_block_avx512(const DepthwiseGeom& g, const float* xp,
+                                                               const float* wc, const float* bc, float* yp,
+                                                               int64_t cols, __mmask16 m) {
+  const int64_t C = g.C, tap_w = g.dw * C, tap_h = g.dh * g.W * C, step = g.sw * C;
+  const __m512 lo = _mm512_set1_ps(g.lo), hi = _mm512_set1_ps(g.hi);
+  __m512 k[KH * KW];
+  for (int t = 0; t < KH * KW; t++) k[t] = load16<FULL>(m, wc + t * C);
+  const __m512 b = bc ? load16<FULL>(m, bc) : _mm512_setzero_ps();
+  int64_t ow = 0;
+  // four pixels at a time: four independent FMA chains in flight
+  for (; ow + 4 <= cols; ow += 4, xp += 4 * step, yp += 4 * C) {
+    __m512 a0 = b, a1 = b, a2 = b, a3 = b;
+#pragma GCC unroll 5
+    for (int i = 0; i < KH; i++) {
+      const float* r = xp + i * tap_h;
+#pragma GCC unroll 5
+      for (int j = 0; j < KW; j++, r += tap_w) {
+        const __m512 kk = k[i * KW + j];
+        a0 = _mm512_fmadd_ps(load16<FULL>(m, r), kk, a0);
+        a1 = _mm512_fmadd_ps(load16<FULL>(m, r + step), kk, a1);
+        a2 = _mm512_fmadd_ps(load16<FULL>(m, r + 2 * step), kk, a2);
+        a3 = _mm512_fmadd_ps(load16<FULL>(m, r + 3 * step), kk, a3);
+      }
+    }
+    store16<FULL>(m, yp, _mm512_min_ps(hi, _mm512_max_ps(lo, a0)));  // NaN stays NaN
+    store16<FULL>(m, yp + C, _mm512_min_ps(hi, _mm512_max_ps(lo, a1)));
+    store16<FULL>(m, yp + 2 * C, _mm512_min_ps(hi, _mm512_max_ps(lo, a2)));
+    store16<FULL>(m, yp + 3 * C, _mm512_min_ps(hi, _mm512_max_ps(lo, a3)));
+  }
+  for (; ow < cols; ow++, xp += step, yp += C) {
+    __m512 acc = b;
+    for (int i = 0; i < KH; i++)
+      for (int j = 0; j < KW; j++) acc = _mm512_fmadd_ps(load16<FULL>(m, xp + i * tap_h + j * tap_w), k[i * KW + j], acc);
+    store16<FULL>(m, yp, _mm512_min_ps(hi, _mm512_max_ps(lo, acc)));
+  }
+}
+
 // Weight-stationary KH x KW kernels for output columns whose taps all lie inside the input: a
 // channel block's weights stay in registers while the row's pixels stream past. Taps are summed
 // in the same order as the per-pixel kernels (bias first, then row by row), so results agree.
@@ -133,25 +182,15 @@ template <int KH, int KW>
 __attribute__((target("avx512f"))) void stationary_avx512(const DepthwiseGeom& g, const float* x, const float* w,
                                                          const float* bias, float* y, int64_t bn, int64_t oh,
                                                          int64_t ow_begin, int64_t ow_end) {
-  const int64_t C = g.C, tap_step_w = g.dw * C, tap_step_h = g.dh * g.W * C, step = g.sw * C;
+  const int64_t C = g.C;
   const float* xrow = x + ((bn * g.H + (oh * g.sh - g.pad_top)) * g.W + (ow_begin * g.sw - g.pad_left)) * C;
   float* yrow = y + ((bn * g.OH + oh) * g.OW + ow_begin) * C;
-  const __m512 lo = _mm512_set1_ps(g.lo), hi = _mm512_set1_ps(g.hi);
-  for (int64_t c = 0; c < C; c += 16) {
-    const __mmask16 m = C - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1);
-    __m512 k[KH * KW];
-    for (int t = 0; t < KH * KW; t++) k[t] = _mm512_maskz_loadu_ps(m, w + t * C + c);
-    const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + c) : _mm512_setzero_ps();
-    const float* xp = xrow + c;
-    float* yp = yrow + c;
-    for (int64_t ow = ow_begin; ow < ow_end; ow++, xp += step, yp += C) {
-      __m512 acc = b;
-      for (int i = 0; i < KH; i++)
-        for (int j = 0; j < KW; j++)
-          acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xp + i * tap_step_h + j * tap_step_w), k[i * KW + j], acc);
-      _mm512_mask_storeu_ps(yp, m, _mm512_min_ps(hi, _mm512_max_ps(lo, acc)));  // NaN stays NaN
-    }
-  }
+  int64_t c = 0;
+  for (; c + 16 <= C; c += 16)
+    stationary_block_avx512<KH, KW, true>(g, xrow + c, w + c, bias ? bias + c : nullptr, yrow + c, ow_end - ow_begin, 0xFFFF);
+  if (c < C)
+    stationary_block_avx512<KH, KW, false>(g, xrow + c, w + c, bias ? bias + c : nullptr, yrow + c, ow_end - ow_begin,
+                                           (__mmask16)((1u << (C - c)) - 1));
 }
 
 template <int KH, int KW>
@@ -169,7 +208,26 @@ __attribute__((target("avx2,fma"))) void stationary_avx2(const DepthwiseGeom& g,
     const __m256 b = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
     const float* xp = xrow + c;
     float* yp = yrow + c;
-    for (int64_t ow = ow_begin; ow < ow_end; ow++, xp += step, yp += C) {
+    int64_t ow = ow_begin;
+    for (; ow + 4 <= ow_end; ow += 4, xp += 4 * step, yp += 4 * C) {  // four FMA chains in flight
+      __m256 a0 = b, a1 = b, a2 = b, a3 = b;
+#pragma GCC unroll 5
+      for (int i = 0; i < KH; i++)
+#pragma GCC unroll 5
+        for (int j = 0; j < KW; j++) {
+          const float* t = xp + i * tap_step_h + j * tap_step_w;
+          const __m256 kk = k[i * KW + j];
+          a0 = _mm256_fmadd_ps(_mm256_loadu_ps(t), kk, a0);
+          a1 = _mm256_fmadd_ps(_mm256_loadu_ps(t + step), kk, a1);
+          a2 = _mm256_fmadd_ps(_mm256_loadu_ps(t + 2 * step), kk, a2);
+          a3 = _mm256_fmadd_ps(_mm256_loadu_ps(t + 3 * step), kk, a3);
+        }
+      _mm256_storeu_ps(yp, _mm256_min_ps(hi, _mm256_max_ps(lo, a0)));
+      _mm256_storeu_ps(yp + C, _mm256_min_ps(hi, _mm256_max_ps(lo, a1)));
+      _mm256_storeu_ps(yp + 2 * C, _mm256_min_ps(hi, _mm256_max_ps(lo, a2)));
+      _mm256_storeu_ps(yp + 3 * C, _mm256_min_ps(hi, _mm256_max_ps(lo, a3)));
+    }
+    for (; ow < ow_end; ow++, xp += step, yp += C) {
       __m256 acc = b;
       for (int i = 0; i < KH; i++)
         for (int j = 0; j < KW; j++)
