@@ -265,7 +265,7 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
   if (avx512 && csa == 1) {  // 2R-row blocks x column ranges, no packing of A at all
     const int64_t R = tile_rows_avx512(M), MB = 2 * R;
     int64_t rb = (M + MB - 1) / MB;
-    int64_t split = (rb >= nt * 2) ? 1 : std::min<int64_t>(nb, (nt * 2 + rb - 1) / rb);
+    int64_t split = (rb >= nt * 4) ? 1 : std::min<int64_t>(nb, (nt * 4 + rb - 1) / rb);  // >= 4 tasks a thread
     int64_t per = (nb + split - 1) / split;
     per += per & 1;  // panels in pairs
     split = (nb + per - 1) / per;

@@ -1,5 +1,10 @@
 // The XNNPACK delegate: reads the graph at method load, prepares weights once, and
 // runs the nodes in order on each call, moving data in/out of the delegate's EValues.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
 #include "delegates/backend.h"
 #include "delegates/xnnpack/xnn_graph.h"
 #include "delegates/xnnpack/xnn_ops.h"
@@ -14,6 +19,8 @@ using namespace xnn;
 class XnnDelegate : public DelegateHandle {
  public:
   XnnDelegate(Graph g, ThreadPool* pool) : g_(std::move(g)) {
+    const char* prof = std::getenv("ETNP_XNN_PROFILE");
+    if (prof && *prof && *prof != '0') profile_ = std::make_unique<std::vector<double>>(g_.nodes.size(), 0.0);
     for (auto& n : g_.nodes) prepare_node(pool, g_, n);
     for (auto& v : g_.values) v.raw = nullptr;  // program bytes are only read while packing
     plan_buffer_reuse();
@@ -30,6 +37,24 @@ class XnnDelegate : public DelegateHandle {
       if (g_.values[i].is_constant && uses[i] > 0 && uses[i] == packed_uses[i]) FloatBuffer().swap(g_.values[i].data);
   }
 
+  ~XnnDelegate() override {
+    if (!profile_ || !profile_calls_) return;
+    // ETNP_XNN_PROFILE=1: mean time of each node over the calls, printed when the method goes
+    std::fprintf(stderr, "XNNPACK delegate profile: %zu nodes, %llu calls (mean microseconds per call)\n",
+                 g_.nodes.size(), (unsigned long long)profile_calls_);
+    double total = 0;
+    for (size_t i = 0; i < g_.nodes.size(); i++) {
+      const Node& n = g_.nodes[i];
+      const Value& o = g_.values[n.output];
+      std::string shape;
+      for (int64_t d : o.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+      double us = (*profile_)[i] / profile_calls_ * 1e6;
+      total += us;
+      std::fprintf(stderr, "%4zu %-28s %-18s %9.1f\n", i, node_type_name(n.type), shape.c_str(), us);
+    }
+    std::fprintf(stderr, "total %.1f us\n", total);
+  }
+
   void execute(KernelContext& ctx, EValue** args, size_t nargs) override {
     size_t ni = g_.input_ids.size(), no = g_.output_ids.size();
     if (nargs < ni + no)
@@ -38,8 +63,15 @@ class XnnDelegate : public DelegateHandle {
     SwapGuard guard{this};
     for (size_t i = 0; i < g_.nodes.size(); i++) {
       for (; guard.done < reuse_end_[i]; guard.done++) swap_buffers(reuse_[guard.done]);
-      run_node(ctx, g_, g_.nodes[i], scratch_);
+      if (profile_) {
+        auto t0 = std::chrono::steady_clock::now();
+        run_node(ctx, g_, g_.nodes[i], scratch_);
+        profile_->at(i) += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      } else {
+        run_node(ctx, g_, g_.nodes[i], scratch_);
+      }
     }
+    if (profile_) profile_calls_++;
     for (size_t k = 0; k < no; k++) store_output(g_.values[g_.output_ids[k]], *args[ni + k], k);
   }
 
@@ -160,6 +192,8 @@ class XnnDelegate : public DelegateHandle {
 
   Graph g_;
   Scratch scratch_;
+  std::unique_ptr<std::vector<double>> profile_;  // seconds per node, when profiling
+  uint64_t profile_calls_ = 0;
   std::vector<Reuse> reuse_;        // in the order they are made during a call
   std::vector<size_t> reuse_end_;   // reuse_[0, reuse_end_[i]) are made before node i runs
 };

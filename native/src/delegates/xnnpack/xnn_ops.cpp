@@ -470,17 +470,34 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     } else {
       sc.col.resize((size_t)(M * K));
       float* col = sc.col.data();
+      // With one group and no dilation, a kernel row's taps are KW * C adjacent input floats.
+      const bool row_runs = G == 1 && n.dw == 1;
+      const int64_t KW = n.kw, run = KW * ICg;
+      auto copy = [](float* d, const float* src, int64_t len) {  // short runs: no memcpy call
+        if (len >= 32) std::memcpy(d, src, (size_t)len * 4);
+        else for (int64_t t = 0; t < len; t++) d[t] = src[t];
+      };
       parallel(ctx, M, 64, [&](int64_t b, int64_t e) {
         for (int64_t m = b; m < e; m++) {
           int64_t bn = m / (OH * OW), oh = (m / OW) % OH, ow = m % OW;
           float* row = col + m * K;
+          int64_t iw0 = ow * n.sw - n.pad_left;
           for (int64_t i = 0; i < (int64_t)n.kh; i++) {
             int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
-            for (int64_t j = 0; j < (int64_t)n.kw; j++) {
-              int64_t iw = ow * n.sw - n.pad_left + j * n.dw;
-              float* dst = row + (i * n.kw + j) * ICg;
-              if (ih < 0 || ih >= H || iw < 0 || iw >= W) std::memset(dst, 0, (size_t)ICg * 4);
-              else copy_floats(dst, &a.data[((bn * H + ih) * W + iw) * C + gi * ICg], ICg);
+            float* dst = row + i * run;
+            if (ih < 0 || ih >= H) {
+              std::memset(dst, 0, (size_t)run * 4);
+              continue;
+            }
+            const float* src_row = &a.data[((bn * H + ih) * W) * C + gi * ICg];
+            if (row_runs && iw0 >= 0 && iw0 + KW <= W) {
+              copy(dst, src_row + iw0 * C, run);
+              continue;
+            }
+            for (int64_t j = 0; j < KW; j++, dst += ICg) {
+              int64_t iw = iw0 + j * n.dw;
+              if (iw < 0 || iw >= W) std::memset(dst, 0, (size_t)ICg * 4);
+              else copy(dst, src_row + iw * C, ICg);
             }
           }
         }
