@@ -101,7 +101,8 @@ def test_xnn_profile_env_prints_node_times(tmp_path):
         f"m = en.Runtime(num_threads=1).load_program({model_path('mlp_xnn')!r}).load_method('forward')\n"
         "meta = m.metadata.inputs[0]\n"
         "m([np.ones(meta.shape, np.float32)])\n"
-        "del m\n")
+        "del m\n"
+        "import gc; gc.collect(); gc.collect()\n")  # PyPy frees (and so reports) on collection
     env = dict(os.environ, ETNP_XNN_PROFILE="1",
                PYTHONPATH=os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__)))
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
