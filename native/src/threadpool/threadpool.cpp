@@ -18,7 +18,18 @@ inline void cpu_relax() {
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
-  for (int i = 1; i < num_threads; i++) workers_.emplace_back([this] { worker_loop(); });
+  nthreads_ = num_threads < 1 ? 1 : num_threads;
+  ranges_.reset(new Range[nthreads_]);
+  for (int i = 1; i < nthreads_; i++) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+// Own range first, then the others' in turn; every range is consumed by fetch_add on its
+// `next`, so owner and thieves never take the same chunk.
+void ThreadPool::run_ranges(int self, const std::function<void(int64_t, int64_t)>& fn, int64_t chunk) {
+  for (int k = 0; k < nthreads_; k++) {
+    Range& r = ranges_[(self + k) % nthreads_];
+    for (int64_t b; (b = r.next.fetch_add(chunk, std::memory_order_relaxed)) < r.end;) fn(b, std::min(r.end, b + chunk));
+  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -30,11 +41,11 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(int self) {
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int64_t, int64_t)>* job;
-    int64_t n, chunk;
+    int64_t chunk;
     for (int i = 0; i < kSpin && generation_.load(std::memory_order_acquire) == seen &&
                     !stop_.load(std::memory_order_relaxed);
          i++)
@@ -45,12 +56,11 @@ void ThreadPool::worker_loop() {
       if (stop_) return;
       seen = generation_.load();
       job = job_;
-      n = n_;
       chunk = chunk_;
       if (!job) continue;  // woke after that region already finished
       active_++;
     }
-    for (int64_t b; (b = next_.fetch_add(chunk)) < n;) (*job)(b, std::min(n, b + chunk));
+    run_ranges(self, *job, chunk);
     {
       std::lock_guard<std::mutex> g(mu_);
       if (--active_ == 0) done_cv_.notify_all();
@@ -70,13 +80,16 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   {
     std::lock_guard<std::mutex> g(mu_);
     job_ = &fn;
-    n_ = n;
     chunk_ = chunk;
-    next_.store(0);
+    for (int t = 0; t < nt; t++) {  // contiguous shares, in whole chunks where possible
+      int64_t b = n * t / nt, e = n * (t + 1) / nt;
+      ranges_[t].next.store(b, std::memory_order_relaxed);
+      ranges_[t].end = e;
+    }
     generation_++;
   }
   cv_.notify_all();
-  for (int64_t b; (b = next_.fetch_add(chunk)) < n;) fn(b, std::min(n, b + chunk));
+  run_ranges(0, fn, chunk);
   for (int i = 0; i < kSpin && active_.load(std::memory_order_acquire) != 0; i++) cpu_relax();
   std::unique_lock<std::mutex> l(mu_);
   done_cv_.wait(l, [&] { return active_.load() == 0; });

@@ -150,7 +150,7 @@ void softmax(Graph& g, Node& n) {
 // ---- layout ----
 // Permutations that, once runs of adjacent dims are merged, swap the last two of [B, R, S]
 // (NCHW <-> NHWC is one): out[b][s][r] = in[b][r][s], copied in cache-sized blocks.
-bool transpose_as_batched_2d(const Value& a, const std::vector<int64_t>& perm, Value& o) {
+bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vector<int64_t>& perm, Value& o) {
   std::vector<int64_t> dims;  // merged input dims, in output order
   std::vector<int64_t> first;  // the first input dim of each merged run, in output order
   for (size_t i = 0; i < perm.size(); i++) {
@@ -181,20 +181,32 @@ bool transpose_as_batched_2d(const Value& a, const std::vector<int64_t>& perm, V
   const float* x = a.data.data();
   float* y = o.data.data();
   constexpr int64_t T = 32;
-  for (int64_t b = 0; b < B; b++) {
-    const float* xb = x + b * R * S;
-    float* yb = y + b * R * S;
-    for (int64_t r0 = 0; r0 < R; r0 += T)
-      for (int64_t s0 = 0; s0 < S; s0 += T) {
-        int64_t r1 = std::min(R, r0 + T), s1 = std::min(S, s0 + T);
+  const int64_t sblocks = (S + T - 1) / T;
+  // tasks: (batch, block of T output rows s), each covering every r
+  parallel(ctx, B * sblocks, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, R * T)), [&](int64_t tb, int64_t te) {
+    for (int64_t t = tb; t < te; t++) {
+      int64_t b = t / sblocks, s0 = (t % sblocks) * T, s1 = std::min(S, s0 + T);
+      const float* xb = x + b * R * S;
+      float* yb = y + b * R * S;
+      if (R == 3) {  // RGB images: NCHW <-> NHWC of the network input
+        for (int64_t s = s0; s < s1; s++) {
+          yb[s * 3] = xb[s];
+          yb[s * 3 + 1] = xb[S + s];
+          yb[s * 3 + 2] = xb[2 * S + s];
+        }
+        continue;
+      }
+      for (int64_t r0 = 0; r0 < R; r0 += T) {
+        int64_t r1 = std::min(R, r0 + T);
         for (int64_t s = s0; s < s1; s++)
           for (int64_t r = r0; r < r1; r++) yb[s * R + r] = xb[r * S + s];
       }
-  }
+    }
+  });
   return true;
 }
 
-void transpose(Graph& g, Node& n) {
+void transpose(KernelContext& ctx, Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);
   size_t nd = a.shape.size();
   if (n.ints.size() != nd) fail(n, "permutation rank differs from input rank");
@@ -209,7 +221,7 @@ void transpose(Graph& g, Node& n) {
     st[i] = in_st[n.ints[i]];
   }
   ensure_shape(o, s);
-  if (transpose_as_batched_2d(a, n.ints, o)) return;
+  if (transpose_as_batched_2d(ctx, a, n.ints, o)) return;
   int64_t total = o.numel(), idx[8] = {};
   for (int64_t k = 0; k < total; k++) {
     int64_t off = 0;
@@ -395,14 +407,16 @@ void global_avg_pool(Graph& g, Node& n) {
   int64_t N = a.shape[0], HW = a.shape[1] * a.shape[2], C = a.shape[3];
   if (o.dims.size() == 4) ensure_shape(o, {N, 1, 1, C});
   else ensure_shape(o, {N, C});
-  for (int64_t b = 0; b < N; b++) {
-    std::vector<double> acc((size_t)C, 0.0);
-    for (int64_t p = 0; p < HW; p++) {
-      const float* x = &a.data[(b * HW + p) * C];
-      for (int64_t c = 0; c < C; c++) acc[c] += x[c];
+  constexpr int64_t CB = 256;  // channels a block: double accumulators on the stack
+  for (int64_t b = 0; b < N; b++)
+    for (int64_t c0 = 0; c0 < C; c0 += CB) {
+      int64_t cn = std::min(CB, C - c0);
+      double acc[CB] = {};
+      const float* x = a.data.data() + b * HW * C + c0;
+      for (int64_t p = 0; p < HW; p++, x += C)
+        for (int64_t c = 0; c < cn; c++) acc[c] += x[c];
+      for (int64_t c = 0; c < cn; c++) o.data[b * C + c0 + c] = (float)(acc[c] / (double)HW);
     }
-    for (int64_t c = 0; c < C; c++) o.data[b * C + c] = (float)(acc[c] / (double)HW);
-  }
 }
 
 // ---- matrix ops ----
@@ -461,58 +475,79 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   const float* bias = bias_of(g, n, OC);
   if (M == 0 || OC == 0) return;  // empty output (its buffer may be null: no pointer arithmetic on it)
   bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left && !n.pad_bottom && !n.pad_right;
-  for (int64_t gi = 0; gi < G; gi++) {
-    const float* A;
-    int64_t lda;
-    if (pointwise) {
-      A = a.data.data() + gi * ICg;
-      lda = C;
-    } else {
-      sc.col.resize((size_t)(M * K));
-      float* col = sc.col.data();
-      // With one group and no dilation, a kernel row's taps are KW * C adjacent input floats.
-      const bool row_runs = G == 1 && n.dw == 1;
-      const int64_t KW = n.kw, run = KW * ICg;
-      auto copy = [](float* d, const float* src, int64_t len) {  // short runs: no memcpy call
-        if (len >= 32) std::memcpy(d, src, (size_t)len * 4);
-        else for (int64_t t = 0; t < len; t++) d[t] = src[t];
-      };
-      parallel(ctx, M, 64, [&](int64_t b, int64_t e) {
-        for (int64_t m = b; m < e; m++) {
-          int64_t bn = m / (OH * OW), oh = (m / OW) % OH, ow = m % OW;
-          float* row = col + m * K;
-          int64_t iw0 = ow * n.sw - n.pad_left;
-          for (int64_t i = 0; i < (int64_t)n.kh; i++) {
-            int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
-            float* dst = row + i * run;
-            if (ih < 0 || ih >= H) {
-              std::memset(dst, 0, (size_t)run * 4);
-              continue;
-            }
-            const float* src_row = &a.data[((bn * H + ih) * W) * C + gi * ICg];
-            if (row_runs && iw0 >= 0 && iw0 + KW <= W) {
-              copy(dst, src_row + iw0 * C, run);
-              continue;
-            }
-            for (int64_t j = 0; j < KW; j++, dst += ICg) {
-              int64_t iw = iw0 + j * n.dw;
-              if (iw < 0 || iw >= W) std::memset(dst, 0, (size_t)ICg * 4);
-              else copy(dst, src_row + iw * C, ICg);
-            }
-          }
+  if (!n.packed.empty()) {
+    if ((int64_t)n.packed.size() != G) fail(n, "packed weights do not match the filter");
+    for (const PackedB& pb : n.packed)
+      if (pb.K != K || pb.N != OCg) fail(n, "packed weights do not match the filter");
+  }
+  // im2col of output pixels [m_begin, m_end) of group gi into rows of K floats at dst. With one
+  // group and no dilation, a kernel row's taps are KW * C adjacent input floats.
+  const bool row_runs = G == 1 && n.dw == 1;
+  const int64_t KW = n.kw, run = KW * ICg;
+  auto copy = [](float* d, const float* src, int64_t len) {  // short runs: no memcpy call
+    if (len >= 32) std::memcpy(d, src, (size_t)len * 4);
+    else for (int64_t t = 0; t < len; t++) d[t] = src[t];
+  };
+  auto im2col = [&](int64_t gi, int64_t m_begin, int64_t m_end, float* dst_rows) {
+    int64_t bn = m_begin / (OH * OW), oh = (m_begin / OW) % OH, ow = m_begin % OW;  // then stepped, no divisions
+    for (int64_t m = m_begin; m < m_end; m++, ow++) {
+      if (ow == OW) {
+        ow = 0;
+        if (++oh == OH) { oh = 0; bn++; }
+      }
+      float* row = dst_rows + (m - m_begin) * K;
+      int64_t iw0 = ow * n.sw - n.pad_left;
+      for (int64_t i = 0; i < (int64_t)n.kh; i++) {
+        int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
+        float* dst = row + i * run;
+        if (ih < 0 || ih >= H) {
+          std::memset(dst, 0, (size_t)run * 4);
+          continue;
         }
-      });
-      A = col;
-      lda = K;
+        const float* src_row = &a.data[((bn * H + ih) * W) * C + gi * ICg];
+        if (row_runs && iw0 >= 0 && iw0 + KW <= W) {
+          copy(dst, src_row + iw0 * C, run);
+          continue;
+        }
+        for (int64_t j = 0; j < KW; j++, dst += ICg) {
+          int64_t iw = iw0 + j * n.dw;
+          if (iw < 0 || iw >= W) std::memset(dst, 0, (size_t)ICg * 4);
+          else copy(dst, src_row + iw * C, ICg);
+        }
+      }
     }
+  };
+  for (int64_t gi = 0; gi < G; gi++) {
     GemmEpilogue ep = epilogue(n, bias ? bias + gi * OCg : nullptr);
     float* Cp = o.data.data() + gi * OCg;
-    if (!n.packed.empty()) {
-      if ((int64_t)n.packed.size() != G || n.packed[gi].K != K || n.packed[gi].N != OCg) fail(n, "packed weights do not match the filter");
-      sgemm_packed(ctx.pool, M, A, lda, 1, n.packed[gi], Cp, OC, ep);
-    } else {  // filter [OC, KH, KW, ICg]: B(k, oc) = w[(gi*OCg + oc)*K + k]
-      sgemm(ctx.pool, M, OCg, K, A, lda, 1, w.data.data() + gi * OCg * K, 1, K, Cp, OC, ep);
+    if (pointwise) {
+      const float* A = a.data.data() + gi * ICg;
+      if (!n.packed.empty()) sgemm_packed(ctx.pool, M, A, C, 1, n.packed[gi], Cp, OC, ep);
+      else sgemm(ctx.pool, M, OCg, K, A, C, 1, w.data.data() + gi * OCg * K, 1, K, Cp, OC, ep);
+      continue;
     }
+    if (!n.packed.empty()) {
+      // Blocks of output pixels, each unfolded into a small per-thread buffer (kept in cache)
+      // and multiplied right away: no full-size im2col pass through memory.
+      const int64_t rows = std::max<int64_t>(8, std::min<int64_t>(256, (int64_t(1) << 14) / K)) / 8 * 8;
+      const PackedB& pb = n.packed[gi];
+      parallel(ctx, (M + rows - 1) / rows, 1, [&](int64_t b, int64_t e) {
+        thread_local FloatBuffer buf;  // grows only
+        if (buf.size() < (size_t)(rows * K)) buf.resize((size_t)(rows * K));
+        for (int64_t blk = b; blk < e; blk++) {
+          int64_t m0 = blk * rows, m1 = std::min(M, m0 + rows);
+          im2col(gi, m0, m1, buf.data());
+          sgemm_packed(nullptr, m1 - m0, buf.data(), K, 1, pb, Cp + m0 * OC, OC, ep);
+        }
+      });
+      continue;
+    }
+    // weights computed at run time: one im2col buffer, then a GEMM
+    // (filter [OC, KH, KW, ICg]: B(k, oc) = w[(gi*OCg + oc)*K + k])
+    sc.col.resize((size_t)(M * K));
+    float* col = sc.col.data();
+    parallel(ctx, M, 64, [&](int64_t b, int64_t e) { im2col(gi, b, e, col + b * K); });
+    sgemm(ctx.pool, M, OCg, K, col, K, 1, w.data.data() + gi * OCg * K, 1, K, Cp, OC, ep);
   }
 }
 
@@ -761,7 +796,7 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
     case LeakyReLU: { double sl = n.fparam; unary(ctx, g, n, [sl](double x) { return x > 0 ? x : x * sl; }); break; }
     case ELU: { double al = n.fparam; unary(ctx, g, n, [al](double x) { return x > 0 ? x : al * std::expm1(x); }); break; }
     case Softmax: softmax(g, n); break;
-    case StaticTranspose: transpose(g, n); break;
+    case StaticTranspose: transpose(ctx, g, n); break;
     case StaticReshape: reshape(g, n); break;
     case StaticSlice: slice(g, n); break;
     case StaticConstantPad: pad(g, n); break;
