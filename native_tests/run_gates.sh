@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Native QA gates, no Python involved: builds the core with ASan+UBSan, with TSan and plain
-# (g++), and runs the leak harness, the loader fuzzer (bounded), valgrind memcheck and the
+# (g++), and runs the GEMM kernel check, the leak harness, the loader fuzzer (bounded), valgrind memcheck and the
 # race harness.
 #   bash native_tests/run_gates.sh [FUZZ_SECONDS [LIBFUZZER_SECONDS]]
 # With clang++ and its fuzzer runtime present, also builds and runs the libFuzzer target.
@@ -32,13 +32,16 @@ build() {  # [CXX=clang++] build NAME "FLAGS" HARNESS...  (harness flags: $LINK_
 }
 
 echo "== building ASan+UBSan harnesses"
-build asan "-fsanitize=address,undefined -fno-sanitize-recover=undefined" leak_harness fuzz_loader
+build asan "-fsanitize=address,undefined -fno-sanitize-recover=undefined" leak_harness fuzz_loader kernel_check
 echo "== building TSan harness"
 build tsan "-fsanitize=thread" race_harness
 
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-for m in add mlp small_cnn_xnn xnn_ops; do
+
+echo "== kernel check (float and int8 GEMM vs naive loops, every CPU path)"
+for cpu in native avx2 generic; do ETNP_CPU=$cpu "$OUT/asan/kernel_check"; done
+for m in add mlp small_cnn_xnn xnn_ops qlinear_dyn_xnn; do
   "$OUT/asan/leak_harness" "tests/models/$m.pte" 20
 done
 mkdir -p "$OUT/crashes"

@@ -30,7 +30,7 @@ class XnnDelegate : public DelegateHandle {
       for (size_t k = 0; k < n.inputs.size(); k++) {
         if (n.inputs[k] >= g_.values.size()) continue;
         uses[n.inputs[k]]++;
-        if (k == 1 && !n.packed.empty()) packed_uses[n.inputs[k]]++;
+        if (k == 1 && (!n.packed.empty() || n.qpacked.N > 0)) packed_uses[n.inputs[k]]++;
       }
     for (uint32_t id : g_.output_ids) uses[id]++;
     for (size_t i = 0; i < g_.values.size(); i++)

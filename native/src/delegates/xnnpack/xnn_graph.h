@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/qgemm.h"
 #include "runtime/program.h"
 #include "util/float_buffer.h"
 
@@ -37,6 +38,11 @@ struct Value {
   // runtime state
   std::vector<int64_t> shape;
   FloatBuffer data;
+  // dynamically quantized values (QDINT8): each row of row_len elements holds the grid points
+  // (q - row_zp[r]) * row_scale[r], q in [-128, 127]
+  int64_t row_len = 0;
+  std::vector<double> row_scale;
+  std::vector<int32_t> row_zp;
   // during method load only: float32 constant bytes in the program, not copied, for filters that
   // are used only through packed weights (read_graph leaves `data` empty for them)
   const float* raw = nullptr;
@@ -73,6 +79,7 @@ struct Node {
   uint32_t axis = 0, new_h = 0, new_w = 0;
   // prepared weights (FullyConnected, Conv2d): one packed panel set per group
   std::vector<PackedB> packed;
+  PackedQ8 qpacked;  // FullyConnected on dynamically quantized input with int8 weights (N > 0 when set)
   std::vector<float> bias;
 };
 

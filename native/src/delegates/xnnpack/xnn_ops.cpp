@@ -441,7 +441,7 @@ void check_filter(const Node& n, const Value& w, std::initializer_list<int64_t> 
   if (w.shape != s) fail(n, "filter shape " + shape_str(w.shape) + " does not match the node (" + shape_str(s) + ")");
 }
 
-void fully_connected(KernelContext& ctx, Graph& g, Node& n) {
+void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   Value &a = in(g, n, 0), &w = in(g, n, 1), &o = out(g, n);
   if (w.shape.size() != 2) fail(n, "filter must be 2-D");
   bool tw = n.flags & kTransposeWeights;
@@ -453,6 +453,32 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n) {
   int64_t M = a.numel() / IC;
   const float* bias = bias_of(g, n, OC);
   GemmEpilogue ep = epilogue(n, bias);
+  if (n.qpacked.N > 0 && n.qpacked.K == IC && n.qpacked.N == OC && a.row_len > 0 && a.row_len % IC == 0 &&
+      (int64_t)a.row_scale.size() * a.row_len >= a.numel()) {
+    // int8 x int8: the input's integers are recovered exactly from its grid points
+    const int64_t Kp = n.qpacked.Kp, per_row = a.row_len / IC;
+    sc.q8.resize((size_t)(M * Kp));
+    sc.row_scale.resize((size_t)M);
+    sc.row_zp.resize((size_t)M);
+    parallel(ctx, M, std::max<int64_t>(1, 4096 / std::max<int64_t>(IC, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t m = b; m < e; m++) {
+        const double scale = a.row_scale[(size_t)(m / per_row)];
+        const int32_t zp = a.row_zp[(size_t)(m / per_row)];
+        const float* x = a.data.data() + m * IC;
+        uint8_t* q = sc.q8.data() + m * Kp;
+        for (int64_t k = 0; k < IC; k++) {
+          double v = std::nearbyint((double)x[k] / scale) + zp;
+          q[k] = (uint8_t)(int32_t)(std::min(std::max(v, -128.0), 127.0) + 128.0);
+        }
+        std::memset(q + IC, 0, (size_t)(Kp - IC));
+        sc.row_scale[(size_t)m] = (float)scale;
+        sc.row_zp[(size_t)m] = zp;
+      }
+    });
+    QActivations qa{sc.q8.data(), sc.row_scale.data(), sc.row_zp.data()};
+    qgemm_q8(ctx.pool, M, qa, n.qpacked, bias, n.out_min, n.out_max, o.data.data(), OC);
+    return;
+  }
   if (!n.packed.empty()) {
     if (n.packed[0].K != IC || n.packed[0].N != OC) fail(n, "packed weights do not match the filter");
     sgemm_packed(ctx.pool, M, a.data.data(), IC, 1, n.packed[0], o.data.data(), OC, ep);
@@ -730,6 +756,10 @@ void finalize_value(Value& v) {
     int nb = std::max(1, std::min<int>(v.nonbatch_dims, (int)v.shape.size()));
     int64_t len = 1;
     for (size_t k = v.shape.size() - nb; k < v.shape.size(); k++) len *= v.shape[k];
+    int64_t rows = len > 0 ? (n + len - 1) / len : 0;
+    v.row_len = len;
+    v.row_scale.assign((size_t)rows, 1.0);  // an all-zero row: q = 0, zero point 0
+    v.row_zp.assign((size_t)rows, 0);
     for (int64_t r = 0; r * len < n; r++) {
       float* x = d + r * len;
       float mn = 0.f, mx = 0.f;
@@ -737,6 +767,8 @@ void finalize_value(Value& v) {
       if (mx == mn) continue;
       double scale = ((double)mx - mn) / 255.0;
       double zp = std::nearbyint(std::min(std::max(-128.0 - mn / scale, -128.0), 127.0));
+      v.row_scale[(size_t)r] = scale;
+      v.row_zp[(size_t)r] = (int32_t)zp;
       for (int64_t i = 0; i < len; i++) {
         double q = std::min(std::max(std::nearbyint(x[i] / scale) + zp, -128.0), 127.0);
         x[i] = (float)((q - zp) * scale);
@@ -759,6 +791,21 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
     if (w->dims.size() != 2) fail(n, "filter must be 2-D");
     bool tw = n.flags & kTransposeWeights;
     int64_t IC = tw ? w->dims[0] : w->dims[1], OC = tw ? w->dims[1] : w->dims[0];
+    const Value* x = n.inputs.empty() || n.inputs[0] >= g.values.size() ? nullptr : &g.values[n.inputs[0]];
+    if (x && x->dtype == QDINT8 && w->dtype == QCINT8 && w->quant == Quant::PerChannel && w->zero_point == 0 &&
+        w->channel_dim == (tw ? 1 : 0) && (int64_t)w->scales.size() >= OC && IC > 0 && OC > 0) {
+      // qd8 x qc8w: the filter's int8 values are its grid points divided by the channel scale
+      std::vector<int8_t> q((size_t)(IC * OC));
+      const float* f = w->cdata();
+      for (int64_t i = 0; i < IC * OC; i++) {
+        int64_t c = tw ? i % OC : i / IC;
+        float s = w->scales[(size_t)c];
+        double v = s != 0.f ? std::nearbyint((double)f[i] / s) : 0.0;
+        q[(size_t)i] = (int8_t)std::min(std::max(v, -128.0), 127.0);
+      }
+      n.qpacked = pack_q8(IC, OC, q.data(), tw ? OC : 1, tw ? 1 : IC, w->scales.data());
+      return;
+    }
     n.packed.push_back(pack_b(pool, IC, OC, w->cdata(), tw ? OC : 1, tw ? 1 : IC));
   } else if (n.type == Conv2d) {
     if (w->dims.size() != 4) fail(n, "filter must be 4-D");
@@ -806,7 +853,7 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
     case AvgPooling2d: pool(ctx, g, n, false, nullptr); break;
     case ArgMaxPooling2d: pool(ctx, g, n, true, &g.values[n.output2]); break;
     case GlobalAvgPooling2d: global_avg_pool(g, n); break;
-    case FullyConnected: fully_connected(ctx, g, n); break;
+    case FullyConnected: fully_connected(ctx, g, n, s); break;
     case Conv2d: conv2d(ctx, g, n, s); break;
     case DepthwiseConv2d: depthwise(ctx, g, n); break;
     case ConvTranspose2d: deconv(g, n); break;

@@ -9,6 +9,9 @@ namespace etnp::xnn {
 
 struct Scratch {
   std::vector<float> col;  // im2col / temporaries, reused across calls
+  std::vector<uint8_t> q8;  // quantized activations (uint8 = int8 + 128) for the int8 GEMM
+  std::vector<float> row_scale;
+  std::vector<int32_t> row_zp;
 };
 
 // Prepare weights of a node whose filter is constant (packing for the GEMM).

@@ -1,0 +1,199 @@
+#include "kernels/qgemm.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "kernels/cpu_features.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace etnp {
+namespace {
+
+constexpr int64_t NR = 16;
+
+// Float epilogue of one accumulator row: (acc - (128 + za) * col_sum) * sa * sw + bias, clamped.
+inline float finish(int32_t acc, int32_t offset, int32_t col_sum, float sa, float sw, float bias, float lo, float hi) {
+  float v = (float)(acc - offset * col_sum) * (sa * sw) + bias;
+  return std::min(std::max(v, lo), hi);
+}
+
+void rows_generic(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivations& a, const PackedQ8& w,
+                  const float* bias, float lo, float hi, float* C, int64_t ldc) {
+  const int64_t G = w.Kp / 4;
+  for (int64_t m = m0; m < m1; m++) {
+    const uint8_t* x = a.data + m * w.Kp;
+    const int32_t offset = 128 + a.zero_point[m];
+    for (int64_t p = p0; p < p1; p++) {
+      int32_t acc[NR] = {};
+      const int8_t* b = w.data.data() + p * G * NR * 4;
+      for (int64_t g = 0; g < G; g++, b += NR * 4)
+        for (int64_t j = 0; j < NR; j++)
+          for (int t = 0; t < 4; t++) acc[j] += (int32_t)x[g * 4 + t] * (int32_t)b[j * 4 + t];
+      for (int64_t j = 0, n = p * NR; j < NR && n < w.N; j++, n++)
+        C[m * ldc + n] = finish(acc[j], offset, w.col_sum[n], a.scale[m], w.scale[n], bias ? bias[n] : 0.f, lo, hi);
+    }
+  }
+}
+
+#if defined(__x86_64__)
+// ROWS rows x NV panels: ROWS * NV int32 accumulators, one vpdpbusd each per group of 4 k.
+template <int ROWS, int NV>
+__attribute__((target("avx512f,avx512vnni"))) void tile_vnni(int64_t m0, int64_t p0, const QActivations& a,
+                                                             const PackedQ8& w, const float* bias, float lo, float hi,
+                                                             float* C, int64_t ldc) {
+  const int64_t G = w.Kp / 4;
+  __m512i acc[ROWS][NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < ROWS; i++)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_si512();
+  const uint8_t* x = a.data + m0 * w.Kp;
+  const int8_t* b0 = w.data.data() + p0 * G * NR * 4;
+  for (int64_t g = 0; g < G; g++) {
+    __m512i b[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; v++) b[v] = _mm512_loadu_si512(b0 + (v * G + g) * NR * 4);
+#pragma GCC unroll 8
+    for (int i = 0; i < ROWS; i++) {
+      int32_t four;
+      std::memcpy(&four, x + i * w.Kp + g * 4, 4);
+      const __m512i xa = _mm512_set1_epi32(four);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; v++) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], xa, b[v]);
+    }
+  }
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+#pragma GCC unroll 2
+  for (int v = 0; v < NV; v++) {
+    const int64_t n0 = (p0 + v) * NR;
+    const int64_t cols = std::min<int64_t>(NR, w.N - n0);
+    const __mmask16 m = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
+    const __m512i cs = _mm512_maskz_loadu_epi32(m, w.col_sum.data() + n0);
+    const __m512 sw = _mm512_maskz_loadu_ps(m, w.scale.data() + n0);
+    const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + n0) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int i = 0; i < ROWS; i++) {
+      const __m512i off = _mm512_set1_epi32(128 + a.zero_point[m0 + i]);
+      __m512i q = _mm512_sub_epi32(acc[i][v], _mm512_mullo_epi32(off, cs));
+      __m512 s = _mm512_mul_ps(_mm512_set1_ps(a.scale[m0 + i]), sw);
+      __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), s, bv);
+      _mm512_mask_storeu_ps(C + (m0 + i) * ldc + n0, m, _mm512_min_ps(vhi, _mm512_max_ps(vlo, r)));
+    }
+  }
+}
+
+// AVX2: int8 -> int16 and vpmaddwd (exact, no saturation), ROWS rows x one 16-column panel in
+// four 4-column accumulators a row ([c, k0+k1], [c, k2+k3] pairs, reduced at the end).
+template <int ROWS>
+__attribute__((target("avx2"))) void tile_avx2(int64_t m0, int64_t p0, const QActivations& a, const PackedQ8& w,
+                                               const float* bias, float lo, float hi, float* C, int64_t ldc) {
+  const int64_t G = w.Kp / 4;
+  __m256i acc[ROWS][4];
+  for (int i = 0; i < ROWS; i++)
+    for (int q = 0; q < 4; q++) acc[i][q] = _mm256_setzero_si256();
+  const uint8_t* x = a.data + m0 * w.Kp;
+  const int8_t* b = w.data.data() + p0 * G * NR * 4;
+  for (int64_t g = 0; g < G; g++, b += NR * 4) {
+    __m256i wq[4];  // columns 4q..4q+3, k0..k3 each, as int16
+    for (int q = 0; q < 4; q++) wq[q] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(b + 16 * q)));
+    for (int i = 0; i < ROWS; i++) {
+      int32_t four;
+      std::memcpy(&four, x + i * w.Kp + g * 4, 4);
+      const __m256i xa = _mm256_cvtepu8_epi16(_mm_set1_epi32(four));
+      for (int q = 0; q < 4; q++) acc[i][q] = _mm256_add_epi32(acc[i][q], _mm256_madd_epi16(xa, wq[q]));
+    }
+  }
+  const int64_t n0 = p0 * NR, cols = std::min<int64_t>(NR, w.N - n0);
+  for (int i = 0; i < ROWS; i++) {
+    // pairs -> columns: hadd gives [c0 c1 c4 c5 | c2 c3 c6 c7]; 0xD8 puts them in order
+    __m256i lo8 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][0], acc[i][1]), 0xD8);
+    __m256i hi8 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][2], acc[i][3]), 0xD8);
+    alignas(32) int32_t sums[16];
+    _mm256_store_si256((__m256i*)sums, lo8);
+    _mm256_store_si256((__m256i*)(sums + 8), hi8);
+    const int32_t offset = 128 + a.zero_point[m0 + i];
+    for (int64_t j = 0; j < cols; j++)
+      C[(m0 + i) * ldc + n0 + j] =
+          finish(sums[j], offset, w.col_sum[n0 + j], a.scale[m0 + i], w.scale[n0 + j], bias ? bias[n0 + j] : 0.f, lo, hi);
+  }
+}
+
+using TileQ = void (*)(int64_t, int64_t, const QActivations&, const PackedQ8&, const float*, float, float, float*,
+                       int64_t);
+template <int NV, int... R>
+constexpr std::array<TileQ, sizeof...(R)> tiles_vnni(std::integer_sequence<int, R...>) {
+  return {&tile_vnni<R + 1, NV>...};
+}
+const std::array<TileQ, 8> kVnni2 = tiles_vnni<2>(std::make_integer_sequence<int, 8>());
+const std::array<TileQ, 8> kVnni1 = tiles_vnni<1>(std::make_integer_sequence<int, 8>());
+
+const std::array<TileQ, 4> kAvx2 = {&tile_avx2<1>, &tile_avx2<2>, &tile_avx2<3>, &tile_avx2<4>};
+
+bool cpu_has_vnni() {
+  static const bool v = cpu_has_avx512f() && __builtin_cpu_supports("avx512vnni");
+  return v;
+}
+#endif
+
+}  // namespace
+
+PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw, const float* scales) {
+  PackedQ8 p;
+  p.K = K;
+  p.N = N;
+  p.Kp = (K + 3) / 4 * 4;
+  const int64_t G = p.Kp / 4, panels = (N + NR - 1) / NR;
+  p.data.assign((size_t)(panels * G * NR * 4), 0);
+  p.col_sum.assign((size_t)N, 0);
+  p.scale.assign(scales, scales + N);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t k = 0; k < K; k++) {
+      int8_t q = W[k * rsw + n * csw];
+      p.data[(size_t)((((n / NR) * G + k / 4) * NR + n % NR) * 4 + k % 4)] = q;
+      p.col_sum[(size_t)n] += q;
+    }
+  return p;
+}
+
+void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,
+              float hi, float* C, int64_t ldc) {
+  if (M <= 0 || w.N <= 0) return;
+  const int64_t panels = (w.N + NR - 1) / NR;
+  constexpr int64_t MB = 8;
+  const int64_t rb = (M + MB - 1) / MB;
+  ThreadPool* tp = pool && M * w.N * w.K > (1 << 16) ? pool : nullptr;
+  // row blocks x panel ranges (pairs of panels), at least four tasks a thread when there is work
+  const int nt = tp ? tp->num_threads() : 1;
+  int64_t split = rb >= nt * 4 ? 1 : std::min<int64_t>((panels + 1) / 2, (nt * 4 + rb - 1) / rb);
+  const int64_t per = ((panels + split - 1) / split + 1) / 2 * 2;
+  split = (panels + per - 1) / per;
+  auto blocks = [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; t++) {
+      int64_t m0 = (t / split) * MB, mm = std::min(MB, M - m0);
+      int64_t p0 = (t % split) * per, p1 = std::min(panels, p0 + per);
+#if defined(__x86_64__)
+      if (cpu_has_vnni()) {
+        int64_t p = p0;
+        for (; p + 2 <= p1; p += 2) kVnni2[mm - 1](m0, p, a, w, bias, lo, hi, C, ldc);
+        if (p < p1) kVnni1[mm - 1](m0, p, a, w, bias, lo, hi, C, ldc);
+        continue;
+      }
+      if (cpu_has_avx2_fma()) {
+        for (int64_t i = 0; i < mm; i += 4)
+          for (int64_t p = p0; p < p1; p++) kAvx2[std::min<int64_t>(4, mm - i) - 1](m0 + i, p, a, w, bias, lo, hi, C, ldc);
+        continue;
+      }
+#endif
+      rows_generic(m0, m0 + mm, p0, p1, a, w, bias, lo, hi, C, ldc);
+    }
+  };
+  if (tp) tp->parallel_for(rb * split, 1, blocks);
+  else blocks(0, rb * split);
+}
+
+}  // namespace etnp

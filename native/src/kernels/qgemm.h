@@ -1,0 +1,34 @@
+// int8 GEMM for dynamically quantized activations x per-channel int8 weights (XNNPACK's
+// qd8 x qc8w FullyConnected): C[m][n] = clamp(sa[m] * sw[n] * sum_k (qa[m][k] - za[m]) * qw[k][n]
+// + bias[n]), accumulated exactly in int32. Activations enter as uint8 (qa + 128) so that the
+// AVX-512 VNNI kernel (vpdpbusd: u8 x s8 dot products of 4) applies; the column sums of the
+// weights remove the +128 and the zero points afterwards. A portable kernel covers other CPUs.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "threadpool/threadpool.h"
+
+namespace etnp {
+
+// Weights packed once: 16-column panels, K in groups of 4 (zero padded): for panel p, group g,
+// column j, element t: data[((p * G + g) * 16 + j) * 4 + t] = w(4g + t, 16p + j).
+struct PackedQ8 {
+  int64_t K = 0, N = 0, Kp = 0;    // Kp: K rounded up to a multiple of 4
+  std::vector<int8_t> data;
+  std::vector<int32_t> col_sum;    // sum_k w(k, n)
+  std::vector<float> scale;        // per output column
+};
+// w(k, n) = W[k * rsw + n * csw] (int8 values)
+PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw, const float* scales);
+
+struct QActivations {
+  const uint8_t* data = nullptr;   // [M][Kp], qa + 128, zero padded
+  const float* scale = nullptr;    // per row
+  const int32_t* zero_point = nullptr;
+};
+
+void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,
+              float hi, float* C, int64_t ldc);
+
+}  // namespace etnp

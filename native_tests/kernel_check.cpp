@@ -1,0 +1,93 @@
+// Kernel check: the packed float GEMM and the int8 GEMM against naive loops over many shapes
+// (ragged rows and columns, K not a multiple of 4, bias/clamp epilogues), on whichever paths
+// this CPU selects (run it again with ETNP_CPU=avx2 / generic for the others). Exit 1 on mismatch.
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "kernels/qgemm.h"
+
+using namespace etnp;
+
+static int failures = 0;
+
+static void check_sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> A(M * K), B(K * N), bias(N), C(M * N, 7.f), ref(M * N);
+  for (auto& x : A) x = u(rng);
+  for (auto& x : B) x = u(rng);
+  for (auto& x : bias) x = u(rng);
+  GemmEpilogue ep;
+  ep.bias_col = bias.data();
+  ep.min = -0.5f;
+  ep.max = 0.75f;
+  sgemm(pool, M, N, K, A.data(), K, 1, B.data(), N, 1, C.data(), N, ep);
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t n = 0; n < N; n++) {
+      double s = bias[n];
+      for (int64_t k = 0; k < K; k++) s += (double)A[m * K + k] * B[k * N + n];
+      float want = std::fmin(std::fmax((float)s, ep.min), ep.max), got = C[m * N + n];
+      if (std::fabs(want - got) > 1e-4f * (1 + K / 64)) {
+        if (failures++ < 5) std::printf("sgemm M=%ld N=%ld K=%ld (%ld,%ld): %g != %g\n", (long)M, (long)N, (long)K, (long)m, (long)n, got, want);
+      }
+    }
+}
+
+static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::mt19937& rng) {
+  std::uniform_int_distribution<int> qa(-128, 127), qw(-127, 127);
+  std::uniform_real_distribution<float> u(0.001f, 0.05f);
+  int64_t Kp = (K + 3) / 4 * 4;
+  std::vector<int8_t> W(K * N);
+  std::vector<uint8_t> X(M * Kp, 0);
+  std::vector<int32_t> xi(M * K), zp(M);
+  std::vector<float> sw(N), sa(M), bias(N), C(M * N);
+  for (auto& x : W) x = (int8_t)qw(rng);
+  for (auto& s : sw) s = u(rng);
+  for (auto& b : bias) b = u(rng) * 10;
+  for (int64_t m = 0; m < M; m++) {
+    sa[m] = u(rng);
+    zp[m] = qa(rng);
+    for (int64_t k = 0; k < K; k++) {
+      xi[m * K + k] = qa(rng);
+      X[m * Kp + k] = (uint8_t)(xi[m * K + k] + 128);
+    }
+  }
+  PackedQ8 p = pack_q8(K, N, W.data(), N, 1, sw.data());
+  QActivations a{X.data(), sa.data(), zp.data()};
+  qgemm_q8(pool, M, a, p, bias.data(), -1e30f, 1e30f, C.data(), N);
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t n = 0; n < N; n++) {
+      int64_t acc = 0;
+      for (int64_t k = 0; k < K; k++) acc += (int64_t)(xi[m * K + k] - zp[m]) * W[k * N + n];
+      double want = (double)acc * sa[m] * sw[n] + bias[n];
+      double got = C[m * N + n];
+      if (std::fabs(want - got) > 1e-5 * (1 + std::fabs(want))) {
+        if (failures++ < 5) std::printf("qgemm M=%ld N=%ld K=%ld (%ld,%ld): %g != %g\n", (long)M, (long)N, (long)K, (long)m, (long)n, got, want);
+      }
+    }
+}
+
+int main() {
+  std::mt19937 rng(7);
+  ThreadPool one(1), two(2);
+  const int64_t Ms[] = {1, 3, 6, 7, 8, 9, 13, 16, 17, 49, 100};
+  const int64_t Ns[] = {1, 8, 15, 16, 17, 24, 31, 32, 33, 48, 70};
+  const int64_t Ks[] = {1, 3, 4, 5, 27, 64, 129};
+  int cases = 0;
+  for (int64_t M : Ms)
+    for (int64_t N : Ns)
+      for (int64_t K : Ks) {
+        ThreadPool* pool = (cases & 1) ? &two : &one;
+        check_sgemm(pool, M, N, K, rng);
+        check_qgemm(pool, M, N, K, rng);
+        cases++;
+      }
+  // big enough to take the threaded paths
+  check_sgemm(&two, 200, 96, 160, rng);
+  check_qgemm(&two, 64, 200, 256, rng);
+  check_qgemm(&two, 2, 1000, 300, rng);
+  std::printf("kernel_check: %d shapes x 2 kernels, %d mismatches\n", cases + 3, failures);
+  return failures ? 1 : 0;
+}
