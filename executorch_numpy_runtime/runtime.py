@@ -277,6 +277,9 @@ class Method:
             carrier = np.dtype(np.uint16) if m.dtype == dtypes.BF16_CODE else dt
             static_outs.append((tuple(int(m.sizes[d]) for d in range(m.ndim)), dt, carrier, int(m.nbytes)))
         self._static_outs = static_outs
+        if static_outs is not None:
+            self._out_ptrs = ffi.new("void *[]", max(len(static_outs), 1))
+            self._out_nbytes = ffi.new("size_t[]", [nb for _, _, _, nb in static_outs] or [0])
         self._fast_dtypes = [dtypes.to_numpy(code) if kind == _KIND_TENSOR and code in dtypes._CODE_TO_NP else None
                              for kind, code in self._in_codes]
 
@@ -352,24 +355,46 @@ class Method:
                     c.data, c.nbytes = data, nbytes
                 else:
                     self._scalar(i, x, kind, c)
+            static = self._static_outs
+            if static is not None:  # static output shapes: one call runs and fills fresh arrays
+                outs = [np.empty(shape, dtype=carrier) for shape, _, carrier, _ in static]
+                ptrs, bufs = self._out_ptrs, []
+                for j, arr in enumerate(outs):
+                    if static[j][3]:
+                        b = ffi.from_buffer(arr)
+                        bufs.append(b)
+                        ptrs[j] = b
+                    else:
+                        ptrs[j] = ffi.NULL
+                tls.lock = self._lock
+                try:
+                    status = lib.etnp_method_run_into(self._ptr, cin, n, ptrs, self._out_nbytes, len(outs))
+                finally:
+                    tls.lock = outer
+                if status:
+                    self._raise_run_error(status)
+                return [a if carrier is dt else a.view(dt) for a, (_, dt, carrier, _) in zip(outs, static)]
             tls.lock = self._lock
             try:
                 status = lib.etnp_method_run(self._ptr, cin, n, self._res)
             finally:
                 tls.lock = outer
             if status:
-                cause = custom_ops.take_pending_exception()
-                try:
-                    check(status, f"running {self.name!r}")
-                except ExecuTorchError as e:
-                    if cause is None:
-                        raise
-                    raise e from cause
+                self._raise_run_error(status)
             result = self._res[0]
             try:
                 return self._outputs(result)
             finally:
                 lib.etnp_result_destroy(result)
+
+    def _raise_run_error(self, status: int) -> None:
+        cause = custom_ops.take_pending_exception()  # an exception raised inside a Python-defined op
+        try:
+            check(status, f"running {self.name!r}")
+        except ExecuTorchError as e:
+            if cause is None:
+                raise
+            raise e from cause
 
     @staticmethod
     def _scalar(i: int, x: Any, kind: int, c) -> None:
@@ -393,16 +418,6 @@ class Method:
             raise ExecutionError(f"input {i}: inputs of kind {_KIND_NAMES.get(kind, kind)} are not supported")
 
     def _outputs(self, result) -> List[Any]:
-        static = self._static_outs
-        if static is not None:  # every output a static-shape tensor: shapes known since load
-            outs = []
-            copy, from_buffer = lib.etnp_result_copy_output, ffi.from_buffer
-            for i, (shape, dt, carrier, nbytes) in enumerate(static):
-                arr = np.empty(shape, dtype=carrier)
-                if nbytes:
-                    check(copy(result, i, from_buffer("char[]", arr), nbytes))
-                outs.append(arr if carrier is dt else arr.view(dt))
-            return outs
         m = self._meta_buf
         outs: List[Any] = []
         for i in range(lib.etnp_result_num_outputs(result)):

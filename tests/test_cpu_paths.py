@@ -25,7 +25,7 @@ print("ok")
 """
 
 MODELS_TO_CHECK = ["mobilenet_v2_xnn", "small_cnn_xnn", "encoder_xnn", "mlp", "small_cnn", "ops_conv3d",
-                   "qlinear_dyn_xnn", "custom_lstm"]
+                   "qlinear_dyn_xnn", "qmlp_dyn_xnn", "custom_lstm"]
 
 
 @pytest.mark.parametrize("cpu", ["generic", "avx2"])

@@ -17,6 +17,10 @@ TOLERANCES = {
     "mlp_xnn": (1e-4, 1e-4), "small_cnn_xnn": (1e-4, 1e-4), "xnn_ops": (1e-4, 1e-4),
     "encoder_xnn": (1e-4, 1e-4), "mlp_dynamic_xnn": (1e-4, 1e-4), "mobilenet_v2_xnn": (1e-4, 1e-4),
     "qlinear_dyn_xnn": (2e-2, 0),
+    # wider qd8 x qc8w MLP (100 -> 512 -> 384 -> 40, 13 rows) on the int8 GEMM, vs the float model:
+    # outputs ~0.16, three int8 requantisations (seen: 1.5e-3). The published ExecuTorch runtime
+    # gives the same numbers as ours to 3e-8 on this program (measured, not testable here).
+    "qmlp_dyn_xnn": (6e-3, 0),
     # static int8 (per-tensor qs8 activations, per-channel qc8 weights, qc32 bias) vs the float model:
     # the logits pass through int8 grids of step ~1/50 before the softmax, so 1e-2 on the
     # probabilities (seen: 4.3e-4).

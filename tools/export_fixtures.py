@@ -240,6 +240,19 @@ class QLinear(nn.Module):
         return self.fc2(torch.relu(self.fc1(x)))
 
 
+class QMLP(nn.Module):
+    """A wider MLP for the int8 GEMM (qd8 x qc8w): K and N in the hundreds, a ragged K (100)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(100, 512)
+        self.fc2 = nn.Linear(512, 384)
+        self.fc3 = nn.Linear(384, 40)
+
+    def forward(self, x):
+        return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
 # ------------------------------------------------------------------ custom ops
 _LIBS = []
 
@@ -547,6 +560,7 @@ def fixtures():
                               preserve=PRESERVED_OPS)
     f["encoder"] = dict(methods={"forward": (Encoder(), (rnd(2, 6, 32),))})  # portable transformer layer
     f["ops_quant_token"] = dict(methods={"forward": (QuantToken(), (rnd(2, 3, 8, lo=-3, hi=2),))}, quantized_out=True)
+    f["qmlp_dyn_xnn"] = dict(methods={"forward": (QMLP(), (rnd(13, 100),))}, xnn=True, quant="dynamic")
     return f
 
 

@@ -135,6 +135,11 @@ int etnp_method_output_meta(const etnp_method *m, size_t i, etnp_value_meta *out
 /* Binds inputs, executes, and copies every output into a new result.
  * Serialised per runtime (the runtime's mutex is held for the whole call). */
 int etnp_method_run(etnp_method *m, const etnp_input *inputs, size_t num_inputs, etnp_result **out);
+/* The same, copying each output (all must be tensors) straight into out_data[i], whose size
+ * must be exactly out_nbytes[i] (else ETNP_ERR_INVALID_ARGUMENT, after the run): one call and
+ * no result object, for callers that know the output sizes (static shapes). */
+int etnp_method_run_into(etnp_method *m, const etnp_input *inputs, size_t num_inputs, void *const *out_data,
+                         const size_t *out_nbytes, size_t num_outputs);
 
 /* ---- result ---- */
 size_t etnp_result_num_outputs(const etnp_result *r);

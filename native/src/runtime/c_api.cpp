@@ -204,26 +204,39 @@ int etnp_method_output_meta(const etnp_method* m, size_t i, etnp_value_meta* out
   return ETNP_OK;
 }
 
+namespace {
+// Validates the caller's descriptors and binds them (the runtime's mutex must be held).
+void bind_inputs(etnp_method* m, const etnp_input* inputs, size_t n) {
+  InputValue small[8];
+  std::vector<InputValue> big;
+  InputValue* in = small;
+  if (n > 8) {
+    big.resize(n);
+    in = big.data();
+  }
+  for (size_t i = 0; i < n; i++) {
+    const etnp_input& u = inputs[i];
+    if (u.kind == ETNP_KIND_TENSOR) {
+      if (!dtype_supported(u.dtype))
+        throw_exec("input " + std::to_string(i) + ": unsupported dtype " + scalar_type_name(u.dtype));
+      if (u.ndim < 0 || u.ndim > kMaxDims || (u.ndim > 0 && !u.sizes) || (!u.data && u.nbytes))
+        throw Error(ETNP_ERR_INVALID_ARGUMENT, "input " + std::to_string(i) + ": malformed tensor descriptor");
+    }
+    in[i] = InputValue{u.kind, (DType)u.dtype, u.ndim, u.sizes, u.data, u.nbytes, u.int_value, u.double_value};
+  }
+  m->m->set_inputs(in, n);
+}
+}  // namespace
+
 int etnp_method_run(etnp_method* m, const etnp_input* inputs, size_t n, etnp_result** out) {
   REQUIRE(m); REQUIRE(out);
   REQUIRE(inputs || n == 0);
   *out = nullptr;
   return guard([&] {
-    std::vector<InputValue> in(n);
-    for (size_t i = 0; i < n; i++) {
-      const etnp_input& u = inputs[i];
-      if (u.kind == ETNP_KIND_TENSOR) {
-        if (!dtype_supported(u.dtype))
-          throw_exec("input " + std::to_string(i) + ": unsupported dtype " + scalar_type_name(u.dtype));
-        if (u.ndim < 0 || u.ndim > kMaxDims || (u.ndim > 0 && !u.sizes) || (!u.data && u.nbytes))
-          throw Error(ETNP_ERR_INVALID_ARGUMENT, "input " + std::to_string(i) + ": malformed tensor descriptor");
-      }
-      in[i] = InputValue{u.kind, (DType)u.dtype, u.ndim, u.sizes, u.data, u.nbytes, u.int_value, u.double_value};
-    }
     auto res = std::make_unique<etnp_result>();
     {
       std::lock_guard<std::recursive_mutex> g(m->prog->runtime().mutex());
-      m->m->set_inputs(in.data(), n);
+      bind_inputs(m, inputs, n);
       m->m->execute();
       size_t no = m->m->num_outputs();
       res->outs.resize(no);
@@ -237,6 +250,33 @@ int etnp_method_run(etnp_method* m, const etnp_input* inputs, size_t n, etnp_res
       }
     }
     *out = res.release();
+  });
+}
+
+int etnp_method_run_into(etnp_method* m, const etnp_input* inputs, size_t n, void* const* out_data,
+                         const size_t* out_nbytes, size_t num_outputs) {
+  REQUIRE(m);
+  REQUIRE(inputs || n == 0);
+  REQUIRE((out_data && out_nbytes) || num_outputs == 0);
+  return guard([&] {
+    std::lock_guard<std::recursive_mutex> g(m->prog->runtime().mutex());
+    size_t no = m->m->num_outputs();
+    if (num_outputs != no)
+      throw Error(ETNP_ERR_INVALID_ARGUMENT, "the method has " + std::to_string(no) + " outputs, " +
+                                                 std::to_string(num_outputs) + " destinations were given");
+    bind_inputs(m, inputs, n);
+    m->m->execute();
+    for (size_t i = 0; i < no; i++) {
+      const EValue& v = m->m->output(i);
+      if (v.tag != Tag::Tensor)
+        throw Error(ETNP_ERR_INVALID_ARGUMENT, "output " + std::to_string(i) + " is not a tensor");
+      size_t nb = v.t.nbytes();
+      if (nb != out_nbytes[i])
+        throw Error(ETNP_ERR_INVALID_ARGUMENT, "output " + std::to_string(i) + " has " + std::to_string(nb) +
+                                                   " bytes, its destination " + std::to_string(out_nbytes[i]));
+      if (nb && !out_data[i]) throw Error(ETNP_ERR_INVALID_ARGUMENT, "output " + std::to_string(i) + ": null destination");
+      if (nb) copy_contiguous(v.t, static_cast<uint8_t*>(out_data[i]));
+    }
   });
 }
 

@@ -16,6 +16,10 @@ namespace {
 constexpr uint32_t kTransposeWeights = 0x1;
 constexpr uint32_t kAlignCorners = 0x8;
 
+// Clamp to an integer range before a cast; NaN goes to lo (casting NaN or out-of-range
+// doubles to an integer type is undefined).
+inline double clamp_q(double v, double lo, double hi) { return v >= lo ? (v <= hi ? v : hi) : lo; }
+
 [[noreturn]] void fail(const Node& n, const std::string& m) { throw_exec(std::string(node_type_name(n.type)) + ": " + m); }
 
 Value& in(Graph& g, const Node& n, size_t k) {
@@ -468,7 +472,7 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
         uint8_t* q = sc.q8.data() + m * Kp;
         for (int64_t k = 0; k < IC; k++) {
           double v = std::nearbyint((double)x[k] / scale) + zp;
-          q[k] = (uint8_t)(int32_t)(std::min(std::max(v, -128.0), 127.0) + 128.0);
+          q[k] = (uint8_t)(int32_t)(clamp_q(v, -128.0, 127.0) + 128.0);
         }
         std::memset(q + IC, 0, (size_t)(Kp - IC));
         sc.row_scale[(size_t)m] = (float)scale;
@@ -768,7 +772,7 @@ void finalize_value(Value& v) {
       double scale = ((double)mx - mn) / 255.0;
       double zp = std::nearbyint(std::min(std::max(-128.0 - mn / scale, -128.0), 127.0));
       v.row_scale[(size_t)r] = scale;
-      v.row_zp[(size_t)r] = (int32_t)zp;
+      v.row_zp[(size_t)r] = (int32_t)clamp_q(zp, -128.0, 127.0);
       for (int64_t i = 0; i < len; i++) {
         double q = std::min(std::max(std::nearbyint(x[i] / scale) + zp, -128.0), 127.0);
         x[i] = (float)((q - zp) * scale);
@@ -793,7 +797,8 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
     int64_t IC = tw ? w->dims[0] : w->dims[1], OC = tw ? w->dims[1] : w->dims[0];
     const Value* x = n.inputs.empty() || n.inputs[0] >= g.values.size() ? nullptr : &g.values[n.inputs[0]];
     if (x && x->dtype == QDINT8 && w->dtype == QCINT8 && w->quant == Quant::PerChannel && w->zero_point == 0 &&
-        w->channel_dim == (tw ? 1 : 0) && (int64_t)w->scales.size() >= OC && IC > 0 && OC > 0) {
+        w->channel_dim == (tw ? 1 : 0) && (int64_t)w->scales.size() >= OC && IC > 0 && OC > 0 &&
+        IC <= 32768) {  // int32 sums of up to 32768 products of 255 * 128 (and the zero-point term) cannot overflow
       // qd8 x qc8w: the filter's int8 values are its grid points divided by the channel scale
       std::vector<int8_t> q((size_t)(IC * OC));
       const float* f = w->cdata();
@@ -801,7 +806,7 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
         int64_t c = tw ? i % OC : i / IC;
         float s = w->scales[(size_t)c];
         double v = s != 0.f ? std::nearbyint((double)f[i] / s) : 0.0;
-        q[(size_t)i] = (int8_t)std::min(std::max(v, -128.0), 127.0);
+        q[(size_t)i] = (int8_t)clamp_q(v, -128.0, 127.0);
       }
       n.qpacked = pack_q8(IC, OC, q.data(), tw ? OC : 1, tw ? 1 : IC, w->scales.data());
       return;
