@@ -193,6 +193,58 @@ __attribute__((target("avx512f"))) void stationary_avx512(const DepthwiseGeom& g
                                            (__mmask16)((1u << (C - c)) - 1));
 }
 
+// Channel-inner kernel for stride SW, no dilation: P adjacent output pixels at a time; for each
+// 16-channel block the taps' weights are loaded once and every input vector feeds the pixels
+// whose windows hold it (identical addresses are loaded once). Reads stream along the channels
+// (prefetch-friendly, whole cache lines used at once). Same summation order as the others.
+template <int KH, int KW, int SW, int P, bool FULL>
+__attribute__((target("avx512f"), always_inline)) inline void pixels_block_avx512(const float* xp, const float* wc,
+                                                                                 const float* bc, float* yp, int64_t C,
+                                                                                 int64_t row, __mmask16 m, __m512 lo,
+                                                                                 __m512 hi) {
+  __m512 acc[P];
+  const __m512 b = bc ? load16<FULL>(m, bc) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+  for (int p = 0; p < P; p++) acc[p] = b;
+#pragma GCC unroll 5
+  for (int i = 0; i < KH; i++)
+#pragma GCC unroll 5
+    for (int j = 0; j < KW; j++) {
+      const __m512 k = load16<FULL>(m, wc + (i * KW + j) * C);
+#pragma GCC unroll 4
+      for (int p = 0; p < P; p++) acc[p] = _mm512_fmadd_ps(load16<FULL>(m, xp + i * row + (p * SW + j) * C), k, acc[p]);
+    }
+#pragma GCC unroll 4
+  for (int p = 0; p < P; p++) store16<FULL>(m, yp + p * C, _mm512_min_ps(hi, _mm512_max_ps(lo, acc[p])));
+}
+
+template <int KH, int KW, int SW>
+__attribute__((target("avx512f"))) void channel_inner_avx512(const DepthwiseGeom& g, const float* x, const float* w,
+                                                            const float* bias, float* y, int64_t bn, int64_t oh,
+                                                            int64_t ow_begin, int64_t ow_end) {
+  const int64_t C = g.C, row = g.W * C;
+  const float* xrow = x + ((bn * g.H + (oh * g.sh - g.pad_top)) * g.W + (ow_begin * SW - g.pad_left)) * C;
+  float* yrow = y + ((bn * g.OH + oh) * g.OW + ow_begin) * C;
+  const __m512 lo = _mm512_set1_ps(g.lo), hi = _mm512_set1_ps(g.hi);
+  const int64_t full = C / 16 * 16;
+  const __mmask16 tail = (__mmask16)((1u << (C - full)) - 1);
+  int64_t ow = ow_begin;
+  for (; ow + 4 <= ow_end; ow += 4, xrow += 4 * SW * C, yrow += 4 * C) {
+    for (int64_t c = 0; c < full; c += 16)
+      pixels_block_avx512<KH, KW, SW, 4, true>(xrow + c, w + c, bias ? bias + c : nullptr, yrow + c, C, row, 0xFFFF, lo, hi);
+    if (full < C)
+      pixels_block_avx512<KH, KW, SW, 4, false>(xrow + full, w + full, bias ? bias + full : nullptr, yrow + full, C, row,
+                                                tail, lo, hi);
+  }
+  for (; ow < ow_end; ow++, xrow += SW * C, yrow += C) {
+    for (int64_t c = 0; c < full; c += 16)
+      pixels_block_avx512<KH, KW, SW, 1, true>(xrow + c, w + c, bias ? bias + c : nullptr, yrow + c, C, row, 0xFFFF, lo, hi);
+    if (full < C)
+      pixels_block_avx512<KH, KW, SW, 1, false>(xrow + full, w + full, bias ? bias + full : nullptr, yrow + full, C, row,
+                                                tail, lo, hi);
+  }
+}
+
 template <int KH, int KW>
 __attribute__((target("avx2,fma"))) void stationary_avx2(const DepthwiseGeom& g, const float* x, const float* w,
                                                         const float* bias, float* y, int64_t bn, int64_t oh,
@@ -262,17 +314,23 @@ void depthwise_nhwc_f32(const DepthwiseGeom& g, const float* x, const float* w, 
                               int64_t, int64_t);
   Stationary fast = nullptr;
   if (g.KH == 3 && g.KW == 3) fast = avx512 ? &stationary_avx512<3, 3> : avx2 ? &stationary_avx2<3, 3> : nullptr;
+  if (g.KH == 3 && g.KW == 3 && avx512 && g.dh == 1 && g.dw == 1 && (g.sw == 1 || g.sw == 2))
+    fast = g.sw == 1 ? &channel_inner_avx512<3, 3, 1> : &channel_inner_avx512<3, 3, 2>;
+
   if (g.KH == 5 && g.KW == 5) fast = avx512 ? &stationary_avx512<5, 5> : avx2 ? &stationary_avx2<5, 5> : nullptr;
-  auto edge = avx512 ? &row_avx512 : avx2 ? &row_avx2 : &row_generic;
+  auto per_pixel = avx512 ? &row_avx512 : avx2 ? &row_avx2 : &row_generic;
+  auto edge = [&](int64_t bn, int64_t oh, int64_t b, int64_t e) {
+    if (b < e) per_pixel(g, x, w, bias, y, bn, oh, b, e);
+  };
   for (int64_t r = row_begin; r < row_end; r++) {
     int64_t bn = r / g.OH, oh = r % g.OH, ih0 = oh * g.sh - g.pad_top;
     bool rows_inside = ih0 >= 0 && ih0 + (g.KH - 1) * g.dh < g.H;
     if (fast && rows_inside && ow_lo < ow_hi) {
-      edge(g, x, w, bias, y, bn, oh, 0, ow_lo);
+      edge(bn, oh, 0, ow_lo);
       fast(g, x, w, bias, y, bn, oh, ow_lo, ow_hi);
-      edge(g, x, w, bias, y, bn, oh, ow_hi, g.OW);
+      edge(bn, oh, ow_hi, g.OW);
     } else {
-      edge(g, x, w, bias, y, bn, oh, 0, g.OW);
+      edge(bn, oh, 0, g.OW);
     }
   }
 #else

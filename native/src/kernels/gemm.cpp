@@ -214,8 +214,18 @@ Micro pick_micro() {
 
 }  // namespace
 
+namespace {
+void pack_b_into(PackedB& p, ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb);
+}
+
 PackedB pack_b(ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb) {
   PackedB p;
+  pack_b_into(p, pool, K, N, B, rsb, csb);
+  return p;
+}
+
+namespace {
+void pack_b_into(PackedB& p, ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb) {
   p.K = K;
   p.N = N;
   int64_t nb = (N + NR - 1) / NR;
@@ -243,8 +253,8 @@ PackedB pack_b(ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t r
   };
   if (pool && K * N > (1 << 15)) pool->parallel_for(nb, 1, work);
   else work(0, nb);
-  return p;
 }
+}  // namespace
 
 void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int64_t csa, const PackedB& B, float* C,
                   int64_t ldc, const GemmEpilogue& ep) {
@@ -282,7 +292,8 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
 #endif
   auto tasks = [&](int64_t b, int64_t e) {
     alignas(32) float acc[MR * NR];
-    std::vector<float> pa((size_t)(MR * K));
+    thread_local std::vector<float> pa;  // this thread's packed A panel, grows only
+    if (pa.size() < (size_t)(MR * K)) pa.resize((size_t)(MR * K));
     int64_t last_pm = -1;
     for (int64_t t = b; t < e; t++) {
       int64_t pm = t / col_split, cs = t % col_split;
@@ -330,7 +341,8 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
 void sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
            const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, const GemmEpilogue& ep) {
   if (M <= 0 || N <= 0) return;
-  PackedB pb = pack_b(M * N * K > (1 << 16) ? pool : nullptr, K, N, B, rsb, csb);
+  thread_local PackedB pb;  // B packed per call (weights known only now): this thread's buffer, grows only
+  pack_b_into(pb, M * N * K > (1 << 16) ? pool : nullptr, K, N, B, rsb, csb);
   sgemm_packed(pool, M, A, rsa, csa, pb, C, ldc, ep);
 }
 
