@@ -177,7 +177,7 @@ int64_t tile_rows_avx512(int64_t M) {
 
 inline __mmask16 cols_mask(int64_t cols) { return cols >= 16 ? (__mmask16)0xFFFF : cols <= 0 ? 0 : (__mmask16)((1u << cols) - 1); }
 
-// Rows [m0, m0 + mm) (mm <= 2R) x column panels [pn0, pn1) of C = A * B, A row-major.
+// Rows [m0, m0 + mm) x column panels [pn0, pn1) of C = A * B, A row-major, in R x 32 / 2R x 16 tiles.
 void rows_avx512(int64_t R, int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, const float* A, int64_t rsa, const PackedB& B,
                  float* C, int64_t ldc, const GemmEpilogue& ep) {
   const int64_t N = B.N, K = B.K;
@@ -194,9 +194,12 @@ void rows_avx512(int64_t R, int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, co
                           ep.accumulate, ep.min, ep.max);
       }
       pn += 2;
-    } else {  // the last single panel: one tile of up to 2R rows
-      kOnePanel[mm - 1](K, A + m0 * rsa, rsa, b0, nullptr, C + m0 * ldc + n0, ldc, cols_mask(N - n0), 0, bias_row, bc,
-                        ep.accumulate, ep.min, ep.max);
+    } else {  // the last single panel: tiles of up to 2R rows
+      for (int64_t i = 0; i < mm; i += 2 * R) {
+        int64_t r = std::min<int64_t>(2 * R, mm - i);
+        kOnePanel[r - 1](K, A + (m0 + i) * rsa, rsa, b0, nullptr, C + (m0 + i) * ldc + n0, ldc, cols_mask(N - n0), 0,
+                         bias_row ? bias_row + i : nullptr, bc, ep.accumulate, ep.min, ep.max);
+      }
       pn += 1;
     }
   }
@@ -273,7 +276,9 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
   static const bool avx2 = cpu_has_avx2_fma(), avx512 = cpu_has_avx512f();
   const bool direct = avx2 && csa == 1;
   if (avx512 && csa == 1) {  // 2R-row blocks x column ranges, no packing of A at all
-    const int64_t R = tile_rows_avx512(M), MB = 2 * R;
+    // Few rows (the 7x7 layers of a CNN): one row block, so each pair of B panels is read once
+    // and serves every row tile from cache; threads then split the columns.
+    const int64_t R = tile_rows_avx512(M), MB = M <= 8 * R ? M : 2 * R;
     int64_t rb = (M + MB - 1) / MB;
     int64_t split = (rb >= nt * 4) ? 1 : std::min<int64_t>(nb, (nt * 4 + rb - 1) / rb);  // >= 4 tasks a thread
     int64_t per = (nb + split - 1) / split;
