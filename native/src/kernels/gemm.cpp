@@ -114,12 +114,16 @@ __attribute__((target("avx2,fma"))) void tile_avx2(int64_t K, const float* A, in
 // C[i][j] = clamp(sum_k A[i][k] * b[k][j] + bias_col[j] + bias_row[i] (+ C[i][j])), for ROWS rows and
 // NV adjacent 16-column panels (b0p, b1p), columns beyond N masked off (mask0, mask1).
 // Full tiles are R x 2 panels or 2R x 1 panel (R = 6, 7 or 8, chosen to fit M): 12-16 accumulators
-// hide the FMA latency.
-template <int ROWS, int NV>
-__attribute__((target("avx512f"))) void tile_avx512(int64_t K, const float* A, int64_t rsa, const float* b0p,
-                                                   const float* b1p, float* C, int64_t ldc, __mmask16 mask0,
-                                                   __mmask16 mask1, const float* bias_row, const float* bias_col,
-                                                   bool accumulate, float lo, float hi) {
+// hide the FMA latency. Row i of A starts at rows[i]; A[i][k] = rows[i][k], or rows[i][koff[k]]
+// when IND (indirect: convolution taps read straight from the input, no im2col copy).
+template <int ROWS, int NV, bool IND>
+__attribute__((target("avx512f"))) void tile_avx512(int64_t K, const float* const* rows, const int32_t* koff,
+                                                   const float* b0p, const float* b1p, float* C, int64_t ldc,
+                                                   __mmask16 mask0, __mmask16 mask1, const float* bias_row,
+                                                   const float* bias_col, bool accumulate, float lo, float hi) {
+  const float* r[ROWS];
+#pragma GCC unroll 16
+  for (int i = 0; i < ROWS; i++) r[i] = rows[i];
   __m512 acc[ROWS][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < ROWS; i++)
@@ -129,9 +133,10 @@ __attribute__((target("avx512f"))) void tile_avx512(int64_t K, const float* A, i
     __m512 b[NV];
     b[0] = _mm512_loadu_ps(b0p + k * NR);
     if (NV > 1) b[NV - 1] = _mm512_loadu_ps(b1p + k * NR);
+    const int64_t kk = IND ? koff[k] : k;
 #pragma GCC unroll 16
     for (int i = 0; i < ROWS; i++) {
-      __m512 x = _mm512_set1_ps(A[i * rsa + k]);
+      __m512 x = _mm512_set1_ps(r[i][kk]);
 #pragma GCC unroll 2
       for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(x, b[v], acc[i][v]);
     }
@@ -154,15 +159,17 @@ __attribute__((target("avx512f"))) void tile_avx512(int64_t K, const float* A, i
   }
 }
 
-using Tile512 = void (*)(int64_t, const float*, int64_t, const float*, const float*, float*, int64_t, __mmask16,
-                         __mmask16, const float*, const float*, bool, float, float);
-template <int NV, int... R>
+using Tile512 = void (*)(int64_t, const float* const*, const int32_t*, const float*, const float*, float*, int64_t,
+                         __mmask16, __mmask16, const float*, const float*, bool, float, float);
+template <int NV, bool IND, int... R>
 constexpr std::array<Tile512, sizeof...(R)> tiles512(std::integer_sequence<int, R...>) {
-  return {&tile_avx512<R + 1, NV>...};
+  return {&tile_avx512<R + 1, NV, IND>...};
 }
-// [rows - 1]: two panels up to 8 rows, one panel up to 16 rows
-const std::array<Tile512, 8> kTwoPanels = tiles512<2>(std::make_integer_sequence<int, 8>());
-const std::array<Tile512, 16> kOnePanel = tiles512<1>(std::make_integer_sequence<int, 16>());
+// [indirect][rows - 1]: two panels up to 8 rows, one panel up to 16 rows
+const std::array<Tile512, 8> kTwoPanels[2] = {tiles512<2, false>(std::make_integer_sequence<int, 8>()),
+                                               tiles512<2, true>(std::make_integer_sequence<int, 8>())};
+const std::array<Tile512, 16> kOnePanel[2] = {tiles512<1, false>(std::make_integer_sequence<int, 16>()),
+                                               tiles512<1, true>(std::make_integer_sequence<int, 16>())};
 
 // Tile height for M rows: the one of 8, 7, 6 wasting the fewest rows in ragged tiles (convolution
 // outputs are often 7^2 * 2^k pixels), the taller on ties.
@@ -177,10 +184,12 @@ int64_t tile_rows_avx512(int64_t M) {
 
 inline __mmask16 cols_mask(int64_t cols) { return cols >= 16 ? (__mmask16)0xFFFF : cols <= 0 ? 0 : (__mmask16)((1u << cols) - 1); }
 
-// Rows [m0, m0 + mm) x column panels [pn0, pn1) of C = A * B, A row-major, in R x 32 / 2R x 16 tiles.
-void rows_avx512(int64_t R, int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, const float* A, int64_t rsa, const PackedB& B,
-                 float* C, int64_t ldc, const GemmEpilogue& ep) {
+// Rows [m0, m0 + mm) x column panels [pn0, pn1) of C = A * B in R x 32 / 2R x 16 tiles; rows[i]
+// is where row m0 + i of A starts (koff: indirect tap offsets, or null).
+void rows_avx512(int64_t R, int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, const float* const* rows,
+                 const int32_t* koff, const PackedB& B, float* C, int64_t ldc, const GemmEpilogue& ep) {
   const int64_t N = B.N, K = B.K;
+  const int ind = koff ? 1 : 0;
   const float* bias_row = ep.bias_row ? ep.bias_row + m0 : nullptr;
   for (int64_t pn = pn0; pn < pn1;) {
     int64_t n0 = pn * NR;
@@ -189,7 +198,7 @@ void rows_avx512(int64_t R, int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, co
     if (pn + 1 < pn1) {  // two panels, in R-row tiles
       for (int64_t i = 0; i < mm; i += R) {
         int64_t r = std::min<int64_t>(R, mm - i);
-        kTwoPanels[r - 1](K, A + (m0 + i) * rsa, rsa, b0, b0 + NR * K, C + (m0 + i) * ldc + n0, ldc,
+        kTwoPanels[ind][r - 1](K, rows + i, koff, b0, b0 + NR * K, C + (m0 + i) * ldc + n0, ldc,
                           cols_mask(N - n0), cols_mask(N - n0 - 16), bias_row ? bias_row + i : nullptr, bc,
                           ep.accumulate, ep.min, ep.max);
       }
@@ -197,7 +206,7 @@ void rows_avx512(int64_t R, int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, co
     } else {  // the last single panel: tiles of up to 2R rows
       for (int64_t i = 0; i < mm; i += 2 * R) {
         int64_t r = std::min<int64_t>(2 * R, mm - i);
-        kOnePanel[r - 1](K, A + (m0 + i) * rsa, rsa, b0, nullptr, C + (m0 + i) * ldc + n0, ldc, cols_mask(N - n0), 0,
+        kOnePanel[ind][r - 1](K, rows + i, koff, b0, nullptr, C + (m0 + i) * ldc + n0, ldc, cols_mask(N - n0), 0,
                          bias_row ? bias_row + i : nullptr, bc, ep.accumulate, ep.min, ep.max);
       }
       pn += 1;
@@ -259,6 +268,49 @@ void pack_b_into(PackedB& p, ThreadPool* pool, int64_t K, int64_t N, const float
 }
 }  // namespace
 
+#if defined(__x86_64__)
+namespace {
+// AVX-512 driver: 2R-row blocks (one block when M <= 8R: each pair of B panels is then read once
+// for all rows) x column ranges, at least four tasks a thread. Rows come from `rows` (indirect,
+// with koff) or are A + m * rsa.
+void sgemm_rows_avx512(ThreadPool* tp, int64_t M, const float* const* rows, const float* A, int64_t rsa,
+                       const int32_t* koff, const PackedB& B, float* C, int64_t ldc, const GemmEpilogue& ep) {
+  const int64_t nb = (B.N + NR - 1) / NR;
+  const int nt = tp ? tp->num_threads() : 1;
+  const int64_t R = tile_rows_avx512(M), MB = M <= 8 * R ? M : 2 * R;
+  int64_t rb = (M + MB - 1) / MB;
+  int64_t split = (rb >= nt * 4) ? 1 : std::min<int64_t>(nb, (nt * 4 + rb - 1) / rb);  // >= 4 tasks a thread
+  int64_t per = (nb + split - 1) / split;
+  per += per & 1;  // panels in pairs
+  split = (nb + per - 1) / per;
+  auto blocks = [&](int64_t b, int64_t e) {
+    const float* local[64];  // MB <= 64 row starts of a direct A
+    for (int64_t t = b; t < e; t++) {
+      int64_t m0 = (t / split) * MB, mm = std::min<int64_t>(MB, M - m0), cs = t % split;
+      const float* const* r = rows ? rows + m0 : local;
+      if (!rows)
+        for (int64_t i = 0; i < mm; i++) local[i] = A + (m0 + i) * rsa;
+      rows_avx512(R, m0, mm, cs * per, std::min(nb, (cs + 1) * per), r, koff, B, C, ldc, ep);
+    }
+  };
+  if (tp) tp->parallel_for(rb * split, 1, blocks);
+  else blocks(0, rb * split);
+}
+}  // namespace
+#endif
+
+bool sgemm_packed_indirect(ThreadPool* pool, int64_t M, const float* const* rows, const int32_t* koff,
+                           const PackedB& B, float* C, int64_t ldc, const GemmEpilogue& ep) {
+#if defined(__x86_64__)
+  if (!cpu_has_avx512f()) return false;
+  if (M <= 0 || B.N <= 0) return true;
+  sgemm_rows_avx512(M * B.N * B.K > (1 << 16) ? pool : nullptr, M, rows, nullptr, 0, koff, B, C, ldc, ep);
+  return true;
+#else
+  return false;
+#endif
+}
+
 void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int64_t csa, const PackedB& B, float* C,
                   int64_t ldc, const GemmEpilogue& ep) {
   int64_t N = B.N, K = B.K;
@@ -275,23 +327,8 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
 #if defined(__x86_64__)
   static const bool avx2 = cpu_has_avx2_fma(), avx512 = cpu_has_avx512f();
   const bool direct = avx2 && csa == 1;
-  if (avx512 && csa == 1) {  // 2R-row blocks x column ranges, no packing of A at all
-    // Few rows (the 7x7 layers of a CNN): one row block, so each pair of B panels is read once
-    // and serves every row tile from cache; threads then split the columns.
-    const int64_t R = tile_rows_avx512(M), MB = M <= 8 * R ? M : 2 * R;
-    int64_t rb = (M + MB - 1) / MB;
-    int64_t split = (rb >= nt * 4) ? 1 : std::min<int64_t>(nb, (nt * 4 + rb - 1) / rb);  // >= 4 tasks a thread
-    int64_t per = (nb + split - 1) / split;
-    per += per & 1;  // panels in pairs
-    split = (nb + per - 1) / per;
-    auto blocks = [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; t++) {
-        int64_t m0 = (t / split) * MB, cs = t % split;
-        rows_avx512(R, m0, std::min<int64_t>(MB, M - m0), cs * per, std::min(nb, (cs + 1) * per), A, rsa, B, C, ldc, ep);
-      }
-    };
-    if (tp) tp->parallel_for(rb * split, 1, blocks);
-    else blocks(0, rb * split);
+  if (avx512 && csa == 1) {
+    sgemm_rows_avx512(tp, M, nullptr, A, rsa, nullptr, B, C, ldc, ep);
     return;
   }
 #endif

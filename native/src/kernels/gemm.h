@@ -28,6 +28,12 @@ PackedB pack_b(ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t r
 void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int64_t csa, const PackedB& B, float* C,
                   int64_t ldc, const GemmEpilogue& ep = GemmEpilogue());
 
+// C = A * packed B where A(m, k) = rows[m][koff[k]] (a convolution read straight from its input:
+// rows[m] is output pixel m's first tap, koff[k] tap k's offset from it). AVX-512 only: returns
+// false, computing nothing, where the CPU path lacks it (the caller then unfolds A itself).
+bool sgemm_packed_indirect(ThreadPool* pool, int64_t M, const float* const* rows, const int32_t* koff,
+                           const PackedB& B, float* C, int64_t ldc, const GemmEpilogue& ep = GemmEpilogue());
+
 // A(m,k) = A[m*rsa + k*csa]; B(k,n) = B[k*rsb + n*csb]; C(m,n) = C[m*ldc + n].
 void sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
            const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, const GemmEpilogue& ep = GemmEpilogue());

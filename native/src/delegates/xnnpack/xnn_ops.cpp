@@ -1,9 +1,12 @@
 #include "delegates/xnnpack/xnn_ops.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu_features.h"
 #include "kernels/depthwise.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
@@ -187,7 +190,9 @@ bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vect
   constexpr int64_t T = 32;
   const int64_t sblocks = (S + T - 1) / T;
   // tasks: (batch, block of T output rows s), each covering every r
-  parallel(ctx, B * sblocks, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, R * T)), [&](int64_t tb, int64_t te) {
+  // a bandwidth-bound copy: split only when it is large (a second core mostly adds cache traffic)
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 19) / std::max<int64_t>(1, R * T));
+  parallel(ctx, B * sblocks, grain, [&](int64_t tb, int64_t te) {
     for (int64_t t = tb; t < te; t++) {
       int64_t b = t / sblocks, s0 = (t % sblocks) * T, s1 = std::min(S, s0 + T);
       const float* xb = x + b * R * S;
@@ -491,6 +496,54 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   }
 }
 
+// Convolution as an indirect GEMM (AVX-512): every output pixel's taps are read in place from
+// the input, zero-padded once into a scratch copy when the node pads; no im2col rows. False when
+// the CPU path has no indirect kernel or the offsets would not fit in int32.
+bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, int64_t gi, int64_t N, int64_t H, int64_t W,
+                   int64_t C, int64_t ICg, int64_t OH, int64_t OW, int64_t K, int64_t M, const GemmEpilogue& ep,
+                   float* Cp, int64_t OC, Scratch& sc) {
+  static const bool avx512 = cpu_has_avx512f();
+  if (!avx512) return false;
+  const int64_t pt = n.pad_top, pb = n.pad_bottom, pl = n.pad_left, pr = n.pad_right;
+  const int64_t Hp = H + pt + pb, Wp = W + pl + pr, KW = n.kw;
+  if ((int64_t)n.kh * n.dh * Wp * C + (KW * n.dw + 1) * C > INT32_MAX) return false;
+  const float* base = a.data.data();
+  if (pt || pb || pl || pr) {
+    if (gi == 0) {  // one padded copy serves every group
+      sc.padded.resize((size_t)(N * Hp * Wp * C));
+      float* P = sc.padded.data();
+      const float* X = a.data.data();
+      parallel(ctx, N * Hp, 16, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; r++) {
+          int64_t bn = r / Hp, h = r % Hp - pt;
+          float* dst = P + r * Wp * C;
+          if (h < 0 || h >= H) {
+            std::memset(dst, 0, (size_t)(Wp * C) * 4);
+            continue;
+          }
+          std::memset(dst, 0, (size_t)(pl * C) * 4);
+          std::memcpy(dst + pl * C, X + (bn * H + h) * W * C, (size_t)(W * C) * 4);
+          std::memset(dst + (pl + W) * C, 0, (size_t)(pr * C) * 4);
+        }
+      });
+    }
+    base = sc.padded.data();
+  }
+  sc.conv_koff.resize((size_t)K);
+  for (int64_t i = 0, k = 0; i < (int64_t)n.kh; i++)
+    for (int64_t j = 0; j < KW; j++)
+      for (int64_t c = 0; c < ICg; c++, k++) sc.conv_koff[(size_t)k] = (int32_t)((i * n.dh * Wp + j * n.dw) * C + c);
+  sc.conv_rows.resize((size_t)M);
+  for (int64_t m = 0, bn = 0, oh = 0, ow = 0; m < M; m++) {
+    sc.conv_rows[(size_t)m] = base + ((bn * Hp + oh * n.sh) * Wp + ow * n.sw) * C + gi * ICg;
+    if (++ow == OW) {
+      ow = 0;
+      if (++oh == OH) { oh = 0; bn++; }
+    }
+  }
+  return sgemm_packed_indirect(ctx.pool, M, sc.conv_rows.data(), sc.conv_koff.data(), n.packed[gi], Cp, OC, ep);
+}
+
 void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   Value &a = in(g, n, 0), &w = in(g, n, 1), &o = out(g, n);
   if (a.shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
@@ -556,6 +609,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
       else sgemm(ctx.pool, M, OCg, K, A, C, 1, w.data.data() + gi * OCg * K, 1, K, Cp, OC, ep);
       continue;
     }
+    if (!n.packed.empty() && conv_indirect(ctx, n, a, gi, N, H, W, C, ICg, OH, OW, K, M, ep, Cp, OC, sc)) continue;
     if (!n.packed.empty()) {
       // Blocks of output pixels, each unfolded into a small per-thread buffer (kept in cache)
       // and multiplied right away: no full-size im2col pass through memory.

@@ -10,6 +10,9 @@ namespace etnp::xnn {
 struct Scratch {
   std::vector<float> col;  // im2col / temporaries, reused across calls
   std::vector<uint8_t> q8;  // quantized activations (uint8 = int8 + 128) for the int8 GEMM
+  FloatBuffer padded;       // zero-padded convolution input for the indirect GEMM
+  std::vector<const float*> conv_rows;
+  std::vector<int32_t> conv_koff;
   std::vector<float> row_scale;
   std::vector<int32_t> row_zp;
 };
