@@ -1,7 +1,9 @@
 // Depthwise 2-D convolution on NHWC float32 (channel multiplier 1), bias and clamp fused:
 // y[n, oh, ow, c] = clamp(bias[c] + sum_{i,j} x[n, ih, iw, c] * w[i, j, c]).
-// Channels are innermost, so the AVX2+FMA kernel keeps 16 (then 8) channels in registers
-// across all taps of an output pixel; a portable kernel covers other CPUs.
+// Interior pixels (every tap inside the input) of 3x3 and 5x5 kernels take register-blocked paths:
+// on AVX-512 a channel-inner kernel for 3x3 at stride 1 or 2 (four pixels a step) and a
+// weight-stationary one otherwise; on AVX2 the weight-stationary one. Border pixels and other
+// shapes use per-pixel kernels (AVX-512, AVX2+FMA, portable). All sum the taps in the same order.
 #pragma once
 #include <cstdint>
 

@@ -1,6 +1,8 @@
 // Packed single-precision GEMM: C[M,N] = A[M,K] * B[K,N] (+ bias) (clamped), with
-// arbitrary strides for A and B, register-blocked 6x16 micro-kernels (AVX2+FMA
-// chosen at run time, portable fallback) and the runtime's thread pool.
+// arbitrary strides for A and B and the runtime's thread pool. B is packed into 16-column
+// panels (once, for weights). Kernels chosen at run time: AVX-512F R x 32 / 2R x 16 tiles
+// reading row-major A in place (also indirectly, for convolutions), AVX2+FMA 6x16 tiles,
+// a portable fallback.
 #pragma once
 #include <cstdint>
 #include <vector>
