@@ -95,7 +95,10 @@ void group_norm_kernel(KernelContext& ctx, EValue** a, size_t) {
   double eps = double_arg(a, 7);
   Tensor &out = tensor_arg(a, 8), &mo = tensor_arg(a, 9), &ro = tensor_arg(a, 10);
   check_contiguous(x, "group_norm input");
-  if (G <= 0 || C % G || N * C * HxW != x.numel()) throw_exec("group_norm: N, C, HxW, group do not match the input");
+  int64_t total = 0;
+  if (G <= 0 || N < 0 || C < 0 || HxW < 0 || C % G || __builtin_mul_overflow(N, C, &total) ||
+      __builtin_mul_overflow(total, HxW, &total) || total != x.numel())
+    throw_exec("group_norm: N, C, HxW, group do not match the input");
   resize(out, shape_of(x));
   resize(mo, {N, G});
   resize(ro, {N, G});

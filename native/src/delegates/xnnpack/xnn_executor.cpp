@@ -24,6 +24,7 @@ class XnnDelegate : public DelegateHandle {
     for (auto& n : g_.nodes) prepare_node(pool, g_, n);
     for (auto& v : g_.values) v.raw = nullptr;  // program bytes are only read while packing
     plan_buffer_reuse();
+    plan_borrowing();
     // Constant filters used only through packed weights need not be kept twice.
     std::vector<int> uses(g_.values.size(), 0), packed_uses(g_.values.size(), 0);
     for (auto& n : g_.nodes)
@@ -59,7 +60,12 @@ class XnnDelegate : public DelegateHandle {
     size_t ni = g_.input_ids.size(), no = g_.output_ids.size();
     if (nargs < ni + no)
       throw_exec("XNNPACK delegate expects " + std::to_string(ni + no) + " arguments, got " + std::to_string(nargs));
-    for (size_t k = 0; k < ni; k++) load_input(*args[k], g_.values[g_.input_ids[k]], k);
+    BorrowGuard borrowed{this};
+    for (size_t k = 0; k < ni; k++) {
+      Value& v = g_.values[g_.input_ids[k]];
+      load_input(*args[k], v, k, borrowable_[k]);
+      if (v.raw) borrowed.active = true;
+    }
     SwapGuard guard{this};
     for (size_t i = 0; i < g_.nodes.size(); i++) {
       for (; guard.done < reuse_end_[i]; guard.done++) swap_buffers(reuse_[guard.done]);
@@ -148,7 +154,35 @@ class XnnDelegate : public DelegateHandle {
     }
   }
 
-  static void load_input(EValue& e, Value& v, size_t k) {
+  // A float32 input read only by transposes is not copied: they read the caller's tensor in
+  // place (Value::raw) during the call.
+  struct BorrowGuard {
+    XnnDelegate* d;
+    bool active = false;
+    ~BorrowGuard() {
+      if (active)
+        for (uint32_t id : d->g_.input_ids) d->g_.values[id].raw = nullptr;
+    }
+  };
+  void plan_borrowing() {
+    borrowable_.assign(g_.input_ids.size(), false);
+    for (size_t k = 0; k < g_.input_ids.size(); k++) {
+      uint32_t id = g_.input_ids[k];
+      const Value& v = g_.values[id];
+      if (v.dtype != FP32 || v.quant != Quant::None) continue;
+      bool only_transposes = true, used = false;
+      for (const Node& n : g_.nodes)
+        for (size_t j = 0; j < n.inputs.size(); j++)
+          if (n.inputs[j] == id) {
+            used = true;
+            only_transposes = only_transposes && n.type == StaticTranspose && j == 0;
+          }
+      for (uint32_t o : g_.output_ids) only_transposes = only_transposes && o != id;
+      borrowable_[k] = used && only_transposes;
+    }
+  }
+
+  static void load_input(EValue& e, Value& v, size_t k, bool borrow) {
     if (e.tag != Tag::Tensor) throw_exec("XNNPACK delegate input " + std::to_string(k) + " is not a tensor");
     const Tensor& t = e.t;
     check_contiguous(t, "XNNPACK delegate input");
@@ -164,7 +198,9 @@ class XnnDelegate : public DelegateHandle {
     }
     int64_t n = t.numel();
     float* d = v.data.data();
-    if (t.dtype == DType::F32) {
+    if (t.dtype == DType::F32 && borrow && n > 0) {
+      v.raw = (const float*)t.data;
+    } else if (t.dtype == DType::F32) {
       copy_floats(d, (const float*)t.data, n);
     } else if (is_floating(t.dtype)) {
       for (int64_t i = 0; i < n; i++) d[i] = (float)load_f64(t.data, t.dtype, i);
@@ -194,6 +230,7 @@ class XnnDelegate : public DelegateHandle {
   Scratch scratch_;
   std::unique_ptr<std::vector<double>> profile_;  // seconds per node, when profiling
   uint64_t profile_calls_ = 0;
+  std::vector<bool> borrowable_;    // per graph input: read in place (see BorrowGuard)
   std::vector<Reuse> reuse_;        // in the order they are made during a call
   std::vector<size_t> reuse_end_;   // reuse_[0, reuse_end_[i]) are made before node i runs
 };

@@ -43,8 +43,9 @@ struct Value {
   int64_t row_len = 0;
   std::vector<double> row_scale;
   std::vector<int32_t> row_zp;
-  // during method load only: float32 constant bytes in the program, not copied, for filters that
-  // are used only through packed weights (read_graph leaves `data` empty for them)
+  // during method load: float32 constant bytes in the program, not copied, for filters that are
+  // used only through packed weights (read_graph leaves `data` empty for them); during a call: the
+  // caller's tensor for a graph input that only transposes read (the executor's BorrowGuard)
   const float* raw = nullptr;
   const float* cdata() const { return raw ? raw : data.data(); }
   int64_t numel() const {

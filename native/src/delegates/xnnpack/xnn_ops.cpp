@@ -88,7 +88,7 @@ bool binary_f32(KernelContext& ctx, Value& a, Value& b, Value& o, F f) {
   const float* y = b.data.data();
   float* z = o.data.data();
   if (pa == n && pb == n) {
-    parallel(ctx, n, 1 << 15, [&](int64_t s, int64_t e) {
+    parallel(ctx, n, 1 << 18, [&](int64_t s, int64_t e) {  // bandwidth-bound: split only large ones
       for (int64_t i = s; i < e; i++) z[i] = f(x[i], y[i]);
     });
     return true;
@@ -97,7 +97,7 @@ bool binary_f32(KernelContext& ctx, Value& a, Value& b, Value& o, F f) {
   int64_t len = a_full ? pb : pa;  // period of the repeating operand
   const float* full = a_full ? x : y;
   const float* rep = a_full ? y : x;
-  parallel(ctx, n / len, std::max<int64_t>(1, (1 << 15) / len), [&](int64_t s, int64_t e) {
+  parallel(ctx, n / len, std::max<int64_t>(1, (1 << 18) / len), [&](int64_t s, int64_t e) {
     for (int64_t r = s; r < e; r++) {
       const float* u = full + r * len;
       float* w = z + r * len;
@@ -178,14 +178,14 @@ bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vect
     last.push_back(first[i]);
   }
   if (md.size() <= 1) {  // the same element order
-    copy_floats(o.data.data(), a.data.data(), o.numel());
+    copy_floats(o.data.data(), a.cdata(), o.numel());
     return true;
   }
   int64_t B = 1, R, S;
   if (md.size() == 2 && mf[0] > mf[1]) { R = md[1]; S = md[0]; }
   else if (md.size() == 3 && mf[0] < mf[1] && mf[0] < mf[2] && mf[1] > mf[2]) { B = md[0]; R = md[2]; S = md[1]; }
   else return false;
-  const float* x = a.data.data();
+  const float* x = a.cdata();  // the caller's tensor when the delegate input is read in place
   float* y = o.data.data();
   constexpr int64_t T = 32;
   const int64_t sblocks = (S + T - 1) / T;
@@ -232,10 +232,11 @@ void transpose(KernelContext& ctx, Graph& g, Node& n) {
   ensure_shape(o, s);
   if (transpose_as_batched_2d(ctx, a, n.ints, o)) return;
   int64_t total = o.numel(), idx[8] = {};
+  const float* src = a.cdata();
   for (int64_t k = 0; k < total; k++) {
     int64_t off = 0;
     for (size_t d = 0; d < nd; d++) off += idx[d] * st[d];
-    o.data[k] = a.data[off];
+    o.data[k] = src[off];
     for (size_t d = nd; d-- > 0;) { if (++idx[d] < s[d]) break; idx[d] = 0; }
   }
 }
