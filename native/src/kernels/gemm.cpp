@@ -279,10 +279,10 @@ void sgemm_rows_avx512(ThreadPool* tp, int64_t M, const float* const* rows, cons
   const int nt = tp ? tp->num_threads() : 1;
   const int64_t R = tile_rows_avx512(M), MB = M <= 8 * R ? M : 2 * R;
   int64_t rb = (M + MB - 1) / MB;
-  int64_t split = (rb >= nt * 4) ? 1 : std::min<int64_t>(nb, (nt * 4 + rb - 1) / rb);  // >= 4 tasks a thread
-  int64_t per = (nb + split - 1) / split;
-  per += per & 1;  // panels in pairs
-  split = (nb + per - 1) / per;
+  // column ranges of an even number of panels (pairs), small enough for >= 4 tasks a thread
+  int64_t want = rb >= nt * 4 ? 1 : (nt * 4 + rb - 1) / rb;
+  int64_t per = std::max<int64_t>(2, nb / want / 2 * 2);
+  int64_t split = (nb + per - 1) / per;
   auto blocks = [&](int64_t b, int64_t e) {
     const float* local[64];  // MB <= 64 row starts of a direct A
     for (int64_t t = b; t < e; t++) {

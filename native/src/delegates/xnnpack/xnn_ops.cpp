@@ -411,22 +411,28 @@ void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
     }
   });
 }
-void global_avg_pool(Graph& g, Node& n) {
+void global_avg_pool(KernelContext& ctx, Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);
   if (a.shape.size() != 4) fail(n, "expects a 4-D NHWC input");
   int64_t N = a.shape[0], HW = a.shape[1] * a.shape[2], C = a.shape[3];
   if (o.dims.size() == 4) ensure_shape(o, {N, 1, 1, C});
   else ensure_shape(o, {N, C});
   constexpr int64_t CB = 256;  // channels a block: double accumulators on the stack
-  for (int64_t b = 0; b < N; b++)
-    for (int64_t c0 = 0; c0 < C; c0 += CB) {
-      int64_t cn = std::min(CB, C - c0);
+  const int64_t cblocks = (C + CB - 1) / CB;
+  if (HW == 0) {  // the mean of nothing (0 / 0), as before; the input may have no storage
+    for (int64_t i = 0; i < N * C; i++) o.data[i] = std::nanf("");
+    return;
+  }
+  parallel(ctx, N * cblocks, std::max<int64_t>(1, (int64_t(1) << 13) / (HW * CB)), [&](int64_t tb, int64_t te) {
+    for (int64_t t = tb; t < te; t++) {
+      int64_t b = t / cblocks, c0 = (t % cblocks) * CB, cn = std::min(CB, C - c0);
       double acc[CB] = {};
       const float* x = a.data.data() + b * HW * C + c0;
       for (int64_t p = 0; p < HW; p++, x += C)
         for (int64_t c = 0; c < cn; c++) acc[c] += x[c];
       for (int64_t c = 0; c < cn; c++) o.data[b * C + c0 + c] = (float)(acc[c] / (double)HW);
     }
+  });
 }
 
 // ---- matrix ops ----
@@ -535,13 +541,15 @@ bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, int64_t gi
     for (int64_t j = 0; j < KW; j++)
       for (int64_t c = 0; c < ICg; c++, k++) sc.conv_koff[(size_t)k] = (int32_t)((i * n.dh * Wp + j * n.dw) * C + c);
   sc.conv_rows.resize((size_t)M);
-  for (int64_t m = 0, bn = 0, oh = 0, ow = 0; m < M; m++) {
-    sc.conv_rows[(size_t)m] = base + ((bn * Hp + oh * n.sh) * Wp + ow * n.sw) * C + gi * ICg;
-    if (++ow == OW) {
-      ow = 0;
-      if (++oh == OH) { oh = 0; bn++; }
+  parallel(ctx, M, 4096, [&](int64_t b, int64_t e) {
+    for (int64_t m = b, bn = b / (OH * OW), oh = (b / OW) % OH, ow = b % OW; m < e; m++) {
+      sc.conv_rows[(size_t)m] = base + ((bn * Hp + oh * n.sh) * Wp + ow * n.sw) * C + gi * ICg;
+      if (++ow == OW) {
+        ow = 0;
+        if (++oh == OH) { oh = 0; bn++; }
+      }
     }
-  }
+  });
   return sgemm_packed_indirect(ctx.pool, M, sc.conv_rows.data(), sc.conv_koff.data(), n.packed[gi], Cp, OC, ep);
 }
 
@@ -912,7 +920,7 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
     case MaxPooling2d: pool(ctx, g, n, true, nullptr); break;
     case AvgPooling2d: pool(ctx, g, n, false, nullptr); break;
     case ArgMaxPooling2d: pool(ctx, g, n, true, &g.values[n.output2]); break;
-    case GlobalAvgPooling2d: global_avg_pool(g, n); break;
+    case GlobalAvgPooling2d: global_avg_pool(ctx, g, n); break;
     case FullyConnected: fully_connected(ctx, g, n, s); break;
     case Conv2d: conv2d(ctx, g, n, s); break;
     case DepthwiseConv2d: depthwise(ctx, g, n); break;
