@@ -39,10 +39,11 @@ struct Value {
   std::vector<int64_t> shape;
   FloatBuffer data;
   // dynamically quantized values (QDINT8): each row of row_len elements holds the grid points
-  // (q - row_zp[r]) * row_scale[r], q in [-128, 127]
+  // (q - row_zp[r]) * row_scale[r], q in [-128, 127] (kept in q8 too, for the int8 GEMM)
   int64_t row_len = 0;
   std::vector<double> row_scale;
   std::vector<int32_t> row_zp;
+  std::vector<uint8_t> q8;  // the same rows as integers, q + 128
   // during method load: float32 constant bytes in the program, not copied, for filters that are
   // used only through packed weights (read_graph leaves `data` empty for them); during a call: the
   // caller's tensor for a graph input that only transposes read (the executor's BorrowGuard)

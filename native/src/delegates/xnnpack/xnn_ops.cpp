@@ -10,6 +10,7 @@
 #include "kernels/depthwise.h"
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
+#include "kernels/quantize_row.h"
 #include "runtime/dtype.h"
 
 namespace etnp::xnn {
@@ -469,8 +470,11 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   int64_t M = a.numel() / IC;
   const float* bias = bias_of(g, n, OC);
   GemmEpilogue ep = epilogue(n, bias);
-  if (n.qpacked.N > 0 && n.qpacked.K == IC && n.qpacked.N == OC && a.row_len > 0 && a.row_len % IC == 0 &&
-      (int64_t)a.row_scale.size() * a.row_len >= a.numel()) {
+  if (n.qpacked.N > 0) {
+    // the filter lives only as int8 panels: the input must carry its per-row quantization
+    if (n.qpacked.K != IC || n.qpacked.N != OC || a.row_len <= 0 || a.row_len % IC != 0 ||
+        (int64_t)a.row_scale.size() * a.row_len < a.numel())
+      fail(n, "dynamically quantized input without per-row quantization parameters (corrupt program?)");
     // int8 x int8: the input's integers are recovered exactly from its grid points
     const int64_t Kp = n.qpacked.Kp, per_row = a.row_len / IC;
     sc.q8.resize((size_t)(M * Kp));
@@ -480,12 +484,9 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
       for (int64_t m = b; m < e; m++) {
         const double scale = a.row_scale[(size_t)(m / per_row)];
         const int32_t zp = a.row_zp[(size_t)(m / per_row)];
-        const float* x = a.data.data() + m * IC;
         uint8_t* q = sc.q8.data() + m * Kp;
-        for (int64_t k = 0; k < IC; k++) {
-          double v = std::nearbyint((double)x[k] / scale) + zp;
-          q[k] = (uint8_t)(int32_t)(clamp_q(v, -128.0, 127.0) + 128.0);
-        }
+        if ((int64_t)a.q8.size() >= (m + 1) * IC) std::memcpy(q, a.q8.data() + m * IC, (size_t)IC);
+        else quantize_row_q8(a.data.data() + m * IC, IC, scale, zp, nullptr, q);
         std::memset(q + IC, 0, (size_t)(Kp - IC));
         sc.row_scale[(size_t)m] = (float)scale;
         sc.row_zp[(size_t)m] = zp;
@@ -827,19 +828,20 @@ void finalize_value(Value& v) {
     v.row_len = len;
     v.row_scale.assign((size_t)rows, 1.0);  // an all-zero row: q = 0, zero point 0
     v.row_zp.assign((size_t)rows, 0);
+    v.q8.resize((size_t)n);
     for (int64_t r = 0; r * len < n; r++) {
       float* x = d + r * len;
       float mn = 0.f, mx = 0.f;
-      for (int64_t i = 0; i < len; i++) { mn = std::min(mn, x[i]); mx = std::max(mx, x[i]); }
-      if (mx == mn) continue;
+      row_min_max(x, len, mn, mx);
+      if (mx == mn) {  // all zeros: q = 0
+        std::memset(v.q8.data() + r * len, 128, (size_t)len);
+        continue;
+      }
       double scale = ((double)mx - mn) / 255.0;
       double zp = std::nearbyint(std::min(std::max(-128.0 - mn / scale, -128.0), 127.0));
       v.row_scale[(size_t)r] = scale;
       v.row_zp[(size_t)r] = (int32_t)clamp_q(zp, -128.0, 127.0);
-      for (int64_t i = 0; i < len; i++) {
-        double q = std::min(std::max(std::nearbyint(x[i] / scale) + zp, -128.0), 127.0);
-        x[i] = (float)((q - zp) * scale);
-      }
+      quantize_row_q8(x, len, scale, zp, x, v.q8.data() + r * len);
     }
   }
 }

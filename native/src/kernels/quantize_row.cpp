@@ -1,0 +1,102 @@
+#include "kernels/quantize_row.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cpu_features.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace etnp {
+namespace {
+
+void row_generic(const float* x, int64_t b, int64_t n, double scale, double zp, float* grid, uint8_t* u8) {
+  for (int64_t i = b; i < n; i++) {
+    double v = std::nearbyint((double)x[i] / scale) + zp;
+    double q = v >= -128.0 ? (v <= 127.0 ? v : 127.0) : (v != v ? v : -128.0);  // NaN kept for the grid
+    if (grid) grid[i] = (float)((q - zp) * scale);
+    if (u8) u8[i] = (uint8_t)(int32_t)((q == q ? q : -128.0) + 128.0);
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) int64_t rows_avx512(const float* x, int64_t n, double scale, double zp, float* grid,
+                                                      uint8_t* u8) {
+  const __m512d s = _mm512_set1_pd(scale), z = _mm512_set1_pd(zp), lo = _mm512_set1_pd(-128.0),
+                hi = _mm512_set1_pd(127.0);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m512d v = _mm512_div_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)), s);
+    v = _mm512_add_pd(_mm512_roundscale_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
+    v = _mm512_min_pd(hi, _mm512_max_pd(lo, v));  // the value second: NaN stays NaN
+    if (grid) _mm256_storeu_ps(grid + i, _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_sub_pd(v, z), s)));
+    if (u8) {
+      __m256i q = _mm512_cvtpd_epi32(v);  // NaN -> INT_MIN, clamped to -128 below
+      q = _mm256_add_epi32(_mm256_max_epi32(q, _mm256_set1_epi32(-128)), _mm256_set1_epi32(128));
+      _mm_storel_epi64((__m128i*)(u8 + i), _mm512_cvtepi32_epi8(_mm512_castsi256_si512(q)));
+    }
+  }
+  return i;
+}
+
+__attribute__((target("avx2,fma"))) int64_t rows_avx2(const float* x, int64_t n, double scale, double zp, float* grid,
+                                                     uint8_t* u8) {
+  const __m256d s = _mm256_set1_pd(scale), z = _mm256_set1_pd(zp), lo = _mm256_set1_pd(-128.0),
+                hi = _mm256_set1_pd(127.0);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m256d v = _mm256_div_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), s);
+    v = _mm256_add_pd(_mm256_round_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
+    v = _mm256_min_pd(hi, _mm256_max_pd(lo, v));
+    if (grid) _mm_storeu_ps(grid + i, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_sub_pd(v, z), s)));
+    if (u8) {
+      alignas(16) int32_t q[4];
+      _mm_store_si128((__m128i*)q, _mm_add_epi32(_mm_max_epi32(_mm256_cvtpd_epi32(v), _mm_set1_epi32(-128)),
+                                                 _mm_set1_epi32(128)));
+      for (int t = 0; t < 4; t++) u8[i + t] = (uint8_t)q[t];
+    }
+  }
+  return i;
+}
+
+__attribute__((target("avx512f"))) int64_t min_max_avx512(const float* x, int64_t n, float& mn, float& mx) {
+  __m512 lo = _mm512_set1_ps(mn), hi = _mm512_set1_ps(mx);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_loadu_ps(x + i);
+    lo = _mm512_min_ps(v, lo);  // NaN in v: the accumulator (second operand) is kept
+    hi = _mm512_max_ps(v, hi);
+  }
+  mn = _mm512_reduce_min_ps(lo);
+  mx = _mm512_reduce_max_ps(hi);
+  return i;
+}
+#endif
+
+}  // namespace
+
+void row_min_max(const float* x, int64_t n, float& mn, float& mx) {
+  int64_t i = 0;
+#if defined(__x86_64__)
+  static const bool avx512 = cpu_has_avx512f();
+  if (avx512) i = min_max_avx512(x, n, mn, mx);
+#endif
+  for (; i < n; i++) {
+    mn = std::min(mn, x[i]);
+    mx = std::max(mx, x[i]);
+  }
+}
+
+void quantize_row_q8(const float* x, int64_t n, double scale, double zp, float* grid, uint8_t* u8) {
+  int64_t done = 0;
+#if defined(__x86_64__)
+  static const bool avx512 = cpu_has_avx512f(), avx2 = cpu_has_avx2_fma();
+  if (avx512) done = rows_avx512(x, n, scale, zp, grid, u8);
+  else if (avx2) done = rows_avx2(x, n, scale, zp, grid, u8);
+#endif
+  row_generic(x, done, n, scale, zp, grid, u8);
+}
+
+}  // namespace etnp

@@ -1,0 +1,15 @@
+// Dynamic int8 quantization of one row (XNNPACK's qd8 activations), computed in double:
+// q[i] = clamp(rint(x[i] / scale) + zp, -128, 127). Writes the grid point (q - zp) * scale as
+// float (NaN stays NaN) and/or q + 128 as uint8 (NaN gives q = -128). AVX-512 and AVX2 paths
+// give the same results as the portable one (round to nearest even throughout).
+#pragma once
+#include <cstdint>
+
+namespace etnp {
+
+void quantize_row_q8(const float* x, int64_t n, double scale, double zp, float* grid, uint8_t* u8);
+
+// mn = min(mn, x[i]), mx = max(mx, x[i]) over the row; NaN elements are passed over.
+void row_min_max(const float* x, int64_t n, float& mn, float& mx);
+
+}  // namespace etnp
