@@ -379,9 +379,12 @@ void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
   int64_t OH = pool_dim(n, H, n.kh, n.sh, n.dh, n.pad_top, n.pad_bottom), OW = pool_dim(n, W, n.kw, n.sw, n.dw, n.pad_left, n.pad_right);
   ensure_shape(o, {N, OH, OW, C});
   if (indices) ensure_shape(*indices, {N, OH, OW, C});
-  parallel(ctx, N * OH, 1, [&](int64_t b, int64_t e) {
-    std::vector<float> acc((size_t)C);
-    std::vector<int64_t> cnt_or_idx((size_t)C);
+  const int64_t row_work = std::max<int64_t>(1, OW * C * n.kh * n.kw);
+  parallel(ctx, N * OH, std::max<int64_t>(1, (int64_t(1) << 14) / row_work), [&](int64_t b, int64_t e) {
+    thread_local std::vector<float> acc;  // per thread, grow only
+    thread_local std::vector<int64_t> cnt_or_idx;
+    acc.resize((size_t)C);
+    cnt_or_idx.resize((size_t)C);
     for (int64_t r = b; r < e; r++) {
       int64_t bn = r / OH, oh = r % OH;
       for (int64_t ow = 0; ow < OW; ow++) {
@@ -396,9 +399,12 @@ void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
             if (iw < 0 || iw >= W) continue;
             const float* x = &a.data[((bn * H + ih) * W + iw) * C];
             count++;
-            if (is_max) {
+            if (is_max && indices) {
               for (int64_t c = 0; c < C; c++)
                 if (x[c] > acc[c]) { acc[c] = x[c]; cnt_or_idx[c] = i * n.kw + j; }
+            } else if (is_max) {
+              float* m = acc.data();
+              for (int64_t c = 0; c < C; c++) m[c] = x[c] > m[c] ? x[c] : m[c];  // NaN passed over, as above
             } else {
               for (int64_t c = 0; c < C; c++) acc[c] += x[c];
             }
