@@ -221,3 +221,27 @@ def test_unknown_xnnpack_node_type(rt):
     with pytest.raises(en.OperatorNotFound, match="node type 200") as e:
         rt.load_program(bytes(blob)).load_method("forward")
     assert e.value.detail == "XnnpackBackend:XNNNode200"
+
+
+def test_run_into_checks_destinations(rt):
+    """etnp_method_run_into (the one-call path for static outputs) refuses destinations of the wrong
+    size or count with a clear error, and fills correct ones with what the method returns."""
+    from executorch_numpy_runtime._native import ffi, lib
+    m = rt.load_program(model_path("mlp")).load_method("forward")
+    x = method_inputs(reference("mlp"), "forward")[0]
+    want = m([x])[0]
+    cin = m._cin
+    item = m._cin_items[0]
+    data = ffi.from_buffer("char[]", x)
+    item.data, item.nbytes = data, x.nbytes
+    out = np.empty_like(want)
+    buf = ffi.from_buffer(out)
+    ptrs = ffi.new("void *[]", [buf])
+    ok = ffi.new("size_t[]", [out.nbytes])
+    assert lib.etnp_method_run_into(m._ptr, cin, 1, ptrs, ok, 1) == 0
+    np.testing.assert_array_equal(out, want)
+    bad = ffi.new("size_t[]", [out.nbytes - 4])
+    assert lib.etnp_method_run_into(m._ptr, cin, 1, ptrs, bad, 1) != 0
+    assert "destination" in ffi.string(lib.etnp_last_error_message()).decode()
+    assert lib.etnp_method_run_into(m._ptr, cin, 1, ptrs, ok, 2) != 0
+    assert "2 destinations" in ffi.string(lib.etnp_last_error_message()).decode()
