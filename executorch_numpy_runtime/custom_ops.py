@@ -28,7 +28,15 @@ from ._native import _string, check, ffi, lib
 _KIND_NONE, _KIND_INT, _KIND_BOOL, _KIND_DOUBLE, _KIND_TENSOR, _KIND_STRING = 0, 1, 2, 3, 4, 5
 _KIND_INT_LIST, _KIND_DOUBLE_LIST = 6, 7
 
-_tls = threading.local()
+class _CallState(threading.local):
+    """Per-thread call state. Class-level defaults make a missing attribute an ordinary lookup
+    (getattr with a default on a bare threading.local costs ~0.4 us per call)."""
+
+    lock = None      # the Runtime lock held by the method call running on this thread
+    pending = None   # an exception raised inside a Python-defined op, re-raised after the call
+
+
+_tls = _CallState()
 _registry: Dict[str, "_Entry"] = {}
 _retired: List["_Entry"] = []  # loaded methods may still call these: never freed
 _reg_lock = threading.Lock()
@@ -118,7 +126,7 @@ def _trampoline(user, call, args, nargs):
 
 def take_pending_exception() -> Optional[BaseException]:
     """The exception a Python operator raised during this thread's last failing call."""
-    e = getattr(_tls, "pending", None)
+    e = _tls.pending
     _tls.pending = None
     return e
 

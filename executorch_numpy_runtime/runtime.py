@@ -63,7 +63,7 @@ def _meta(m) -> ValueMeta:
 
 
 def _check_not_inside_op(lock: Any, what: str) -> None:
-    if getattr(custom_ops._tls, "lock", None) is lock:
+    if custom_ops._tls.lock is lock:
         raise ExecutionError(f"cannot {what} from a Python operator running on the same Runtime "
                              "(use another Runtime inside operators)")
 
@@ -320,7 +320,7 @@ class Method:
         if n != len(codes):
             raise ExecutionError(f"method {self.name!r} takes {len(codes)} inputs, got {n}")
         tls = custom_ops._tls
-        outer = getattr(tls, "lock", None)
+        outer = tls.lock
         lock = self._lock
         if outer is lock:
             _check_not_inside_op(lock, f"call method {self.name!r}")
@@ -357,15 +357,16 @@ class Method:
                     self._scalar(i, x, kind, c)
             static = self._static_outs
             if static is not None:  # static output shapes: one call runs and fills fresh arrays
-                outs = [np.empty(shape, dtype=carrier) for shape, _, carrier, _ in static]
-                ptrs, bufs = self._out_ptrs, []
-                for j, arr in enumerate(outs):
-                    if static[j][3]:
+                ptrs, outs, bufs = self._out_ptrs, [], []  # bufs keeps the cdata alive over the call
+                for j, (shape, dt, carrier, nbytes) in enumerate(static):
+                    arr = np.empty(shape, dtype=carrier)
+                    if nbytes:
                         b = ffi.from_buffer(arr)
                         bufs.append(b)
                         ptrs[j] = b
                     else:
                         ptrs[j] = ffi.NULL
+                    outs.append(arr if carrier is dt else arr.view(dt))
                 tls.lock = self._lock
                 try:
                     status = lib.etnp_method_run_into(self._ptr, cin, n, ptrs, self._out_nbytes, len(outs))
@@ -373,7 +374,7 @@ class Method:
                     tls.lock = outer
                 if status:
                     self._raise_run_error(status)
-                return [a if carrier is dt else a.view(dt) for a, (_, dt, carrier, _) in zip(outs, static)]
+                return outs
             tls.lock = self._lock
             try:
                 status = lib.etnp_method_run(self._ptr, cin, n, self._res)
