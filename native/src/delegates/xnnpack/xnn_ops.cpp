@@ -149,9 +149,11 @@ void softmax(Graph& g, Node& n) {
     float* y = o.data.data() + r * len;
     float m = -INFINITY;
     for (int64_t i = 0; i < len; i++) m = std::max(m, x[i]);
+    thread_local std::vector<double> e;  // each exp computed once; grows only
+    if (e.size() < (size_t)len) e.resize((size_t)len);
     double s = 0;
-    for (int64_t i = 0; i < len; i++) s += std::exp((double)x[i] - m);
-    for (int64_t i = 0; i < len; i++) y[i] = (float)(std::exp((double)x[i] - m) / s);
+    for (int64_t i = 0; i < len; i++) s += e[i] = std::exp((double)x[i] - m);
+    for (int64_t i = 0; i < len; i++) y[i] = (float)(e[i] / s);
   }
 }
 
@@ -159,32 +161,28 @@ void softmax(Graph& g, Node& n) {
 // Permutations that, once runs of adjacent dims are merged, swap the last two of [B, R, S]
 // (NCHW <-> NHWC is one): out[b][s][r] = in[b][r][s], copied in cache-sized blocks.
 bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vector<int64_t>& perm, Value& o) {
-  std::vector<int64_t> dims;  // merged input dims, in output order
-  std::vector<int64_t> first;  // the first input dim of each merged run, in output order
+  // merged runs of input dims (size-1 dims dropped), in output order: size, first and last input dim
+  int64_t md[8], mf[8], ml[8];
+  size_t nm = 0;
   for (size_t i = 0; i < perm.size(); i++) {
-    if (a.shape[perm[i]] == 1) continue;
-    dims.push_back(a.shape[perm[i]]);
-    first.push_back(perm[i]);
-  }
-  // merge runs that are consecutive in the input too
-  std::vector<int64_t> md, mf, last;
-  for (size_t i = 0; i < dims.size(); i++) {
-    if (!md.empty() && first[i] > last.back()) {
-      bool adjacent = true;  // every dim between last.back() and first[i] must be 1
-      for (int64_t d = last.back() + 1; d < first[i]; d++) adjacent = adjacent && a.shape[d] == 1;
-      if (adjacent) { md.back() *= dims[i]; last.back() = first[i]; continue; }
+    int64_t d = perm[i], size = a.shape[d];
+    if (size == 1) continue;
+    if (nm && d > ml[nm - 1]) {
+      bool adjacent = true;  // every dim between the run's last and d must be 1
+      for (int64_t k = ml[nm - 1] + 1; k < d; k++) adjacent = adjacent && a.shape[k] == 1;
+      if (adjacent) { md[nm - 1] *= size; ml[nm - 1] = d; continue; }
     }
-    md.push_back(dims[i]);
-    mf.push_back(first[i]);
-    last.push_back(first[i]);
+    md[nm] = size;
+    mf[nm] = ml[nm] = d;
+    nm++;
   }
-  if (md.size() <= 1) {  // the same element order
+  if (nm <= 1) {  // the same element order
     copy_floats(o.data.data(), a.cdata(), o.numel());
     return true;
   }
   int64_t B = 1, R, S;
-  if (md.size() == 2 && mf[0] > mf[1]) { R = md[1]; S = md[0]; }
-  else if (md.size() == 3 && mf[0] < mf[1] && mf[0] < mf[2] && mf[1] > mf[2]) { B = md[0]; R = md[2]; S = md[1]; }
+  if (nm == 2 && mf[0] > mf[1]) { R = md[1]; S = md[0]; }
+  else if (nm == 3 && mf[0] < mf[1] && mf[0] < mf[2] && mf[1] > mf[2]) { B = md[0]; R = md[2]; S = md[1]; }
   else return false;
   const float* x = a.cdata();  // the caller's tensor when the delegate input is read in place
   float* y = o.data.data();
@@ -220,7 +218,9 @@ void transpose(KernelContext& ctx, Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);
   size_t nd = a.shape.size();
   if (n.ints.size() != nd) fail(n, "permutation rank differs from input rank");
-  std::vector<int64_t> s(nd), st(nd), in_st(nd);
+  if (nd > 8) fail(n, "rank " + std::to_string(nd) + " is above 8");
+  std::vector<int64_t> s(nd);
+  int64_t st[8], in_st[8];
   int64_t acc = 1;
   for (size_t i = nd; i-- > 0;) { in_st[i] = acc; acc *= a.shape[i]; }
   unsigned seen = 0;
