@@ -351,7 +351,7 @@ class Method:
                             data = ffi.from_buffer("char[]", x.reshape(-1).view(np.uint8))
                     else:
                         data = ffi.NULL
-                    keep.append((x, data))
+                    keep.append(data)  # the cdata keeps its array (x, or x's copy) alive
                     c.data, c.nbytes = data, nbytes
                 else:
                     self._scalar(i, x, kind, c)

@@ -100,6 +100,7 @@ Method::Method(std::shared_ptr<Program> prog, const std::string& name) : prog_(s
     outputs_.push_back(idx);
   }
   prepare_instructions(plan);
+  fold_constant_copies();
 }
 
 static uint8_t* align64(uint8_t* p) { return (uint8_t*)(((uintptr_t)p + 63) & ~(uintptr_t)63); }

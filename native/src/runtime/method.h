@@ -52,6 +52,7 @@ class Method {
   void parse_tensor(const fb::Table& t, EValue& v);
   void prepare_instructions(const fb::Table& plan);
   void check_tensor_args(const Instruction& x) const;
+  void fold_constant_copies();  // runtime/fold_constants.cpp
 
   std::shared_ptr<Program> prog_;
   std::string name_;
@@ -64,6 +65,7 @@ class Method {
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> buffers_;
   std::vector<size_t> buffer_sizes_;
   std::vector<Instruction> instructions_;
+  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> folded_;  // storage of copies folded at load
   std::vector<std::unique_ptr<DelegateHandle>> delegates_;
   std::vector<std::shared_ptr<const struct CallbackOp>> callback_ops_;  // kept alive while loaded
 };
