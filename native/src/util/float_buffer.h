@@ -6,6 +6,9 @@
 #include <cstddef>
 #include <memory>
 #include <new>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 #include <vector>
 
 namespace etnp {
@@ -19,8 +22,35 @@ struct UninitAllocator : std::allocator<T> {
   UninitAllocator(const UninitAllocator<U>&) noexcept {}
   // 64-byte aligned: vector loads and stores of a row never straddle a cache line
   static constexpr std::align_val_t kAlign{64};
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || __has_feature(thread_sanitizer)
+#define ETNP_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ETNP_SANITIZED 1
+#endif
+#if defined(__linux__) && defined(MAP_POPULATE) && !defined(ETNP_SANITIZED)  // sanitizers watch heap blocks
+  // Large buffers (packed weights, activations) are mapped with their pages populated in one
+  // call: they are written in full right away, and one populate costs far less than a page
+  // fault per 4 KiB.
+  static constexpr std::size_t kMapped = std::size_t(1) << 20;
+  T* allocate(std::size_t n) {
+    std::size_t bytes = n * sizeof(T);
+    if (bytes < kMapped) return static_cast<T*>(::operator new(bytes, kAlign));
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    std::size_t bytes = n * sizeof(T);
+    if (bytes < kMapped) ::operator delete(p, kAlign);
+    else munmap(p, bytes);
+  }
+#else
   T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
   void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, kAlign); }
+#endif
   template <typename U>
   void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }  // default-init: no zeroing
   template <typename U, typename... Args>
