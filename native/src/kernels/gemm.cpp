@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu_features.h"
+#include "kernels/gemm_tasks.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -276,13 +277,10 @@ namespace {
 void sgemm_rows_avx512(ThreadPool* tp, int64_t M, const float* const* rows, const float* A, int64_t rsa,
                        const int32_t* koff, const PackedB& B, float* C, int64_t ldc, const GemmEpilogue& ep) {
   const int64_t nb = (B.N + NR - 1) / NR;
-  const int nt = tp ? tp->num_threads() : 1;
   const int64_t R = tile_rows_avx512(M), MB = M <= 8 * R ? M : 2 * R;
-  int64_t rb = (M + MB - 1) / MB;
-  // column ranges of an even number of panels (pairs), small enough for >= 4 tasks a thread
-  int64_t want = rb >= nt * 4 ? 1 : (nt * 4 + rb - 1) / rb;
-  int64_t per = std::max<int64_t>(2, nb / want / 2 * 2);
-  int64_t split = (nb + per - 1) / per;
+  const int64_t rb = (M + MB - 1) / MB;
+  const GemmTasks tasks = gemm_tasks(rb, nb, tp);
+  const int64_t per = tasks.per, split = tasks.split;
   auto blocks = [&](int64_t b, int64_t e) {
     const float* local[64];  // MB <= 64 row starts of a direct A
     for (int64_t t = b; t < e; t++) {
@@ -304,7 +302,7 @@ bool sgemm_packed_indirect(ThreadPool* pool, int64_t M, const float* const* rows
 #if defined(__x86_64__)
   if (!cpu_has_avx512f()) return false;
   if (M <= 0 || B.N <= 0) return true;
-  sgemm_rows_avx512(M * B.N * B.K > (1 << 16) ? pool : nullptr, M, rows, nullptr, 0, koff, B, C, ldc, ep);
+  sgemm_rows_avx512(gemm_pool(pool, M, B.N, B.K), M, rows, nullptr, 0, koff, B, C, ldc, ep);
   return true;
 #else
   return false;
@@ -315,23 +313,20 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
                   int64_t ldc, const GemmEpilogue& ep) {
   int64_t N = B.N, K = B.K;
   if (M <= 0 || N <= 0) return;
-  static const Micro micro = pick_micro();
-  int64_t mb = (M + MR - 1) / MR, nb = (N + NR - 1) / NR;
-  bool big = M * N * K > (1 << 16);
-  ThreadPool* tp = big ? pool : nullptr;
-  // Tiles of MR rows x NR columns; each task packs its A panel once and sweeps the columns.
-  // When there are few row panels, split the columns too so that every thread has work.
-  int nt = tp ? tp->num_threads() : 1;
-  int64_t col_split = (mb >= nt * 2) ? 1 : std::min<int64_t>(nb, (nt * 2 + mb - 1) / mb);
-  int64_t cols_per = (nb + col_split - 1) / col_split;
+  ThreadPool* tp = gemm_pool(pool, M, N, K);
 #if defined(__x86_64__)
   static const bool avx2 = cpu_has_avx2_fma(), avx512 = cpu_has_avx512f();
-  const bool direct = avx2 && csa == 1;
   if (avx512 && csa == 1) {
     sgemm_rows_avx512(tp, M, nullptr, A, rsa, nullptr, B, C, ldc, ep);
     return;
   }
+  const bool direct = avx2 && csa == 1;
 #endif
+  static const Micro micro = pick_micro();
+  // Tiles of MR rows x NR columns; each task packs its A panel once and sweeps its columns.
+  const int64_t mb = (M + MR - 1) / MR, nb = (N + NR - 1) / NR;
+  const GemmTasks grid = gemm_tasks(mb, nb, tp);
+  const int64_t col_split = grid.split, cols_per = grid.per;
   auto tasks = [&](int64_t b, int64_t e) {
     alignas(32) float acc[MR * NR];
     thread_local std::vector<float> pa;  // this thread's packed A panel, grows only
@@ -384,7 +379,7 @@ void sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* A, in
            const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, const GemmEpilogue& ep) {
   if (M <= 0 || N <= 0) return;
   thread_local PackedB pb;  // B packed per call (weights known only now): this thread's buffer, grows only
-  pack_b_into(pb, M * N * K > (1 << 16) ? pool : nullptr, K, N, B, rsb, csb);
+  pack_b_into(pb, gemm_pool(pool, M, N, K), K, N, B, rsb, csb);
   sgemm_packed(pool, M, A, rsa, csa, pb, C, ldc, ep);
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kernels/cpu_features.h"
+#include "kernels/gemm_tasks.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -166,12 +167,9 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
   const int64_t panels = (w.N + NR - 1) / NR;
   constexpr int64_t MB = 8;
   const int64_t rb = (M + MB - 1) / MB;
-  ThreadPool* tp = pool && M * w.N * w.K > (1 << 16) ? pool : nullptr;
-  // row blocks x panel ranges (pairs of panels), at least four tasks a thread when there is work
-  const int nt = tp ? tp->num_threads() : 1;
-  int64_t split = rb >= nt * 4 ? 1 : std::min<int64_t>((panels + 1) / 2, (nt * 4 + rb - 1) / rb);
-  const int64_t per = ((panels + split - 1) / split + 1) / 2 * 2;
-  split = (panels + per - 1) / per;
+  ThreadPool* tp = gemm_pool(pool, M, w.N, w.K);
+  const GemmTasks grid = gemm_tasks(rb, panels, tp);
+  const int64_t split = grid.split, per = grid.per;
   auto blocks = [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; t++) {
       int64_t m0 = (t / split) * MB, mm = std::min(MB, M - m0);

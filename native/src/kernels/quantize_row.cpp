@@ -16,8 +16,8 @@ void row_generic(const float* x, int64_t b, int64_t n, double scale, double zp, 
   for (int64_t i = b; i < n; i++) {
     double v = std::nearbyint((double)x[i] / scale) + zp;
     double q = v >= -128.0 ? (v <= 127.0 ? v : 127.0) : (v != v ? v : -128.0);  // NaN kept for the grid
-    if (grid) grid[i] = (float)((q - zp) * scale);
-    if (u8) u8[i] = (uint8_t)(int32_t)((q == q ? q : -128.0) + 128.0);
+    grid[i] = (float)((q - zp) * scale);
+    u8[i] = (uint8_t)(int32_t)((q == q ? q : -128.0) + 128.0);
   }
 }
 
@@ -31,12 +31,10 @@ __attribute__((target("avx512f"))) int64_t rows_avx512(const float* x, int64_t n
     __m512d v = _mm512_div_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)), s);
     v = _mm512_add_pd(_mm512_roundscale_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
     v = _mm512_min_pd(hi, _mm512_max_pd(lo, v));  // the value second: NaN stays NaN
-    if (grid) _mm256_storeu_ps(grid + i, _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_sub_pd(v, z), s)));
-    if (u8) {
-      __m256i q = _mm512_cvtpd_epi32(v);  // NaN -> INT_MIN, clamped to -128 below
-      q = _mm256_add_epi32(_mm256_max_epi32(q, _mm256_set1_epi32(-128)), _mm256_set1_epi32(128));
-      _mm_storel_epi64((__m128i*)(u8 + i), _mm512_cvtepi32_epi8(_mm512_castsi256_si512(q)));
-    }
+    _mm256_storeu_ps(grid + i, _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_sub_pd(v, z), s)));
+    __m256i q = _mm512_cvtpd_epi32(v);  // NaN -> INT_MIN, clamped to -128 below
+    q = _mm256_add_epi32(_mm256_max_epi32(q, _mm256_set1_epi32(-128)), _mm256_set1_epi32(128));
+    _mm_storel_epi64((__m128i*)(u8 + i), _mm512_cvtepi32_epi8(_mm512_castsi256_si512(q)));
   }
   return i;
 }
@@ -50,13 +48,11 @@ __attribute__((target("avx2,fma"))) int64_t rows_avx2(const float* x, int64_t n,
     __m256d v = _mm256_div_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), s);
     v = _mm256_add_pd(_mm256_round_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
     v = _mm256_min_pd(hi, _mm256_max_pd(lo, v));
-    if (grid) _mm_storeu_ps(grid + i, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_sub_pd(v, z), s)));
-    if (u8) {
-      alignas(16) int32_t q[4];
-      _mm_store_si128((__m128i*)q, _mm_add_epi32(_mm_max_epi32(_mm256_cvtpd_epi32(v), _mm_set1_epi32(-128)),
-                                                 _mm_set1_epi32(128)));
-      for (int t = 0; t < 4; t++) u8[i + t] = (uint8_t)q[t];
-    }
+    _mm_storeu_ps(grid + i, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_sub_pd(v, z), s)));
+    alignas(16) int32_t q[4];
+    _mm_store_si128((__m128i*)q, _mm_add_epi32(_mm_max_epi32(_mm256_cvtpd_epi32(v), _mm_set1_epi32(-128)),
+                                               _mm_set1_epi32(128)));
+    for (int t = 0; t < 4; t++) u8[i + t] = (uint8_t)q[t];
   }
   return i;
 }

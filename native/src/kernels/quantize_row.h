@@ -1,7 +1,7 @@
 // Dynamic int8 quantization of one row (XNNPACK's qd8 activations), computed in double:
 // q[i] = clamp(rint(x[i] / scale) + zp, -128, 127). Writes the grid point (q - zp) * scale as
-// float (NaN stays NaN) and/or q + 128 as uint8 (NaN gives q = -128). AVX-512 and AVX2 paths
-// give the same results as the portable one (round to nearest even throughout).
+// float (NaN stays NaN; grid may be x) and q + 128 as uint8 (NaN gives q = -128). AVX-512 and AVX2
+// paths give the same results as the portable one (round to nearest even throughout).
 #pragma once
 #include <cstdint>
 

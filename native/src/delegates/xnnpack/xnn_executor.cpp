@@ -61,11 +61,7 @@ class XnnDelegate : public DelegateHandle {
     if (nargs < ni + no)
       throw_exec("XNNPACK delegate expects " + std::to_string(ni + no) + " arguments, got " + std::to_string(nargs));
     BorrowGuard borrowed{this};
-    for (size_t k = 0; k < ni; k++) {
-      Value& v = g_.values[g_.input_ids[k]];
-      load_input(*args[k], v, k, borrowable_[k]);
-      if (v.raw) borrowed.active = true;
-    }
+    for (size_t k = 0; k < ni; k++) load_input(*args[k], g_.values[g_.input_ids[k]], k, borrowable_[k]);
     SwapGuard guard{this};
     for (size_t i = 0; i < g_.nodes.size(); i++) {
       for (; guard.done < reuse_end_[i]; guard.done++) swap_buffers(reuse_[guard.done]);
@@ -109,12 +105,12 @@ class XnnDelegate : public DelegateHandle {
       for (uint32_t id : {g_.nodes[i].output, g_.nodes[i].output2})
         if (id < nv && produced_at[id] < 0) produced_at[id] = (int64_t)i;
     }
+    for (uint32_t id : g_.input_ids) produced_at[id] = -1;
+    for (uint32_t id : g_.output_ids) produced_at[id] = -1;
     auto internal = [&](uint32_t id) {
       const Value& v = g_.values[id];
       return produced_at[id] >= 0 && !v.is_constant && v.external_id == kInvalidId;
     };
-    for (uint32_t id : g_.input_ids) produced_at[id] = -1;
-    for (uint32_t id : g_.output_ids) produced_at[id] = -1;
     auto static_size = [&](uint32_t id) {
       int64_t n = 1;
       for (int64_t d : g_.values[id].dims)
@@ -158,10 +154,8 @@ class XnnDelegate : public DelegateHandle {
   // place (Value::raw) during the call.
   struct BorrowGuard {
     XnnDelegate* d;
-    bool active = false;
     ~BorrowGuard() {
-      if (active)
-        for (uint32_t id : d->g_.input_ids) d->g_.values[id].raw = nullptr;
+      for (uint32_t id : d->g_.input_ids) d->g_.values[id].raw = nullptr;
     }
   };
   void plan_borrowing() {

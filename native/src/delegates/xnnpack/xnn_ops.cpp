@@ -479,9 +479,9 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   if (n.qpacked.N > 0) {
     // the filter lives only as int8 panels: the input must carry its per-row quantization
     if (n.qpacked.K != IC || n.qpacked.N != OC || a.row_len <= 0 || a.row_len % IC != 0 ||
-        (int64_t)a.row_scale.size() * a.row_len < a.numel())
+        (int64_t)a.row_scale.size() * a.row_len < a.numel() || (int64_t)a.q8.size() < a.numel())
       fail(n, "dynamically quantized input without per-row quantization parameters (corrupt program?)");
-    // int8 x int8: the input's integers are recovered exactly from its grid points
+    // int8 x int8 on the integers finalize_value kept, rows padded to the packed K
     const int64_t Kp = n.qpacked.Kp, per_row = a.row_len / IC;
     sc.q8.resize((size_t)(M * Kp));
     sc.row_scale.resize((size_t)M);
@@ -491,8 +491,7 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
         const double scale = a.row_scale[(size_t)(m / per_row)];
         const int32_t zp = a.row_zp[(size_t)(m / per_row)];
         uint8_t* q = sc.q8.data() + m * Kp;
-        if ((int64_t)a.q8.size() >= (m + 1) * IC) std::memcpy(q, a.q8.data() + m * IC, (size_t)IC);
-        else quantize_row_q8(a.data.data() + m * IC, IC, scale, zp, nullptr, q);
+        std::memcpy(q, a.q8.data() + m * IC, (size_t)IC);
         std::memset(q + IC, 0, (size_t)(Kp - IC));
         sc.row_scale[(size_t)m] = (float)scale;
         sc.row_zp[(size_t)m] = zp;
@@ -543,10 +542,12 @@ bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, int64_t gi
     }
     base = sc.padded.data();
   }
-  sc.conv_koff.resize((size_t)K);
-  for (int64_t i = 0, k = 0; i < (int64_t)n.kh; i++)
-    for (int64_t j = 0; j < KW; j++)
-      for (int64_t c = 0; c < ICg; c++, k++) sc.conv_koff[(size_t)k] = (int32_t)((i * n.dh * Wp + j * n.dw) * C + c);
+  if (gi == 0) {  // tap offsets are the same for every group
+    sc.conv_koff.resize((size_t)K);
+    for (int64_t i = 0, k = 0; i < (int64_t)n.kh; i++)
+      for (int64_t j = 0; j < KW; j++)
+        for (int64_t c = 0; c < ICg; c++, k++) sc.conv_koff[(size_t)k] = (int32_t)((i * n.dh * Wp + j * n.dw) * C + c);
+  }
   sc.conv_rows.resize((size_t)M);
   parallel(ctx, M, 4096, [&](int64_t b, int64_t e) {
     for (int64_t m = b, bn = b / (OH * OW), oh = (b / OW) % OH, ow = b % OW; m < e; m++) {
