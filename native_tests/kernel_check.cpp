@@ -1,5 +1,5 @@
 // Kernel check: the packed float GEMM and the int8 GEMM against naive loops over many shapes
-// (ragged rows and columns, K not a multiple of 4, bias/clamp epilogues), on whichever paths
+// (ragged rows and columns, K not a multiple of 4, bias/clamp epilogues, fused residual adds), on whichever paths
 // this CPU selects (run it again with ETNP_CPU=avx2 / generic for the others). Exit 1 on mismatch.
 #include <cmath>
 #include <cstdio>
@@ -13,22 +13,31 @@ using namespace etnp;
 
 static int failures = 0;
 
-static void check_sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::mt19937& rng) {
+static void check_sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, bool residual, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> A(M * K), B(K * N), bias(N), C(M * N, 7.f), ref(M * N);
+  const int64_t ldr = N + 3;  // a residual with its own row stride
+  std::vector<float> A(M * K), B(K * N), bias(N), C(M * N, 7.f), R(M * ldr);
   for (auto& x : A) x = u(rng);
   for (auto& x : B) x = u(rng);
   for (auto& x : bias) x = u(rng);
+  for (auto& x : R) x = u(rng);
   GemmEpilogue ep;
   ep.bias_col = bias.data();
   ep.min = -0.5f;
   ep.max = 0.75f;
+  if (residual) {
+    ep.residual = R.data();
+    ep.ldr = ldr;
+    ep.res_min = -0.25f;
+    ep.res_max = 1.25f;
+  }
   sgemm(pool, M, N, K, A.data(), K, 1, B.data(), N, 1, C.data(), N, ep);
   for (int64_t m = 0; m < M; m++)
     for (int64_t n = 0; n < N; n++) {
       double s = bias[n];
       for (int64_t k = 0; k < K; k++) s += (double)A[m * K + k] * B[k * N + n];
       float want = std::fmin(std::fmax((float)s, ep.min), ep.max), got = C[m * N + n];
+      if (residual) want = std::fmin(std::fmax(want + R[m * ldr + n], ep.res_min), ep.res_max);
       if (std::fabs(want - got) > 1e-4f * (1 + K / 64)) {
         if (failures++ < 5) std::printf("sgemm M=%ld N=%ld K=%ld (%ld,%ld): %g != %g\n", (long)M, (long)N, (long)K, (long)m, (long)n, got, want);
       }
@@ -80,14 +89,15 @@ int main() {
     for (int64_t N : Ns)
       for (int64_t K : Ks) {
         ThreadPool* pool = (cases & 1) ? &two : &one;
-        check_sgemm(pool, M, N, K, rng);
+        check_sgemm(pool, M, N, K, (cases / 2) % 2 == 1, rng);
         check_qgemm(pool, M, N, K, rng);
         cases++;
       }
   // big enough to take the threaded paths
-  check_sgemm(&two, 200, 96, 160, rng);
+  check_sgemm(&two, 200, 96, 160, false, rng);
+  check_sgemm(&two, 300, 40, 96, true, rng);
   check_qgemm(&two, 64, 200, 256, rng);
   check_qgemm(&two, 2, 1000, 300, rng);
-  std::printf("kernel_check: %d shapes x 2 kernels, %d mismatches\n", cases + 3, failures);
+  std::printf("kernel_check: %d shapes x 2 kernels, %d mismatches\n", cases + 4, failures);
   return failures ? 1 : 0;
 }

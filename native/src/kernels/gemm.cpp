@@ -18,6 +18,15 @@ namespace {
 
 constexpr int MR = 6, NR = 16;
 
+// The fused residual add of rows [m0, m0 + rows) x columns [n0, n0 + cols) of C, just written.
+void add_residual(const GemmEpilogue& ep, float* C, int64_t ldc, int64_t m0, int64_t rows, int64_t n0, int64_t cols) {
+  for (int64_t i = 0; i < rows; i++) {
+    float* c = C + (m0 + i) * ldc + n0;
+    const float* r = ep.residual + (m0 + i) * ep.ldr + n0;
+    for (int64_t j = 0; j < cols; j++) c[j] = std::min(std::max(c[j] + r[j], ep.res_min), ep.res_max);
+  }
+}
+
 // acc[MR][NR] = sum_k a[k*MR + i] * b[k*NR + j]
 void micro_generic(int64_t K, const float* a, const float* b, float* acc) {
   float c[MR][NR] = {};
@@ -172,6 +181,20 @@ const std::array<Tile512, 8> kTwoPanels[2] = {tiles512<2, false>(std::make_integ
 const std::array<Tile512, 16> kOnePanel[2] = {tiles512<1, false>(std::make_integer_sequence<int, 16>()),
                                                tiles512<1, true>(std::make_integer_sequence<int, 16>())};
 
+__attribute__((target("avx512f"))) void add_residual_avx512(const GemmEpilogue& ep, float* C, int64_t ldc, int64_t m0,
+                                                           int64_t rows, int64_t n0, int64_t cols) {
+  const __m512 vlo = _mm512_set1_ps(ep.res_min), vhi = _mm512_set1_ps(ep.res_max);
+  for (int64_t i = 0; i < rows; i++) {
+    float* c = C + (m0 + i) * ldc + n0;
+    const float* r = ep.residual + (m0 + i) * ep.ldr + n0;
+    for (int64_t j = 0; j < cols; j += 16) {
+      const __mmask16 m = cols - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (cols - j)) - 1);
+      __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, c + j), _mm512_maskz_loadu_ps(m, r + j));
+      _mm512_mask_storeu_ps(c + j, m, _mm512_min_ps(vhi, _mm512_max_ps(vlo, v)));  // NaN stays NaN
+    }
+  }
+}
+
 // Tile height for M rows: the one of 8, 7, 6 wasting the fewest rows in ragged tiles (convolution
 // outputs are often 7^2 * 2^k pixels), the taller on ties.
 int64_t tile_rows_avx512(int64_t M) {
@@ -202,6 +225,7 @@ void rows_avx512(int64_t R, int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, co
         kTwoPanels[ind][r - 1](K, rows + i, koff, b0, b0 + NR * K, C + (m0 + i) * ldc + n0, ldc,
                           cols_mask(N - n0), cols_mask(N - n0 - 16), bias_row ? bias_row + i : nullptr, bc,
                           ep.accumulate, ep.min, ep.max);
+        if (ep.residual) add_residual_avx512(ep, C, ldc, m0 + i, r, n0, std::min<int64_t>(2 * NR, N - n0));
       }
       pn += 2;
     } else {  // the last single panel: tiles of up to 2R rows
@@ -209,6 +233,7 @@ void rows_avx512(int64_t R, int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, co
         int64_t r = std::min<int64_t>(2 * R, mm - i);
         kOnePanel[ind][r - 1](K, rows + i, koff, b0, nullptr, C + (m0 + i) * ldc + n0, ldc, cols_mask(N - n0), 0,
                          bias_row ? bias_row + i : nullptr, bc, ep.accumulate, ep.min, ep.max);
+        if (ep.residual) add_residual_avx512(ep, C, ldc, m0 + i, r, n0, std::min<int64_t>(NR, N - n0));
       }
       pn += 1;
     }
@@ -344,6 +369,7 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
           tile_avx2(K, A + m0 * rsa, rsa, B.data.data() + pn * NR * K, C + m0 * ldc + n0, ldc,
                     ep.bias_row ? ep.bias_row + m0 : nullptr, ep.bias_col ? ep.bias_col + n0 : nullptr, ep.accumulate,
                     ep.min, ep.max);
+          if (ep.residual) add_residual(ep, C, ldc, m0, MR, n0, NR);
           pn0 = pn + 1;
         }
         if (pn0 >= pn1) continue;
@@ -368,6 +394,7 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
             c[j] = std::min(std::max(v, ep.min), ep.max);
           }
         }
+        if (ep.residual) add_residual(ep, C, ldc, m0, mm, n0, nn);
       }
     }
   };

@@ -17,6 +17,11 @@ struct GemmEpilogue {
   const float* bias_col = nullptr;  // bias[n], added to column n
   float min = -__builtin_inff(), max = __builtin_inff();
   bool accumulate = false;          // C += A*B instead of C = A*B
+  // then, when set, C(m, n) = clamp(C(m, n) + residual[m * ldr + n], res_min, res_max): an
+  // elementwise add fused into the GEMM, applied to each tile while it is in cache
+  const float* residual = nullptr;
+  int64_t ldr = 0;
+  float res_min = -__builtin_inff(), res_max = __builtin_inff();
 };
 
 // B packed into 16-column panels, ready for sgemm_packed (pack weights once, reuse).

@@ -1,5 +1,6 @@
 #include "threadpool/threadpool.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <string>
@@ -7,7 +8,7 @@
 
 namespace etnp {
 namespace {
-constexpr int kSpin = 4000;  // pause iterations (~50-200 us) before blocking
+constexpr int kSpin = 4000;  // pause iterations (~50-200 us) before a worker sleeps
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -15,21 +16,14 @@ inline void cpu_relax() {
   asm volatile("yield");
 #endif
 }
+// True on pool workers and on a caller while it runs its share: a nested parallel_for runs inline.
+thread_local bool t_in_region = false;
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
   nthreads_ = num_threads < 1 ? 1 : num_threads;
   ranges_.reset(new Range[nthreads_]);
   for (int i = 1; i < nthreads_; i++) workers_.emplace_back([this, i] { worker_loop(i); });
-}
-
-// Own range first, then the others' in turn; every range is consumed by fetch_add on its
-// `next`, so owner and thieves never take the same chunk.
-void ThreadPool::run_ranges(int self, const std::function<void(int64_t, int64_t)>& fn, int64_t chunk) {
-  for (int k = 0; k < nthreads_; k++) {
-    Range& r = ranges_[(self + k) % nthreads_];
-    for (int64_t b; (b = r.next.fetch_add(chunk, std::memory_order_relaxed)) < r.end;) fn(b, std::min(r.end, b + chunk));
-  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -41,59 +35,90 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+// Own range first, then the others' in turn. A chunk is claimed by a compare-exchange on the
+// range's `next`, so owner and thieves never take the same items; chunks shrink with what is left.
+void ThreadPool::run_ranges(int self) {
+  const std::function<void(int64_t, int64_t)>& fn = *job_;
+  const int64_t grain = grain_;
+  for (int k = 0; k < nthreads_; k++) {
+    Range& r = ranges_[(self + k) % nthreads_];
+    const int64_t end = r.end;
+    int64_t b = r.next.load(std::memory_order_relaxed);
+    while (b < end) {
+      const int64_t c = std::max(grain, (end - b) / 4);
+      if (r.next.compare_exchange_weak(b, b + c, std::memory_order_relaxed)) {
+        fn(b, std::min(end, b + c));
+        b = r.next.load(std::memory_order_relaxed);
+      }
+    }
+  }
+}
+
+// The next open region's state (not `seen`), or 0 when the pool stops.
+uint64_t ThreadPool::wait_for_region(uint64_t seen) {
+  for (int i = 0; i < kSpin; i++) {
+    uint64_t s = state_.load(std::memory_order_acquire);
+    if (s != seen && (s & 1)) return s;
+    if (stop_.load(std::memory_order_relaxed)) return 0;
+    cpu_relax();
+  }
+  std::unique_lock<std::mutex> l(mu_);
+  sleepers_.fetch_add(1);  // seq_cst, then the state is read: a publisher sees us or we see it
+  uint64_t s = 0;
+  cv_.wait(l, [&] {
+    s = state_.load();
+    return stop_.load() || (s != seen && (s & 1));
+  });
+  sleepers_.fetch_sub(1);
+  return stop_.load() ? 0 : s;
+}
+
 void ThreadPool::worker_loop(int self) {
+  t_in_region = true;
   uint64_t seen = 0;
-  for (;;) {
-    const std::function<void(int64_t, int64_t)>* job;
-    int64_t chunk;
-    for (int i = 0; i < kSpin && generation_.load(std::memory_order_acquire) == seen &&
-                    !stop_.load(std::memory_order_relaxed);
-         i++)
-      cpu_relax();
-    {
-      std::unique_lock<std::mutex> l(mu_);
-      cv_.wait(l, [&] { return stop_.load() || generation_.load() != seen; });
-      if (stop_) return;
-      seen = generation_.load();
-      job = job_;
-      chunk = chunk_;
-      if (!job) continue;  // woke after that region already finished
-      active_++;
-    }
-    run_ranges(self, *job, chunk);
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      if (--active_ == 0) done_cv_.notify_all();
-    }
+  for (uint64_t s; (s = wait_for_region(seen)) != 0; seen = s) {
+    active_.fetch_add(1);  // seq_cst: the caller's close and this registration are ordered
+    if (state_.load() == s) run_ranges(self);  // still open: the job and ranges are this region's
+    active_.fetch_sub(1, std::memory_order_release);
   }
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
-  int nt = num_threads();
-  if (nt == 1 || n <= grain) {
+  const int nt = num_threads();
+  if (nt == 1 || n <= grain || t_in_region) {
     fn(0, n);
     return;
   }
-  int64_t chunk = std::max(grain, (n + nt * 4 - 1) / (nt * 4));
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    job_ = &fn;
-    chunk_ = chunk;
-    for (int t = 0; t < nt; t++) {  // contiguous shares, in whole chunks where possible
-      int64_t b = n * t / nt, e = n * (t + 1) / nt;
-      ranges_[t].next.store(b, std::memory_order_relaxed);
-      ranges_[t].end = e;
-    }
-    generation_++;
+  job_ = &fn;
+  grain_ = grain;
+  for (int t = 0; t < nt; t++) {  // contiguous shares
+    ranges_[t].next.store(n * t / nt, std::memory_order_relaxed);
+    ranges_[t].end = n * (t + 1) / nt;
   }
-  cv_.notify_all();
-  run_ranges(0, fn, chunk);
-  for (int i = 0; i < kSpin && active_.load(std::memory_order_acquire) != 0; i++) cpu_relax();
-  std::unique_lock<std::mutex> l(mu_);
-  done_cv_.wait(l, [&] { return active_.load() == 0; });
-  job_ = nullptr;
+  const uint64_t open = state_.load(std::memory_order_relaxed) + 1;  // closed states are even
+  state_.store(open);  // seq_cst: then sleepers_ is read (see wait_for_region)
+  if (sleepers_.load() > 0) {
+    { std::lock_guard<std::mutex> g(mu_); }  // a sleeper is now waiting, or will see the state
+    cv_.notify_all();
+  }
+  // Close the region and wait for registered workers even when fn throws on this thread.
+  struct Close {
+    ThreadPool* p;
+    uint64_t closed;
+    ~Close() {
+      t_in_region = false;
+      p->state_.store(closed);  // seq_cst: a worker registering from now on backs off
+      for (int i = 0; p->active_.load() != 0; i++) {
+        if (i < (1 << 16)) cpu_relax();
+        else std::this_thread::yield();
+      }
+      p->job_ = nullptr;
+    }
+  } close{this, open + 1};
+  t_in_region = true;
+  run_ranges(0);
 }
 
 int physical_cores() {

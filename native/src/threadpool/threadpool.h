@@ -1,10 +1,18 @@
 // A small fork-join thread pool: parallel_for splits [0, n) into one contiguous range per
-// thread (the caller is thread 0), each eaten in chunks from its front; a thread that finishes
-// its own range takes chunks from the others' (work stealing). Contiguous ranges keep cache
-// affinity across consecutive regions over the same data (a layer's output rows are mostly read
-// back by the thread that wrote them). One pool per Runtime; calls are serialised by the
-// Runtime, so one parallel region runs at a time. Between regions workers spin briefly (a model
-// runs many short regions back to back) before sleeping on the condvar.
+// thread (the caller is thread 0), each eaten from its front in shrinking chunks (a quarter of
+// what is left, at least `grain`); a thread that finishes its own range takes chunks from the
+// others' (work stealing). Contiguous ranges keep cache affinity across consecutive regions over
+// the same data (a layer's output rows are mostly read back by the thread that wrote them);
+// shrinking chunks make the threads finish together.
+//
+// Hand-off without locks: the caller publishes a region by storing an odd `state_` (generation
+// * 2 + 1); a worker that sees it registers in `active_`, checks the state is still the one it
+// saw, and runs. The caller, once every range is empty, closes the region (even state) and waits
+// for `active_` to drain; a worker that registered after the close backs off without touching
+// the region. Workers spin between regions (a model runs many short regions back to back), then
+// sleep on a condition variable; the caller notifies only when someone sleeps.
+// One pool per Runtime; calls are serialised by the Runtime, so one region runs at a time. A
+// parallel_for from inside a region (a worker, or the caller's own share) runs inline.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -27,7 +35,8 @@ class ThreadPool {
 
  private:
   void worker_loop(int self);
-  void run_ranges(int self, const std::function<void(int64_t, int64_t)>& fn, int64_t chunk);
+  void run_ranges(int self);
+  uint64_t wait_for_region(uint64_t seen);
   struct alignas(64) Range {  // one thread's share of the current region
     std::atomic<int64_t> next{0};
     int64_t end = 0;
@@ -35,14 +44,15 @@ class ThreadPool {
   std::unique_ptr<Range[]> ranges_;
   int nthreads_ = 1;
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable cv_, done_cv_;
+  // the region: written by the caller before it publishes the state
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
-  int64_t chunk_ = 1;
-  // written under mu_; atomic so that workers and the caller can spin on them without the lock
-  std::atomic<int> active_{0};
-  std::atomic<uint64_t> generation_{0};
+  int64_t grain_ = 1;
+  alignas(64) std::atomic<uint64_t> state_{0};  // generation * 2 + 1 while a region is open
+  alignas(64) std::atomic<int> active_{0};      // workers inside the current region
+  alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
 };
 
 int physical_cores();

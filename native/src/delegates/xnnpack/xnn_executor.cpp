@@ -19,6 +19,7 @@ using namespace xnn;
 class XnnDelegate : public DelegateHandle {
  public:
   XnnDelegate(Graph g, ThreadPool* pool) : g_(std::move(g)) {
+    fuse_nodes(g_);
     const char* prof = std::getenv("ETNP_XNN_PROFILE");
     if (prof && *prof && *prof != '0') profile_ = std::make_unique<std::vector<double>>(g_.nodes.size(), 0.0);
     for (auto& n : g_.nodes) prepare_node(pool, g_, n);
@@ -51,7 +52,7 @@ class XnnDelegate : public DelegateHandle {
       for (int64_t d : o.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
       double us = (*profile_)[i] / profile_calls_ * 1e6;
       total += us;
-      std::fprintf(stderr, "%4zu %-28s %-18s %9.1f\n", i, node_type_name(n.type), shape.c_str(), us);
+      std::fprintf(stderr, "%4zu %-32s %-18s %9.1f\n", i, node_display_name(n).c_str(), shape.c_str(), us);
     }
     std::fprintf(stderr, "total %.1f us\n", total);
   }
@@ -150,8 +151,8 @@ class XnnDelegate : public DelegateHandle {
     }
   }
 
-  // A float32 input read only by transposes is not copied: they read the caller's tensor in
-  // place (Value::raw) during the call.
+  // A float32 input read only by transposes (or convolutions that absorbed one) is not copied:
+  // they read the caller's tensor in place (Value::raw) during the call.
   struct BorrowGuard {
     XnnDelegate* d;
     ~BorrowGuard() {
@@ -169,7 +170,8 @@ class XnnDelegate : public DelegateHandle {
         for (size_t j = 0; j < n.inputs.size(); j++)
           if (n.inputs[j] == id) {
             used = true;
-            only_transposes = only_transposes && n.type == StaticTranspose && j == 0;
+            only_transposes = only_transposes && j == 0 &&
+                              (n.type == StaticTranspose || (n.type == Conv2d && n.nchw_transposed != kInvalidId));
           }
       for (uint32_t o : g_.output_ids) only_transposes = only_transposes && o != id;
       borrowable_[k] = used && only_transposes;

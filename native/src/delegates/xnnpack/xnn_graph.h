@@ -83,6 +83,15 @@ struct Node {
   std::vector<PackedB> packed;
   PackedQ8 qpacked;  // FullyConnected on dynamically quantized input with int8 weights (N > 0 when set)
   std::vector<float> bias;
+  // fused at method load (xnn_fuse.cpp). A Conv2d or FullyConnected that absorbed the Add after
+  // it: `output` is the add's, `residual` (also inputs[3]) its other operand, res_min/res_max its
+  // clamp; the node's own result, `unfused`, is written only where the shapes differ at run time.
+  uint32_t residual = kInvalidId, unfused = kInvalidId;
+  float res_min = -__builtin_inff(), res_max = __builtin_inff();
+  // A Conv2d that absorbed the NCHW -> NHWC transpose before it: inputs[0] is the NCHW value,
+  // `nchw_transposed` the transpose's result, written only when the conv cannot read NCHW itself.
+  uint32_t nchw_transposed = kInvalidId;
+  bool residual_pending = false;  // during a call: the add is still to be applied (shapes differed)
 };
 
 struct Graph {
@@ -93,5 +102,10 @@ struct Graph {
 
 // Parses the blob; constants are decoded to float32 (named keys resolve through the program).
 Graph read_graph(Span blob, const Program& program);
+// Fuses node pairs whose intermediate value nothing else reads (see Node): a residual Add into
+// the Conv2d/FullyConnected before it, an input NCHW -> NHWC transpose into the Conv2d after it.
+void fuse_nodes(Graph& g);
+// A node's name for profiles, with what was fused into it ("XNNConv2d+Add").
+std::string node_display_name(const Node& n);
 
 }  // namespace etnp::xnn

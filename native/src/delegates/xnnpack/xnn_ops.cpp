@@ -110,13 +110,16 @@ bool binary_f32(KernelContext& ctx, Value& a, Value& b, Value& o, F f) {
 }
 
 template <typename F>
-void binary(KernelContext& ctx, Graph& g, Node& n, BinaryD f, F ff) {
-  Value &a = in(g, n, 0), &b = in(g, n, 1), &o = out(g, n);
+void binary_values(KernelContext& ctx, Value& a, Value& b, Value& o, BinaryD f, F ff) {
   Tensor ta = wrap(a), tb = wrap(b);
   ensure_shape(o, broadcast_shapes(ta, tb));
   if (binary_f32(ctx, a, b, o, ff)) return;
   Tensor to = wrap(o);
   binary_apply(ctx, ta, tb, to, f, nullptr);
+}
+template <typename F>
+void binary(KernelContext& ctx, Graph& g, Node& n, BinaryD f, F ff) {
+  binary_values(ctx, in(g, n, 0), in(g, n, 1), out(g, n), f, ff);
 }
 struct AddF { float operator()(float x, float y) const { return x + y; } };
 struct SubF { float operator()(float x, float y) const { return x - y; } };
@@ -450,6 +453,31 @@ GemmEpilogue epilogue(const Node& n, const float* bias) {
   ep.max = n.out_max;
   return ep;
 }
+// A residual Add fused into this GEMM node (xnn_fuse.cpp): the residual when its shape is the
+// output's, so the GEMM epilogue adds it; null otherwise, and the node then writes its own
+// result (n.unfused) and leaves the add to finish_residual.
+const Value* fused_residual(Graph& g, Node& n, const std::vector<int64_t>& shape) {
+  n.residual_pending = false;
+  if (n.residual == kInvalidId) return nullptr;
+  const Value& r = g.values[n.residual];
+  if (r.shape == shape) return &r;
+  n.residual_pending = true;
+  return nullptr;
+}
+// Where a GEMM node writes its result, shaped.
+Value& gemm_output(Graph& g, const Node& n, const std::vector<int64_t>& shape) {
+  Value& o = n.residual_pending ? g.values[n.unfused] : out(g, n);
+  ensure_shape(o, shape);
+  return o;
+}
+void with_residual(GemmEpilogue& ep, const Node& n, const Value* r, int64_t offset, int64_t ldr) {
+  if (!r) return;
+  ep.residual = r->data.data() + offset;
+  ep.ldr = ldr;
+  ep.res_min = n.res_min;
+  ep.res_max = n.res_max;
+}
+
 const float* bias_of(Graph& g, Node& n, int64_t channels) {
   if (!n.bias.empty()) {
     if ((int64_t)n.bias.size() < channels) fail(n, "bias is smaller than the output channels");
@@ -465,17 +493,21 @@ void check_filter(const Node& n, const Value& w, std::initializer_list<int64_t> 
 }
 
 void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
-  Value &a = in(g, n, 0), &w = in(g, n, 1), &o = out(g, n);
+  Value &a = in(g, n, 0), &w = in(g, n, 1);
   if (w.shape.size() != 2) fail(n, "filter must be 2-D");
   bool tw = n.flags & kTransposeWeights;
   int64_t IC = tw ? w.shape[0] : w.shape[1], OC = tw ? w.shape[1] : w.shape[0];
   if (a.shape.empty() || a.shape.back() != IC) fail(n, "input " + shape_str(a.shape) + " does not match filter " + shape_str(w.shape));
   std::vector<int64_t> s = a.shape;
   s.back() = OC;
-  ensure_shape(o, s);
+  // the int8 GEMM has no residual epilogue: a fused add then runs after it
+  const Value* res = n.qpacked.N > 0 ? nullptr : fused_residual(g, n, s);
+  if (n.qpacked.N > 0 && n.residual != kInvalidId) n.residual_pending = true;
+  Value& o = gemm_output(g, n, s);
   int64_t M = a.numel() / IC;
   const float* bias = bias_of(g, n, OC);
   GemmEpilogue ep = epilogue(n, bias);
+  with_residual(ep, n, res, 0, OC);
   if (n.qpacked.N > 0) {
     // the filter lives only as int8 panels: the input must carry its per-row quantization
     if (n.qpacked.K != IC || n.qpacked.N != OC || a.row_len <= 0 || a.row_len % IC != 0 ||
@@ -510,23 +542,24 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
 }
 
 // Convolution as an indirect GEMM (AVX-512): every output pixel's taps are read in place from
-// the input, zero-padded once into a scratch copy when the node pads; no im2col rows. False when
-// the CPU path has no indirect kernel or the offsets would not fit in int32.
-bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, int64_t gi, int64_t N, int64_t H, int64_t W,
-                   int64_t C, int64_t ICg, int64_t OH, int64_t OW, int64_t K, int64_t M, const GemmEpilogue& ep,
-                   float* Cp, int64_t OC, Scratch& sc) {
+// the input, zero-padded once into a scratch copy when the node pads (or reads an NCHW input,
+// transposed on the way into the copy); no im2col rows. False, before any work, when the CPU
+// path has no indirect kernel or the offsets would not fit in int32.
+bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, bool nchw, int64_t gi, int64_t N, int64_t H,
+                   int64_t W, int64_t C, int64_t ICg, int64_t OH, int64_t OW, int64_t K, int64_t M,
+                   const GemmEpilogue& ep, float* Cp, int64_t OC, Scratch& sc) {
   static const bool avx512 = cpu_has_avx512f();
   if (!avx512) return false;
   const int64_t pt = n.pad_top, pb = n.pad_bottom, pl = n.pad_left, pr = n.pad_right;
   const int64_t Hp = H + pt + pb, Wp = W + pl + pr, KW = n.kw;
   if ((int64_t)n.kh * n.dh * Wp * C + (KW * n.dw + 1) * C > INT32_MAX) return false;
-  const float* base = a.data.data();
-  if (pt || pb || pl || pr) {
+  const float* base = a.cdata();
+  if (nchw || pt || pb || pl || pr) {
     if (gi == 0) {  // one padded copy serves every group
       sc.padded.resize((size_t)(N * Hp * Wp * C));
       float* P = sc.padded.data();
-      const float* X = a.data.data();
-      parallel(ctx, N * Hp, 16, [&](int64_t b, int64_t e) {
+      const float* X = a.cdata();
+      parallel(ctx, N * Hp, 8, [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; r++) {
           int64_t bn = r / Hp, h = r % Hp - pt;
           float* dst = P + r * Wp * C;
@@ -535,7 +568,15 @@ bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, int64_t gi
             continue;
           }
           std::memset(dst, 0, (size_t)(pl * C) * 4);
-          std::memcpy(dst + pl * C, X + (bn * H + h) * W * C, (size_t)(W * C) * 4);
+          if (nchw) {  // row h of every channel plane, interleaved
+            float* d = dst + pl * C;
+            for (int64_t c = 0; c < C; c++) {
+              const float* src = X + ((bn * C + c) * H + h) * W;
+              for (int64_t x = 0; x < W; x++) d[x * C + c] = src[x];
+            }
+          } else {
+            std::memcpy(dst + pl * C, X + (bn * H + h) * W * C, (size_t)(W * C) * 4);
+          }
           std::memset(dst + (pl + W) * C, 0, (size_t)(pr * C) * 4);
         }
       });
@@ -562,24 +603,37 @@ bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, int64_t gi
 }
 
 void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
-  Value &a = in(g, n, 0), &w = in(g, n, 1), &o = out(g, n);
-  if (a.shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
-  int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3];
+  const Value* ap = &in(g, n, 0);  // NHWC, or NCHW when a transpose was fused in (until it runs)
+  Value& w = in(g, n, 1);
+  bool nchw = n.nchw_transposed != kInvalidId;
+  if (ap->shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
+  const std::vector<int64_t>& is = ap->shape;
+  int64_t N = is[0], H = nchw ? is[2] : is[1], W = nchw ? is[3] : is[2], C = nchw ? is[1] : is[3];
   int64_t G = n.groups, ICg = n.group_in, OCg = n.group_out, OC = G * OCg;
   if (C != G * ICg) fail(n, "input has " + std::to_string(C) + " channels, expected " + std::to_string(G * ICg));
   int64_t OH = pool_dim(n, H, n.kh, n.sh, n.dh, n.pad_top, n.pad_bottom), OW = pool_dim(n, W, n.kw, n.sw, n.dw, n.pad_left, n.pad_right);
-  ensure_shape(o, {N, OH, OW, OC});
+  const std::vector<int64_t> oshape{N, OH, OW, OC};
+  const Value* res = fused_residual(g, n, oshape);
+  Value& o = gemm_output(g, n, oshape);
   int64_t K = (int64_t)n.kh * n.kw * ICg, M = N * OH * OW;
   check_filter(n, w, {OC, (int64_t)n.kh, (int64_t)n.kw, ICg});
   if (M * K > (int64_t(1) << 32)) fail(n, "im2col buffer would be too large");
   const float* bias = bias_of(g, n, OC);
-  if (M == 0 || OC == 0) return;  // empty output (its buffer may be null: no pointer arithmetic on it)
   bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left && !n.pad_bottom && !n.pad_right;
   if (!n.packed.empty()) {
     if ((int64_t)n.packed.size() != G) fail(n, "packed weights do not match the filter");
     for (const PackedB& pb : n.packed)
       if (pb.K != K || pb.N != OCg) fail(n, "packed weights do not match the filter");
   }
+  // the fused transpose, as its own step, where the convolution cannot read NCHW directly
+  auto transpose_input = [&] {
+    Value& t = g.values[n.nchw_transposed];
+    ensure_shape(t, {N, H, W, C});
+    if (!transpose_as_batched_2d(ctx, *ap, {0, 2, 3, 1}, t)) fail(n, "cannot transpose the NCHW input");
+    ap = &t;
+    nchw = false;
+  };
+  if (M == 0 || OC == 0) return;  // empty output (its buffer may be null: no pointer arithmetic on it)
   // im2col of output pixels [m_begin, m_end) of group gi into rows of K floats at dst. With one
   // group and no dilation, a kernel row's taps are KW * C adjacent input floats.
   const bool row_runs = G == 1 && n.dw == 1;
@@ -589,6 +643,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     else for (int64_t t = 0; t < len; t++) d[t] = src[t];
   };
   auto im2col = [&](int64_t gi, int64_t m_begin, int64_t m_end, float* dst_rows) {
+    const float* X = ap->cdata();
     int64_t bn = m_begin / (OH * OW), oh = (m_begin / OW) % OH, ow = m_begin % OW;  // then stepped, no divisions
     for (int64_t m = m_begin; m < m_end; m++, ow++) {
       if (ow == OW) {
@@ -604,7 +659,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
           std::memset(dst, 0, (size_t)run * 4);
           continue;
         }
-        const float* src_row = &a.data[((bn * H + ih) * W) * C + gi * ICg];
+        const float* src_row = X + ((bn * H + ih) * W) * C + gi * ICg;
         if (row_runs && iw0 >= 0 && iw0 + KW <= W) {
           copy(dst, src_row + iw0 * C, run);
           continue;
@@ -619,14 +674,18 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   };
   for (int64_t gi = 0; gi < G; gi++) {
     GemmEpilogue ep = epilogue(n, bias ? bias + gi * OCg : nullptr);
+    with_residual(ep, n, res, gi * OCg, OC);
     float* Cp = o.data.data() + gi * OCg;
+    if (!n.packed.empty() && !pointwise &&
+        conv_indirect(ctx, n, *ap, nchw, gi, N, H, W, C, ICg, OH, OW, K, M, ep, Cp, OC, sc))
+      continue;
+    if (nchw) transpose_input();  // (first group: conv_indirect fails before any work or never)
     if (pointwise) {
-      const float* A = a.data.data() + gi * ICg;
+      const float* A = ap->cdata() + gi * ICg;
       if (!n.packed.empty()) sgemm_packed(ctx.pool, M, A, C, 1, n.packed[gi], Cp, OC, ep);
       else sgemm(ctx.pool, M, OCg, K, A, C, 1, w.data.data() + gi * OCg * K, 1, K, Cp, OC, ep);
       continue;
     }
-    if (!n.packed.empty() && conv_indirect(ctx, n, a, gi, N, H, W, C, ICg, OH, OW, K, M, ep, Cp, OC, sc)) continue;
     if (!n.packed.empty()) {
       // Blocks of output pixels, each unfolded into a small per-thread buffer (kept in cache)
       // and multiplied right away: no full-size im2col pass through memory.
@@ -638,7 +697,9 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
         for (int64_t blk = b; blk < e; blk++) {
           int64_t m0 = blk * rows, m1 = std::min(M, m0 + rows);
           im2col(gi, m0, m1, buf.data());
-          sgemm_packed(nullptr, m1 - m0, buf.data(), K, 1, pb, Cp + m0 * OC, OC, ep);
+          GemmEpilogue epb = ep;
+          if (epb.residual) epb.residual += m0 * OC;
+          sgemm_packed(nullptr, m1 - m0, buf.data(), K, 1, pb, Cp + m0 * OC, OC, epb);
         }
       });
       continue;
@@ -937,6 +998,14 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
     case BatchMatrixMultiply: batch_matmul(ctx, g, n); break;
     case ScaledDotProductAttention: sdpa(g, n); break;
     default: fail(n, "node type is not implemented");
+  }
+  if (n.residual_pending) {  // a fused residual add whose shapes differed: the add itself
+    Value &x = g.values[n.unfused], &r = g.values[n.residual], &o = out(g, n);
+    binary_values(ctx, x, r, o, add_f, AddF());
+    float lo = n.res_min, hi = n.res_max;
+    float* d = o.data.data();
+    for (int64_t i = 0, e = o.numel(); i < e; i++) d[i] = std::min(std::max(d[i], lo), hi);
+    n.residual_pending = false;
   }
   Value& o = out(g, n);
   if (n.type != FullyConnected && n.type != Conv2d && n.type != DepthwiseConv2d && n.type != ConvTranspose2d &&

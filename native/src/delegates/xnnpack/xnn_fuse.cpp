@@ -1,0 +1,139 @@
+// Load-time fusion of XNNPACK graph nodes whose intermediate value is read by nothing else:
+//  - Conv2d / FullyConnected -> Add (a residual connection): the GEMM adds the other operand to
+//    each output tile while it is in cache, so the intermediate is never written and re-read;
+//  - StaticTranspose NCHW -> NHWC -> Conv2d (the network input): the convolution's zero-padded
+//    copy of its input is built straight from NCHW.
+// Each fused node keeps the intermediate value so that it can fall back to the two steps
+// (xnn_ops.cpp), and its inputs list every value it reads, for the buffer planner.
+#include <string>
+#include <vector>
+
+#include "delegates/xnnpack/xnn_graph.h"
+
+namespace etnp::xnn {
+namespace {
+
+struct Uses {
+  std::vector<int> readers;     // input slots reading each value (graph outputs count as readers)
+  std::vector<int64_t> producer;  // the one node writing each value; -1 none, -2 several
+};
+
+Uses count_uses(const Graph& g) {
+  Uses u{std::vector<int>(g.values.size(), 0), std::vector<int64_t>(g.values.size(), -1)};
+  for (size_t i = 0; i < g.nodes.size(); i++) {
+    const Node& n = g.nodes[i];
+    for (uint32_t id : n.inputs)
+      if (id < g.values.size()) u.readers[id]++;
+    for (uint32_t id : {n.output, n.output2})
+      if (id < g.values.size()) u.producer[id] = u.producer[id] == -1 ? (int64_t)i : -2;
+  }
+  for (uint32_t id : g.output_ids)
+    if (id < g.values.size()) u.readers[id]++;
+  return u;
+}
+
+bool plain_f32(const Value& v) { return v.dtype == FP32 && v.quant == Quant::None && !v.is_constant; }
+
+bool is_graph_io(const Graph& g, uint32_t id) {
+  for (uint32_t x : g.input_ids) if (x == id) return true;
+  for (uint32_t x : g.output_ids) if (x == id) return true;
+  return false;
+}
+
+bool static_dims(const Value& v) {
+  for (int64_t d : v.dims) if (d < 0) return false;
+  return true;
+}
+
+// An intermediate that node `from` alone writes and one input slot alone reads.
+bool private_link(const Graph& g, const Uses& u, uint32_t id, size_t from) {
+  return id < g.values.size() && u.producer[id] == (int64_t)from && u.readers[id] == 1 && !is_graph_io(g, id) &&
+         plain_f32(g.values[id]);
+}
+
+// Conv2d/FullyConnected i -> Add j. The add's other operand must be ready before i runs.
+bool fuse_residual(Graph& g, const Uses& u, size_t j) {
+  Node& add = g.nodes[j];
+  if (add.type != Add || add.inputs.size() != 2 || add.output >= g.values.size()) return false;
+  if (u.producer[add.output] != (int64_t)j || !plain_f32(g.values[add.output])) return false;
+  for (int side = 0; side < 2; side++) {
+    uint32_t x = add.inputs[side], r = add.inputs[1 - side];
+    if (x >= g.values.size() || r >= g.values.size() || x == r) continue;
+    int64_t i = u.producer[x];
+    if (i < 0 || i >= (int64_t)j) continue;
+    Node& mm = g.nodes[(size_t)i];
+    if ((mm.type != Conv2d && mm.type != FullyConnected) || mm.residual != kInvalidId || mm.inputs.size() > 3) continue;
+    if (!private_link(g, u, x, (size_t)i) || mm.output2 != kInvalidId) continue;
+    const Value &vr = g.values[r], &vx = g.values[x], &vo = g.values[add.output];
+    if (vr.dtype != FP32 || vr.quant != Quant::None) continue;
+    if (u.producer[r] == -2 || u.producer[r] >= i) continue;  // written after the GEMM runs (or twice)
+    if (!static_dims(vx) || vx.dims != vr.dims || vx.dims != vo.dims) continue;
+    // nothing before the add may read its output (a well-formed graph never does)
+    bool early_reader = false;
+    for (size_t k = 0; k < j && !early_reader; k++)
+      for (uint32_t id : g.nodes[k].inputs) early_reader = early_reader || id == add.output;
+    if (early_reader) continue;
+    mm.inputs.resize(3, kInvalidId);  // (no bias: an absent third input)
+    mm.inputs.push_back(r);
+    mm.residual = r;
+    mm.unfused = x;
+    mm.output = add.output;
+    mm.res_min = add.out_min;
+    mm.res_max = add.out_max;
+    return true;
+  }
+  return false;
+}
+
+// StaticTranspose t (NCHW -> NHWC) -> Conv2d c reading it as its input.
+bool fuse_input_transpose(Graph& g, const Uses& u, size_t t) {
+  Node& tr = g.nodes[t];
+  if (tr.type != StaticTranspose || tr.inputs.size() != 1 || tr.ints != std::vector<int64_t>{0, 2, 3, 1}) return false;
+  uint32_t v = tr.inputs[0], x = tr.output;
+  if (v >= g.values.size() || !private_link(g, u, x, t)) return false;
+  const Value& vv = g.values[v];
+  if (vv.dtype != FP32 || vv.quant != Quant::None || vv.dims.size() != 4) return false;
+  for (size_t c = t + 1; c < g.nodes.size(); c++) {
+    Node& conv = g.nodes[c];
+    bool reads = false;
+    for (uint32_t id : conv.inputs) reads = reads || id == x;
+    if (!reads) continue;
+    if (conv.type != Conv2d || conv.inputs.empty() || conv.inputs[0] != x || conv.nchw_transposed != kInvalidId) return false;
+    conv.inputs[0] = v;
+    conv.nchw_transposed = x;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void fuse_nodes(Graph& g) {
+  std::vector<bool> drop(g.nodes.size(), false);
+  bool any = false;
+  for (size_t k = 0; k < g.nodes.size(); k++) {
+    Uses u = count_uses(g);  // small graphs; recounted after each change
+    bool fused = fuse_residual(g, u, k) || fuse_input_transpose(g, u, k);
+    if (fused) {
+      drop[k] = true;
+      g.nodes[k].inputs.clear();  // no longer a reader
+      g.nodes[k].output = kInvalidId;
+      any = true;
+    }
+  }
+  if (!any) return;
+  std::vector<Node> kept;
+  kept.reserve(g.nodes.size());
+  for (size_t k = 0; k < g.nodes.size(); k++)
+    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
+  g.nodes.swap(kept);
+}
+
+std::string node_display_name(const Node& n) {
+  std::string s = node_type_name(n.type);
+  if (n.nchw_transposed != kInvalidId) s = "XNNStaticTranspose+" + s.substr(3);
+  if (n.residual != kInvalidId) s += "+Add";
+  return s;
+}
+
+}  // namespace etnp::xnn
