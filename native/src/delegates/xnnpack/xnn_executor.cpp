@@ -19,21 +19,26 @@ using namespace xnn;
 class XnnDelegate : public DelegateHandle {
  public:
   XnnDelegate(Graph g, ThreadPool* pool) : g_(std::move(g)) {
-    fuse_nodes(g_);
-    const char* prof = std::getenv("ETNP_XNN_PROFILE");
-    if (prof && *prof && *prof != '0') profile_ = std::make_unique<std::vector<double>>(g_.nodes.size(), 0.0);
     for (auto& n : g_.nodes) prepare_node(pool, g_, n);
     for (auto& v : g_.values) v.raw = nullptr;  // program bytes are only read while packing
+    fuse_nodes(g_);  // (after packing: fusions depend on packed weights)
+    const char* prof = std::getenv("ETNP_XNN_PROFILE");
+    if (prof && *prof && *prof != '0') profile_ = std::make_unique<std::vector<double>>(g_.nodes.size(), 0.0);
     plan_buffer_reuse();
     plan_borrowing();
     // Constant filters used only through packed weights need not be kept twice.
     std::vector<int> uses(g_.values.size(), 0), packed_uses(g_.values.size(), 0);
-    for (auto& n : g_.nodes)
+    auto count = [&](const Node& n) {
       for (size_t k = 0; k < n.inputs.size(); k++) {
         if (n.inputs[k] >= g_.values.size()) continue;
         uses[n.inputs[k]]++;
         if (k == 1 && (!n.packed.empty() || n.qpacked.N > 0)) packed_uses[n.inputs[k]]++;
       }
+    };
+    for (auto& n : g_.nodes) {
+      count(n);
+      if (n.pre) count(*n.pre);
+    }
     for (uint32_t id : g_.output_ids) uses[id]++;
     for (size_t i = 0; i < g_.values.size(); i++)
       if (g_.values[i].is_constant && uses[i] > 0 && uses[i] == packed_uses[i]) FloatBuffer().swap(g_.values[i].data);

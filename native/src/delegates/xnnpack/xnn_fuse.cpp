@@ -2,7 +2,10 @@
 //  - Conv2d / FullyConnected -> Add (a residual connection): the GEMM adds the other operand to
 //    each output tile while it is in cache, so the intermediate is never written and re-read;
 //  - StaticTranspose NCHW -> NHWC -> Conv2d (the network input): the convolution's zero-padded
-//    copy of its input is built straight from NCHW.
+//    copy of its input is built straight from NCHW;
+//  - pointwise Conv2d -> DepthwiseConv2d -> pointwise Conv2d (an inverted-residual block's
+//    expansion and projection, either or both): run in bands of rows, so the large intermediate
+//    images stay in cache instead of going through memory.
 // Each fused node keeps the intermediate value so that it can fall back to the two steps
 // (xnn_ops.cpp), and its inputs list every value it reads, for the buffer planner.
 #include <string>
@@ -106,15 +109,77 @@ bool fuse_input_transpose(Graph& g, const Uses& u, size_t t) {
   return false;
 }
 
-}  // namespace
+// Band pipelines pay where the intermediate image would leave the per-core cache (about 1 MiB
+// and more); smaller ones stay in cache anyway, and finer work splits serve them better.
+bool worth_banding(const Value& v) {
+  const std::vector<int64_t>& d = v.dims;
+  return d.size() == 4 && static_dims(v) && d[1] * d[2] * d[3] * 4 >= (int64_t(1) << 20);
+}
 
-void fuse_nodes(Graph& g) {
+bool packed_pointwise(const Node& c) {
+  return c.type == Conv2d && c.kh == 1 && c.kw == 1 && c.sh == 1 && c.sw == 1 && !c.pad_top && !c.pad_left &&
+         !c.pad_bottom && !c.pad_right && c.groups == 1 && c.packed.size() == 1 && c.nchw_transposed == kInvalidId &&
+         c.output2 == kInvalidId && !c.inputs.empty();
+}
+
+// Pointwise Conv2d i (packed weights) -> DepthwiseConv2d reading its result: the depthwise node
+// takes the convolution as `pre` and runs both in bands of rows (xnn_expand_depthwise.cpp).
+bool fuse_expand_depthwise(Graph& g, const Uses& u, size_t i) {
+  Node& pc = g.nodes[i];
+  if (!packed_pointwise(pc) || pc.residual != kInvalidId || pc.inputs.size() > 3) return false;
+  uint32_t e = pc.output, x = pc.inputs[0];
+  if (x >= g.values.size() || !private_link(g, u, e, i) || g.values[e].dims.size() != 4 || !static_dims(g.values[e]))
+    return false;
+  if (!worth_banding(g.values[e])) return false;
+  for (size_t j = i + 1; j < g.nodes.size(); j++) {
+    Node& dw = g.nodes[j];
+    bool reads = false;
+    for (uint32_t id : dw.inputs) reads = reads || id == e;
+    if (!reads) continue;
+    if (dw.type != DepthwiseConv2d || dw.inputs.size() < 2 || dw.inputs.size() > 3 || dw.inputs[0] != e || dw.pre ||
+        dw.post)
+      return false;
+    const Value& w = g.values[dw.inputs[1]];
+    if (!w.is_constant || w.dims.size() != 4 || w.dims[3] != g.values[e].dims[3]) return false;  // multiplier 1
+    dw.inputs.resize(3, kInvalidId);
+    dw.inputs.push_back(x);
+    dw.pre = std::make_shared<Node>(std::move(pc));
+    return true;
+  }
+  return false;
+}
+
+// DepthwiseConv2d -> pointwise Conv2d k reading its result (an inverted-residual block's
+// projection, with its residual add when that was fused): the depthwise node takes the
+// convolution as `post`, and each band of depthwise rows is projected while in cache.
+bool fuse_project(Graph& g, const Uses& u, size_t k) {
+  Node& pc = g.nodes[k];
+  if (!packed_pointwise(pc)) return false;
+  uint32_t d = pc.inputs[0];
+  if (d >= g.values.size() || u.producer[d] < 0) return false;
+  const size_t j = (size_t)u.producer[d];
+  Node& dw = g.nodes[j];
+  if (dw.type != DepthwiseConv2d || dw.post || !private_link(g, u, d, j) || !worth_banding(g.values[d]) ||
+      dw.inputs.size() < 2)
+    return false;
+  const Value& w = g.values[dw.inputs[1]];
+  if (!w.is_constant || w.dims.size() != 4 || w.dims[3] != g.values[d].dims[3]) return false;  // multiplier 1
+  if (pc.residual != kInvalidId && u.producer[pc.residual] >= (int64_t)j) return false;  // not ready before j
+  dw.inputs.resize(std::max<size_t>(dw.inputs.size(), 3), kInvalidId);
+  if (pc.residual != kInvalidId) dw.inputs.push_back(pc.residual);
+  dw.output = pc.output;
+  dw.post = std::make_shared<Node>(std::move(pc));
+  return true;
+}
+
+// One pass of `fuse` over the nodes; the nodes it absorbs are dropped.
+template <typename F>
+void fuse_pass(Graph& g, F fuse) {
   std::vector<bool> drop(g.nodes.size(), false);
   bool any = false;
   for (size_t k = 0; k < g.nodes.size(); k++) {
     Uses u = count_uses(g);  // small graphs; recounted after each change
-    bool fused = fuse_residual(g, u, k) || fuse_input_transpose(g, u, k);
-    if (fused) {
+    if (fuse(g, u, k)) {
       drop[k] = true;
       g.nodes[k].inputs.clear();  // no longer a reader
       g.nodes[k].output = kInvalidId;
@@ -129,10 +194,21 @@ void fuse_nodes(Graph& g) {
   g.nodes.swap(kept);
 }
 
+}  // namespace
+
+void fuse_nodes(Graph& g) {
+  // residual adds first: a projection takes its add along when it joins a depthwise node
+  fuse_pass(g, [](Graph& gg, const Uses& u, size_t k) { return fuse_residual(gg, u, k) || fuse_input_transpose(gg, u, k); });
+  fuse_pass(g, fuse_expand_depthwise);
+  fuse_pass(g, fuse_project);
+}
+
 std::string node_display_name(const Node& n) {
   std::string s = node_type_name(n.type);
   if (n.nchw_transposed != kInvalidId) s = "XNNStaticTranspose+" + s.substr(3);
   if (n.residual != kInvalidId) s += "+Add";
+  if (n.pre) s = node_display_name(*n.pre) + "+" + s.substr(3);
+  if (n.post) s += "+" + node_display_name(*n.post).substr(3);
   return s;
 }
 

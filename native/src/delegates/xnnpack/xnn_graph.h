@@ -2,6 +2,7 @@
 // XNNGraph flatbuffer "XN00"/"XN01" + constant data), bounds-checked throughout.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,14 @@ struct Node {
   // `nchw_transposed` the transpose's result, written only when the conv cannot read NCHW itself.
   uint32_t nchw_transposed = kInvalidId;
   bool residual_pending = false;  // during a call: the add is still to be applied (shapes differed)
+  // A DepthwiseConv2d that absorbed the pointwise Conv2d producing its input (the expansion of an
+  // inverted-residual block): `pre` is that node (its output, inputs[0] here, is written only when
+  // the band pipeline cannot run); its input is also inputs[3] here, for the buffer planner.
+  std::shared_ptr<Node> pre;
+  // ... and the pointwise Conv2d reading its result (the block's projection, possibly with a
+  // residual add fused): `output` is the projection's; `post->inputs[0]`, this node's own result,
+  // is written only when the band pipeline cannot run. Its residual is also an input here.
+  std::shared_ptr<Node> post;
 };
 
 struct Graph {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/column_sums.h"
 #include "kernels/cpu_features.h"
 #include "kernels/depthwise.h"
 #include "kernels/elementwise.h"
@@ -436,10 +437,8 @@ void global_avg_pool(KernelContext& ctx, Graph& g, Node& n) {
   parallel(ctx, N * cblocks, std::max<int64_t>(1, (int64_t(1) << 13) / (HW * CB)), [&](int64_t tb, int64_t te) {
     for (int64_t t = tb; t < te; t++) {
       int64_t b = t / cblocks, c0 = (t % cblocks) * CB, cn = std::min(CB, C - c0);
-      double acc[CB] = {};
-      const float* x = a.data.data() + b * HW * C + c0;
-      for (int64_t p = 0; p < HW; p++, x += C)
-        for (int64_t c = 0; c < cn; c++) acc[c] += x[c];
+      double acc[CB];
+      column_sums_f64(a.data.data() + b * HW * C + c0, HW, C, cn, acc);
       for (int64_t c = 0; c < cn; c++) o.data[b * C + c0 + c] = (float)(acc[c] / (double)HW);
     }
   });
@@ -863,6 +862,11 @@ void sdpa(Graph& g, Node& n) {
 
 }  // namespace
 
+int64_t conv_output_dim(const Node& n, int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
+  return pool_dim(n, in, k, s, d, p0, p1);
+}
+const float* node_bias(Graph& g, Node& n, int64_t channels) { return bias_of(g, n, channels); }
+
 void ensure_shape(Value& v, const std::vector<int64_t>& shape) {
   constexpr int64_t kMaxElems = int64_t(1) << 32;  // 16 GiB of float32
   int64_t total = 1;
@@ -993,7 +997,23 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
     case GlobalAvgPooling2d: global_avg_pool(ctx, g, n); break;
     case FullyConnected: fully_connected(ctx, g, n, s); break;
     case Conv2d: conv2d(ctx, g, n, s); break;
-    case DepthwiseConv2d: depthwise(ctx, g, n); break;
+    case DepthwiseConv2d:
+      if ((n.pre || n.post) && band_pipeline(ctx, g, n)) break;
+      if (n.pre) run_node(ctx, g, *n.pre, s);  // shapes the band pipeline cannot take: step by step
+      if (n.post) {
+        struct Restore {  // the depthwise step writes its own result, then the projection runs
+          Node& n;
+          uint32_t out;
+          ~Restore() { n.output = out; }
+        } restore{n, n.output};
+        n.output = n.post->inputs[0];
+        depthwise(ctx, g, n);
+        finalize_value(g.values[n.output]);
+      } else {
+        depthwise(ctx, g, n);
+      }
+      if (n.post) run_node(ctx, g, *n.post, s);
+      break;
     case ConvTranspose2d: deconv(g, n); break;
     case BatchMatrixMultiply: batch_matmul(ctx, g, n); break;
     case ScaledDotProductAttention: sdpa(g, n); break;
