@@ -17,7 +17,7 @@
 namespace etnp::xnn {
 namespace {
 
-constexpr int64_t kWindowBytes = int64_t(256) << 10;  // expanded rows kept per thread
+constexpr int64_t kWindowBytes = int64_t(128) << 10;  // expanded rows kept per thread (128-512 KiB measured alike)
 
 GemmEpilogue pointwise_epilogue(Graph& g, Node& c, int64_t channels) {
   GemmEpilogue ep;
@@ -30,6 +30,7 @@ GemmEpilogue pointwise_epilogue(Graph& g, Node& c, int64_t channels) {
 }  // namespace
 
 bool band_pipeline(KernelContext& ctx, Graph& g, Node& n) {
+  if (fusion_mode() == FusionMode::Steps) return false;
   const Value& w = g.values[n.inputs[1]];
   const Value& src = g.values[n.pre ? n.pre->inputs[0] : n.inputs[0]];  // the pipeline's input
   if (src.shape.size() != 4 || w.shape.size() != 4 || w.shape[0] != 1 || w.shape[1] != (int64_t)n.kh ||

@@ -113,7 +113,11 @@ struct Graph {
 Graph read_graph(Span blob, const Program& program);
 // Fuses node pairs whose intermediate value nothing else reads (see Node): a residual Add into
 // the Conv2d/FullyConnected before it, an input NCHW -> NHWC transpose into the Conv2d after it.
+// ETNP_XNN_FUSION=off skips it; =steps fuses but runs every fused node as its separate steps (the
+// path taken when run-time shapes do not allow the fused one): for debugging and tests.
 void fuse_nodes(Graph& g);
+enum class FusionMode { On, Off, Steps };
+FusionMode fusion_mode();  // read once per process
 // A node's name for profiles, with what was fused into it ("XNNConv2d+Add").
 std::string node_display_name(const Node& n);
 

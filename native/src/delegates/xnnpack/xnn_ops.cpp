@@ -459,7 +459,7 @@ const Value* fused_residual(Graph& g, Node& n, const std::vector<int64_t>& shape
   n.residual_pending = false;
   if (n.residual == kInvalidId) return nullptr;
   const Value& r = g.values[n.residual];
-  if (r.shape == shape) return &r;
+  if (r.shape == shape && fusion_mode() != FusionMode::Steps) return &r;
   n.residual_pending = true;
   return nullptr;
 }
@@ -675,6 +675,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     GemmEpilogue ep = epilogue(n, bias ? bias + gi * OCg : nullptr);
     with_residual(ep, n, res, gi * OCg, OC);
     float* Cp = o.data.data() + gi * OCg;
+    if (nchw && fusion_mode() == FusionMode::Steps) transpose_input();
     if (!n.packed.empty() && !pointwise &&
         conv_indirect(ctx, n, *ap, nchw, gi, N, H, W, C, ICg, OH, OW, K, M, ep, Cp, OC, sc))
       continue;

@@ -1,0 +1,62 @@
+"""Load-time fusion in the XNNPACK delegate (residual adds into GEMMs, the input transpose into the
+first convolution, band pipelines around depthwise convolutions): it happens where expected, and
+the step-by-step path each fused node falls back to (ETNP_XNN_FUSION=steps) and the unfused graph
+(=off) give the reference answers too. The mode is read once per process: subprocesses."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+SCRIPT = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import executorch_numpy_runtime as en
+from conftest import assert_matches, method_inputs, method_outputs, model_path, reference
+from test_fixtures import TOLERANCES
+for threads in (1, 2):
+    for name in sys.argv[2:]:
+        ref = reference(name)
+        m = en.Runtime(num_threads=threads).load_program(model_path(name)).load_method("forward")
+        atol, rtol = TOLERANCES[name]
+        for _ in range(2):  # the second call runs on reused buffers
+            assert_matches(m(method_inputs(ref, "forward")), method_outputs(ref, "forward"), atol, rtol, name)
+        del m
+print("ok")
+"""
+
+MODELS = ["mobilenet_v2_xnn", "small_cnn_xnn", "encoder_xnn", "mlp_xnn", "qmlp_dyn_xnn", "qcnn_static_xnn"]
+
+
+def run(mode, models, profile=False):
+    import executorch_numpy_runtime
+    env = dict(os.environ, ETNP_XNN_FUSION=mode)
+    if profile:
+        env["ETNP_XNN_PROFILE"] = "1"
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__))
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__))
+    return subprocess.run([sys.executable, "-c", SCRIPT, root] + models, capture_output=True, text=True,
+                          timeout=300, env=env, cwd=tests_dir)
+
+
+@pytest.mark.parametrize("mode", ["off", "steps", "on"])
+def test_fusion_modes_match_torch(mode):
+    r = run(mode, MODELS)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+
+
+def test_mobilenet_fusions_happen():
+    r = run("on", ["mobilenet_v2_xnn"], profile=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    prof = r.stderr
+    # the delegate's node list, as the profile prints it when the method is released
+    assert "XNNStaticTranspose+Conv2d " in prof
+    assert "XNNDepthwiseConv2d+Conv2d " in prof                 # first block: projection only
+    assert "XNNConv2d+DepthwiseConv2d+Conv2d+Add " in prof      # expansion, projection, residual
+    assert "XNNConv2d+Add " in prof                             # residual into a lone projection
+    assert "XNNStaticTranspose " not in prof.split("XNNGlobalAvgPooling2d")[0]
+    off = run("off", ["mobilenet_v2_xnn"], profile=True).stderr
+    nodes = lambda text: [int(l.split()[3]) for l in text.splitlines() if l.startswith("XNNPACK delegate profile:")]
+    assert nodes(prof) and nodes(off) and max(nodes(prof)) < max(nodes(off)) == 67
