@@ -17,6 +17,7 @@
 namespace etnp::xnn {
 namespace {
 
+constexpr int64_t kMinRowsPerShare = 8;
 constexpr int64_t kWindowBytes = int64_t(128) << 10;  // expanded rows kept per thread (128-512 KiB measured alike)
 
 GemmEpilogue pointwise_epilogue(Graph& g, Node& c, int64_t channels) {
@@ -70,6 +71,9 @@ bool band_pipeline(KernelContext& ctx, Graph& g, Node& n) {
   if (!pw) batch = std::max<int64_t>(1, kWindowBytes / (OW * C * 4));          // (no window: D rows bound it)
   const int nt = ctx.pool ? ctx.pool->num_threads() : 1;
   const int64_t total = N * OH, parts = std::min<int64_t>(nt, total);
+  // each share recomputes the expanded rows above it: on short images (MobileNetV2's 14x14 and
+  // 7x7 blocks at 2 threads) that costs more than the steps' finer splits
+  if (pw && parts > 1 && total < kMinRowsPerShare * parts) return false;
   parallel(ctx, parts, 1, [&](int64_t pb, int64_t pe) {
     thread_local FloatBuffer win, dbuf;  // grow only
     if (pw && win.size() < (size_t)(cap * row)) win.resize((size_t)(cap * row));
