@@ -297,12 +297,21 @@ void pack_b_into(PackedB& p, ThreadPool* pool, int64_t K, int64_t N, const float
 #if defined(__x86_64__)
 namespace {
 // AVX-512 driver: 2R-row blocks (one block when M <= 8R: each pair of B panels is then read once
-// for all rows) x column ranges, at least four tasks a thread. Rows come from `rows` (indirect,
+// for all rows, unless its column pairs are too few to share among the threads) x column ranges,
+// at least four tasks a thread. Rows come from `rows` (indirect,
 // with koff) or are A + m * rsa.
 void sgemm_rows_avx512(ThreadPool* tp, int64_t M, const float* const* rows, const float* A, int64_t rsa,
                        const int32_t* koff, const PackedB& B, float* C, int64_t ldc, const GemmEpilogue& ep) {
   const int64_t nb = (B.N + NR - 1) / NR;
-  const int64_t R = tile_rows_avx512(M), MB = M <= 8 * R ? M : 2 * R;
+  const int64_t R = tile_rows_avx512(M);
+  int64_t MB = M <= 8 * R ? M : 2 * R;
+  if (tp && MB == M && M >= 2 * R) {  // one row block with too few column pairs to share: split the rows too
+    const int64_t pairs = (nb + 1) / 2, want = 4 * tp->num_threads();
+    if (pairs < want) {
+      const int64_t blocks = std::min((want + pairs - 1) / pairs, M / R);
+      MB = ((M + blocks - 1) / blocks + R - 1) / R * R;
+    }
+  }
   const int64_t rb = (M + MB - 1) / MB;
   const GemmTasks tasks = gemm_tasks(rb, nb, tp);
   const int64_t per = tasks.per, split = tasks.split;
