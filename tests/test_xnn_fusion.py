@@ -26,7 +26,7 @@ for threads in (1, 2):
 print("ok")
 """
 
-MODELS = ["mobilenet_v2_xnn", "small_cnn_xnn", "encoder_xnn", "mlp_xnn", "qmlp_dyn_xnn", "qcnn_static_xnn"]
+MODELS = ["mobilenet_v2_xnn", "conv_inputs_xnn", "small_cnn_xnn", "encoder_xnn", "mlp_xnn", "qmlp_dyn_xnn", "qcnn_static_xnn"]
 
 
 def run(mode, models, profile=False):
@@ -60,3 +60,10 @@ def test_mobilenet_fusions_happen():
     off = run("off", ["mobilenet_v2_xnn"], profile=True).stderr
     nodes = lambda text: [int(l.split()[3]) for l in text.splitlines() if l.startswith("XNNPACK delegate profile:")]
     assert nodes(prof) and nodes(off) and max(nodes(prof)) < max(nodes(off)) == 67
+
+
+def test_input_convolutions_read_nchw_in_place():
+    r = run("on", ["conv_inputs_xnn"], profile=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    # every convolution reads its network input through a fused transpose (one delegate, 2 runtimes)
+    assert r.stderr.count("XNNStaticTranspose+Conv2d ") == 8, r.stderr[-3000:]

@@ -62,6 +62,20 @@ class SmallCNN(nn.Module):
         return torch.softmax(self.fc(x), dim=-1)
 
 
+class ConvInputs(nn.Module):
+    """Convolutions reading network inputs (NCHW) with assorted windows: the delegate reads such
+    inputs in place; borders (padding, odd sizes, dilation) are where it differs from the rest."""
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 5, padding=2)
+        self.b = nn.Conv2d(4, 16, 3, stride=2, padding=2, dilation=2)
+        self.c = nn.Conv2d(3, 8, 3)
+        self.d = nn.Conv2d(3, 24, 3, stride=2, padding=1)
+
+    def forward(self, w, x, y, z):
+        return torch.relu(self.a(w)), self.b(x), self.c(y), torch.clamp(self.d(z), -0.5, 0.5)
+
+
 class IntBool(nn.Module):
     def forward(self, x, mask):
         y = torch.where(mask, x * 3, x - 7)
@@ -561,6 +575,8 @@ def fixtures():
     f["encoder"] = dict(methods={"forward": (Encoder(), (rnd(2, 6, 32),))})  # portable transformer layer
     f["ops_quant_token"] = dict(methods={"forward": (QuantToken(), (rnd(2, 3, 8, lo=-3, hi=2),))}, quantized_out=True)
     f["qmlp_dyn_xnn"] = dict(methods={"forward": (QMLP(), (rnd(13, 100),))}, xnn=True, quant="dynamic")
+    f["conv_inputs_xnn"] = dict(methods={"forward": (ConvInputs(), (rnd(1, 3, 19, 23), rnd(2, 4, 17, 12),
+                                                                    rnd(1, 3, 10, 9), rnd(1, 3, 15, 15)))}, xnn=True)
     return f
 
 

@@ -601,6 +601,79 @@ bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, bool nchw,
   return sgemm_packed_indirect(ctx.pool, M, sc.conv_rows.data(), sc.conv_koff.data(), n.packed[gi], Cp, OC, ep);
 }
 
+// A convolution reading an NCHW input in place (a fused input transpose, one group, AVX-512):
+// an indirect GEMM whose tap offsets step through channel planes (c * H * W + i * W + j). The
+// output pixels whose window crosses the padding get wrong values from it (their row pointers
+// are kept inside the input) and are then recomputed from zero-padded im2col rows, a few rows
+// and columns of the image. No padded copy of the input is made. False, before any work, where
+// this path does not apply.
+bool conv_nchw_direct(KernelContext& ctx, const Node& n, const Value& a, int64_t N, int64_t H, int64_t W, int64_t C,
+                      int64_t OH, int64_t OW, int64_t K, const GemmEpilogue& ep, float* Y, int64_t OC, Scratch& sc) {
+  static const bool avx512 = cpu_has_avx512f();
+  if (!avx512 || n.groups != 1 || n.packed.size() != 1 || C * H * W > INT32_MAX || N * OH * OW == 0) return false;
+  const int64_t KH = n.kh, KW = n.kw, sh = n.sh, sw = n.sw, dh = n.dh, dw = n.dw, pt = n.pad_top, pl = n.pad_left;
+  if ((KH - 1) * dh >= H || (KW - 1) * dw >= W) return false;  // every tap offset must stay inside an image
+  const int64_t plane = H * W, M = N * OH * OW;
+  const float* X = a.cdata();
+  // output rows / columns whose whole window lies inside the input: [oh_lo, oh_hi) x [ow_lo, ow_hi)
+  auto inside_range = [](int64_t out, int64_t in, int64_t k, int64_t s, int64_t d, int64_t p, int64_t& lo, int64_t& hi) {
+    lo = 0;
+    while (lo < out && lo * s - p < 0) lo++;
+    hi = out;
+    while (hi > lo && (hi - 1) * s - p + (k - 1) * d >= in) hi--;
+  };
+  int64_t oh_lo, oh_hi, ow_lo, ow_hi;
+  inside_range(OH, H, KH, sh, dh, pt, oh_lo, oh_hi);
+  inside_range(OW, W, KW, sw, dw, pl, ow_lo, ow_hi);
+  sc.conv_koff.resize((size_t)K);
+  for (int64_t i = 0, k = 0; i < KH; i++)
+    for (int64_t j = 0; j < KW; j++)
+      for (int64_t c = 0; c < C; c++, k++) sc.conv_koff[(size_t)k] = (int32_t)(c * plane + i * dh * W + j * dw);
+  sc.conv_rows.resize((size_t)M);
+  parallel(ctx, N * OH, std::max<int64_t>(1, 4096 / OW), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; r++) {
+      const int64_t bn = r / OH, oh = r % OH;
+      const float* img = X + bn * C * plane;
+      const float** rp = sc.conv_rows.data() + r * OW;
+      const bool row_in = oh >= oh_lo && oh < oh_hi;
+      for (int64_t ow = 0; ow < OW; ow++)  // border pixels read the image's first taps, fixed below
+        rp[ow] = row_in && ow >= ow_lo && ow < ow_hi ? img + (oh * sh - pt) * W + (ow * sw - pl) : img;
+    }
+  });
+  if (!sgemm_packed_indirect(ctx.pool, M, sc.conv_rows.data(), sc.conv_koff.data(), n.packed[0], Y, OC, ep))
+    return false;  // (not reached: AVX-512 checked above)
+  // the border pixels again, as groups with a regular output stride: whole rows, then the left
+  // and right columns of the inner rows
+  auto redo = [&](int64_t bn, int64_t oh0, int64_t ow0, int64_t count, int64_t step_h, int64_t step_w) {
+    sc.col.resize((size_t)(count * K));
+    for (int64_t t = 0; t < count; t++) {
+      const int64_t oh = oh0 + t * step_h, ow = ow0 + t * step_w;
+      float* row = sc.col.data() + t * K;
+      for (int64_t i = 0, k = 0; i < KH; i++)
+        for (int64_t j = 0; j < KW; j++) {
+          const int64_t ih = oh * sh - pt + i * dh, iw = ow * sw - pl + j * dw;
+          const bool in = ih >= 0 && ih < H && iw >= 0 && iw < W;
+          for (int64_t c = 0; c < C; c++, k++) row[k] = in ? X[((bn * C + c) * H + ih) * W + iw] : 0.f;
+        }
+    }
+    const int64_t m0 = (bn * OH + oh0) * OW + ow0, ld = (step_h * OW + step_w) * OC;
+    GemmEpilogue e = ep;
+    if (e.residual) {
+      e.residual += m0 * e.ldr;
+      e.ldr *= step_h * OW + step_w;
+    }
+    sgemm_packed(nullptr, count, sc.col.data(), K, 1, n.packed[0], Y + m0 * OC, ld, e);
+  };
+  for (int64_t bn = 0; bn < N; bn++) {
+    for (int64_t oh = 0; oh < OH; oh++)
+      if (oh < oh_lo || oh >= oh_hi) redo(bn, oh, 0, OW, 0, 1);
+    if (oh_hi > oh_lo)
+      for (int64_t ow = 0; ow < OW; ow++)
+        if (ow < ow_lo || ow >= ow_hi) redo(bn, oh_lo, ow, oh_hi - oh_lo, 1, 0);
+  }
+  return true;
+}
+
 void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   const Value* ap = &in(g, n, 0);  // NHWC, or NCHW when a transpose was fused in (until it runs)
   Value& w = in(g, n, 1);
@@ -676,6 +749,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     with_residual(ep, n, res, gi * OCg, OC);
     float* Cp = o.data.data() + gi * OCg;
     if (nchw && fusion_mode() == FusionMode::Steps) transpose_input();
+    if (nchw && !pointwise && conv_nchw_direct(ctx, n, *ap, N, H, W, C, OH, OW, K, ep, Cp, OC, sc)) continue;
     if (!n.packed.empty() && !pointwise &&
         conv_indirect(ctx, n, *ap, nchw, gi, N, H, W, C, ICg, OH, OW, K, M, ep, Cp, OC, sc))
       continue;
