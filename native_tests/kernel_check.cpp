@@ -31,7 +31,14 @@ static void check_sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, bool 
     ep.res_min = -0.25f;
     ep.res_max = 1.25f;
   }
-  sgemm(pool, M, N, K, A.data(), K, 1, B.data(), N, 1, C.data(), N, ep);
+  if (M % 2) {  // B given as its transpose [N, K] (how weights are stored): the other packing loop
+    std::vector<float> Bt(N * K);
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t n = 0; n < N; n++) Bt[n * K + k] = B[k * N + n];
+    sgemm(pool, M, N, K, A.data(), K, 1, Bt.data(), 1, K, C.data(), N, ep);
+  } else {
+    sgemm(pool, M, N, K, A.data(), K, 1, B.data(), N, 1, C.data(), N, ep);
+  }
   for (int64_t m = 0; m < M; m++)
     for (int64_t n = 0; n < N; n++) {
       double s = bias[n];

@@ -272,11 +272,13 @@ void pack_b_into(PackedB& p, ThreadPool* pool, int64_t K, int64_t N, const float
     for (int64_t q = b; q < e; q++) {
       float* dst = p.data.data() + q * NR * K;
       int64_t n0 = q * NR, nn = std::min<int64_t>(NR, N - n0);
-      if (rsb == 1 && csb != 1) {  // B^T stored row-major (weights [N, K]): read each column contiguously
-        for (int64_t j = 0; j < NR; j++) {
-          const float* src = B + (n0 + j) * csb;
-          if (j < nn) for (int64_t k = 0; k < K; k++) dst[k * NR + j] = src[k];
-          else for (int64_t k = 0; k < K; k++) dst[k * NR + j] = 0.f;
+      if (rsb == 1 && csb != 1) {  // B^T stored row-major (weights [N, K]): 16 rows read side by side
+        const float* src[NR];
+        for (int64_t j = 0; j < nn; j++) src[j] = B + (n0 + j) * csb;
+        for (int64_t k = 0; k < K; k++) {
+          float* d = dst + k * NR;
+          for (int64_t j = 0; j < nn; j++) d[j] = src[j][k];
+          for (int64_t j = nn; j < NR; j++) d[j] = 0.f;
         }
         continue;
       }
