@@ -9,8 +9,9 @@
 // * 2 + 1); a worker that sees it registers in `active_`, checks the state is still the one it
 // saw, and runs. The caller, once every range is empty, closes the region (even state) and waits
 // for `active_` to drain; a worker that registered after the close backs off without touching
-// the region. Workers spin between regions (a model runs many short regions back to back), then
-// sleep on a condition variable; the caller notifies only when someone sleeps.
+// the region. Workers spin between regions (a model runs many short regions back to back, and
+// calls follow each other) for up to 1 ms, then sleep on a condition variable; the caller
+// notifies only when someone sleeps.
 // One pool per Runtime; calls are serialised by the Runtime, so one region runs at a time. A
 // parallel_for from inside a region (a worker, or the caller's own share) runs inline.
 #pragma once

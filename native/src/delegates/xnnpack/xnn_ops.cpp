@@ -642,35 +642,48 @@ bool conv_nchw_direct(KernelContext& ctx, const Node& n, const Value& a, int64_t
   });
   if (!sgemm_packed_indirect(ctx.pool, M, sc.conv_rows.data(), sc.conv_koff.data(), n.packed[0], Y, OC, ep))
     return false;  // (not reached: AVX-512 checked above)
-  // the border pixels again, as groups with a regular output stride: whole rows, then the left
-  // and right columns of the inner rows
-  auto redo = [&](int64_t bn, int64_t oh0, int64_t ow0, int64_t count, int64_t step_h, int64_t step_w) {
-    sc.col.resize((size_t)(count * K));
-    for (int64_t t = 0; t < count; t++) {
-      const int64_t oh = oh0 + t * step_h, ow = ow0 + t * step_w;
-      float* row = sc.col.data() + t * K;
-      for (int64_t i = 0, k = 0; i < KH; i++)
-        for (int64_t j = 0; j < KW; j++) {
-          const int64_t ih = oh * sh - pt + i * dh, iw = ow * sw - pl + j * dw;
-          const bool in = ih >= 0 && ih < H && iw >= 0 && iw < W;
-          for (int64_t c = 0; c < C; c++, k++) row[k] = in ? X[((bn * C + c) * H + ih) * W + iw] : 0.f;
-        }
-    }
-    const int64_t m0 = (bn * OH + oh0) * OW + ow0, ld = (step_h * OW + step_w) * OC;
-    GemmEpilogue e = ep;
-    if (e.residual) {
-      e.residual += m0 * e.ldr;
-      e.ldr *= step_h * OW + step_w;
-    }
-    sgemm_packed(nullptr, count, sc.col.data(), K, 1, n.packed[0], Y + m0 * OC, ld, e);
+  // The border pixels again, in pieces with a regular output stride: whole rows, then the left and
+  // right columns of the inner rows; pieces run in parallel (their input reads are scattered).
+  struct Piece {
+    int64_t bn, oh0, ow0, count, step_h, step_w;
+  };
+  std::vector<Piece> pieces;
+  constexpr int64_t kPiece = 32;  // output pixels
+  auto add = [&](int64_t bn, int64_t oh0, int64_t ow0, int64_t count, int64_t step_h, int64_t step_w) {
+    for (int64_t t = 0; t < count; t += kPiece)
+      pieces.push_back({bn, oh0 + t * step_h, ow0 + t * step_w, std::min(kPiece, count - t), step_h, step_w});
   };
   for (int64_t bn = 0; bn < N; bn++) {
     for (int64_t oh = 0; oh < OH; oh++)
-      if (oh < oh_lo || oh >= oh_hi) redo(bn, oh, 0, OW, 0, 1);
+      if (oh < oh_lo || oh >= oh_hi) add(bn, oh, 0, OW, 0, 1);
     if (oh_hi > oh_lo)
       for (int64_t ow = 0; ow < OW; ow++)
-        if (ow < ow_lo || ow >= ow_hi) redo(bn, oh_lo, ow, oh_hi - oh_lo, 1, 0);
+        if (ow < ow_lo || ow >= ow_hi) add(bn, oh_lo, ow, oh_hi - oh_lo, 1, 0);
   }
+  parallel(ctx, (int64_t)pieces.size(), 1, [&](int64_t b, int64_t e) {
+    thread_local FloatBuffer col;  // grows only
+    if (col.size() < (size_t)(kPiece * K)) col.resize((size_t)(kPiece * K));
+    for (int64_t q = b; q < e; q++) {
+      const Piece& p = pieces[(size_t)q];
+      for (int64_t t = 0; t < p.count; t++) {
+        const int64_t oh = p.oh0 + t * p.step_h, ow = p.ow0 + t * p.step_w;
+        float* row = col.data() + t * K;
+        for (int64_t i = 0, k = 0; i < KH; i++)
+          for (int64_t j = 0; j < KW; j++) {
+            const int64_t ih = oh * sh - pt + i * dh, iw = ow * sw - pl + j * dw;
+            const bool in = ih >= 0 && ih < H && iw >= 0 && iw < W;
+            for (int64_t c = 0; c < C; c++, k++) row[k] = in ? X[((p.bn * C + c) * H + ih) * W + iw] : 0.f;
+          }
+      }
+      const int64_t m0 = (p.bn * OH + p.oh0) * OW + p.ow0, step = p.step_h * OW + p.step_w;
+      GemmEpilogue e = ep;
+      if (e.residual) {
+        e.residual += m0 * e.ldr;
+        e.ldr *= step;
+      }
+      sgemm_packed(nullptr, p.count, col.data(), K, 1, n.packed[0], Y + m0 * OC, step * OC, e);
+    }
+  });
   return true;
 }
 
