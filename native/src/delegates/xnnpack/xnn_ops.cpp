@@ -606,7 +606,7 @@ bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, bool nchw,
 // output pixels whose window crosses the padding get wrong values from it (their row pointers
 // are kept inside the input) and are then recomputed from zero-padded im2col rows, a few rows
 // and columns of the image. No padded copy of the input is made. False, before any work, where
-// this path does not apply.
+// this path does not apply or the border is over an eighth of the image.
 bool conv_nchw_direct(KernelContext& ctx, const Node& n, const Value& a, int64_t N, int64_t H, int64_t W, int64_t C,
                       int64_t OH, int64_t OW, int64_t K, const GemmEpilogue& ep, float* Y, int64_t OC, Scratch& sc) {
   static const bool avx512 = cpu_has_avx512f();
@@ -625,6 +625,8 @@ bool conv_nchw_direct(KernelContext& ctx, const Node& n, const Value& a, int64_t
   int64_t oh_lo, oh_hi, ow_lo, ow_hi;
   inside_range(OH, H, KH, sh, dh, pt, oh_lo, oh_hi);
   inside_range(OW, W, KW, sw, dw, pl, ow_lo, ow_hi);
+  // small images are mostly border: a padded copy then costs less than recomputing the border
+  if ((OH * OW - (oh_hi - oh_lo) * (ow_hi - ow_lo)) * 8 > OH * OW) return false;
   sc.conv_koff.resize((size_t)K);
   for (int64_t i = 0, k = 0; i < KH; i++)
     for (int64_t j = 0; j < KW; j++)
