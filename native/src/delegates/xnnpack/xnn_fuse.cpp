@@ -132,8 +132,9 @@ bool fuse_expand_depthwise(Graph& g, const Uses& u, size_t i) {
   Node& pc = g.nodes[i];
   if (!packed_pointwise(pc) || pc.residual != kInvalidId || pc.inputs.size() > 3) return false;
   uint32_t e = pc.output, x = pc.inputs[0];
-  if (x >= g.values.size() || !private_link(g, u, e, i) || g.values[e].dims.size() != 4 || !static_dims(g.values[e]))
-    return false;
+  if (x >= g.values.size() || u.producer[x] == -2 || !private_link(g, u, e, i) || g.values[e].dims.size() != 4 ||
+      !static_dims(g.values[e]))
+    return false;  // (the input is read later than before: it must not be written twice)
   if (!worth_banding(g.values[e])) return false;
   for (size_t j = i + 1; j < g.nodes.size(); j++) {
     Node& dw = g.nodes[j];
@@ -168,7 +169,8 @@ bool fuse_project(Graph& g, const Uses& u, size_t k) {
     return false;
   const Value& w = g.values[dw.inputs[1]];
   if (!w.is_constant || w.dims.size() != 4 || w.dims[3] != g.values[d].dims[3]) return false;  // multiplier 1
-  if (pc.residual != kInvalidId && u.producer[pc.residual] >= (int64_t)j) return false;  // not ready before j
+  if (pc.residual != kInvalidId && (u.producer[pc.residual] == -2 || u.producer[pc.residual] >= (int64_t)j))
+    return false;  // not ready before j (or written twice)
   dw.inputs.resize(std::max<size_t>(dw.inputs.size(), 3), kInvalidId);
   if (pc.residual != kInvalidId) dw.inputs.push_back(pc.residual);
   dw.output = pc.output;
