@@ -1,9 +1,13 @@
-// Kernel check: the packed float GEMM and the int8 GEMM against naive loops over many shapes
+// Kernel check: the thread pool's contract, then the packed float GEMM and the int8 GEMM against
+// naive loops over many shapes
 // (ragged rows and columns, K not a multiple of 4, bias/clamp epilogues, fused residual adds), on whichever paths
 // this CPU selects (run it again with ETNP_CPU=avx2 / generic for the others). Exit 1 on mismatch.
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "kernels/gemm.h"
@@ -85,7 +89,51 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
     }
 }
 
+// The thread pool: every index of [0, n) run exactly once for assorted sizes, grains and thread
+// counts; a parallel_for inside a region runs inline; an exception thrown on the caller's share
+// propagates after the region is closed, and the pool keeps working.
+static void check_pool() {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {1, 2, 7, 64, 1000, 100003})
+      for (int64_t grain : {1, 3, 64}) {
+        std::vector<std::atomic<int>> hits((size_t)n);
+        for (auto& h : hits) h = 0;
+        pool.parallel_for(n, grain, [&](int64_t b, int64_t e) {
+          if (b < 0 || e > n || b >= e) failures++;
+          for (int64_t i = b; i < e; i++) hits[(size_t)i]++;
+        });
+        for (int64_t i = 0; i < n; i++)
+          if (hits[(size_t)i] != 1 && failures++ < 5)
+            std::printf("pool threads=%d n=%ld grain=%ld: index %ld ran %d times\n", threads, (long)n, (long)grain, (long)i,
+                        hits[(size_t)i].load());
+      }
+    std::atomic<int64_t> inner{0};
+    pool.parallel_for(8, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; i++) pool.parallel_for(100, 1, [&](int64_t b2, int64_t e2) { inner += e2 - b2; });
+    });
+    if (inner != 800 && failures++ < 5) std::printf("pool threads=%d: nested regions ran %ld of 800\n", threads, (long)inner.load());
+    bool caught = false;
+    std::atomic<bool> caller_ran{false};
+    const std::thread::id caller = std::this_thread::get_id();
+    try {
+      pool.parallel_for(1000, 1, [&](int64_t, int64_t) {
+        if (std::this_thread::get_id() != caller) return;  // (a worker's exception would end the process)
+        caller_ran = true;
+        throw std::runtime_error("boom");
+      });
+    } catch (const std::runtime_error&) {
+      caught = true;
+    }
+    std::atomic<int64_t> after{0};
+    pool.parallel_for(1000, 1, [&](int64_t b, int64_t e) { after += e - b; });
+    if ((caught != caller_ran.load() || after != 1000) && failures++ < 5)
+      std::printf("pool threads=%d: exception not contained\n", threads);
+  }
+}
+
 int main() {
+  check_pool();
   std::mt19937 rng(7);
   ThreadPool one(1), two(2);
   const int64_t Ms[] = {1, 3, 6, 7, 8, 9, 13, 16, 17, 49, 100};
@@ -105,6 +153,6 @@ int main() {
   check_sgemm(&two, 300, 40, 96, true, rng);
   check_qgemm(&two, 64, 200, 256, rng);
   check_qgemm(&two, 2, 1000, 300, rng);
-  std::printf("kernel_check: %d shapes x 2 kernels, %d mismatches\n", cases + 4, failures);
+  std::printf("kernel_check: thread pool + %d shapes x 2 kernels, %d mismatches\n", cases + 4, failures);
   return failures ? 1 : 0;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Native QA gates, no Python involved: builds the core with ASan+UBSan, with TSan and plain
-# (g++), and runs the GEMM kernel check, the leak harness, the loader fuzzer (bounded), valgrind memcheck and the
-# race harness.
+# (g++), and runs the kernel check (thread pool contract, float/int8 GEMM), the leak harness, the loader fuzzer
+# (bounded), valgrind memcheck, the race harness and the kernel check again under TSan.
 #   bash native_tests/run_gates.sh [FUZZ_SECONDS [LIBFUZZER_SECONDS]]
 # With clang++ and its fuzzer runtime present, also builds and runs the libFuzzer target.
 set -euo pipefail
@@ -34,7 +34,7 @@ build() {  # [CXX=clang++] build NAME "FLAGS" HARNESS...  (harness flags: $LINK_
 echo "== building ASan+UBSan harnesses"
 build asan "-fsanitize=address,undefined -fno-sanitize-recover=undefined" leak_harness fuzz_loader kernel_check
 echo "== building TSan harness"
-build tsan "-fsanitize=thread" race_harness
+build tsan "-fsanitize=thread" race_harness kernel_check
 
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -96,4 +96,5 @@ RUN_TSAN="env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1"
 if command -v setarch >/dev/null 2>&1; then RUN_TSAN="setarch $(uname -m) -R $RUN_TSAN"; fi
 $RUN_TSAN "$OUT/tsan/race_harness" tests/models/mlp_xnn.pte 8 50
 $RUN_TSAN "$OUT/tsan/race_harness" tests/models/small_cnn.pte 4 20
+$RUN_TSAN "$OUT/tsan/kernel_check"  # the thread pool's contract and threaded GEMMs under TSan
 echo "native gates: OK"
