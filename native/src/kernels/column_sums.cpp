@@ -32,23 +32,6 @@ __attribute__((target("avx512f"))) int64_t sums_avx512(const float* x, int64_t r
   }
   return c;
 }
-
-// 8 columns at a time; returns the columns done
-__attribute__((target("avx2"))) int64_t sums_avx2(const float* x, int64_t rows, int64_t stride, int64_t n,
-                                                 double* out) {
-  int64_t c = 0;
-  for (; c + 8 <= n; c += 8) {
-    __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
-    const float* p = x + c;
-    for (int64_t r = 0; r < rows; r++, p += stride) {
-      a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(p)));
-      a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
-    }
-    _mm256_storeu_pd(out + c, a0);
-    _mm256_storeu_pd(out + c + 4, a1);
-  }
-  return c;
-}
 #endif
 
 }  // namespace
@@ -56,9 +39,8 @@ __attribute__((target("avx2"))) int64_t sums_avx2(const float* x, int64_t rows, 
 void column_sums_f64(const float* x, int64_t rows, int64_t stride, int64_t n, double* out) {
   int64_t done = 0;
 #if defined(__x86_64__)
-  static const bool avx512 = cpu_has_avx512f(), avx2 = cpu_has_avx2_fma();
+  static const bool avx512 = cpu_has_avx512f();
   if (avx512) done = sums_avx512(x, rows, stride, n, out);
-  else if (avx2) done = sums_avx2(x, rows, stride, n, out);
 #endif
   sums_generic(x, rows, stride, done, n, out);
 }

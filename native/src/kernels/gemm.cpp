@@ -253,16 +253,6 @@ Micro pick_micro() {
 }  // namespace
 
 namespace {
-void pack_b_into(PackedB& p, ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb);
-}
-
-PackedB pack_b(ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb) {
-  PackedB p;
-  pack_b_into(p, pool, K, N, B, rsb, csb);
-  return p;
-}
-
-namespace {
 void pack_b_into(PackedB& p, ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb) {
   p.K = K;
   p.N = N;
@@ -295,6 +285,12 @@ void pack_b_into(PackedB& p, ThreadPool* pool, int64_t K, int64_t N, const float
   else work(0, nb);
 }
 }  // namespace
+
+PackedB pack_b(ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb) {
+  PackedB p;
+  pack_b_into(p, pool, K, N, B, rsb, csb);
+  return p;
+}
 
 #if defined(__x86_64__)
 namespace {

@@ -20,14 +20,6 @@ namespace {
 constexpr int64_t kMinRowsPerShare = 8;
 constexpr int64_t kWindowBytes = int64_t(128) << 10;  // expanded rows kept per thread (128-512 KiB measured alike)
 
-GemmEpilogue pointwise_epilogue(Graph& g, Node& c, int64_t channels) {
-  GemmEpilogue ep;
-  ep.bias_col = node_bias(g, c, channels);
-  ep.min = c.out_min;
-  ep.max = c.out_max;
-  return ep;
-}
-
 }  // namespace
 
 bool band_pipeline(KernelContext& ctx, Graph& g, Node& n) {
@@ -43,8 +35,8 @@ bool band_pipeline(KernelContext& ctx, Graph& g, Node& n) {
   if (pw ? (src.shape[3] != pw->K || pw->N != C) : src.shape[3] != C) return false;  // multiplier 1
   if (pp && pp->K != C) return false;
   const int64_t Cin = src.shape[3], KH = n.kh, KW = n.kw;
-  const int64_t OH = conv_output_dim(n, H, KH, n.sh, n.dh, n.pad_top, n.pad_bottom);
-  const int64_t OW = conv_output_dim(n, W, KW, n.sw, n.dw, n.pad_left, n.pad_right);
+  const int64_t OH = pool_dim(n, H, KH, n.sh, n.dh, n.pad_top, n.pad_bottom);
+  const int64_t OW = pool_dim(n, W, KW, n.sw, n.dw, n.pad_left, n.pad_right);
   const int64_t OC = pp ? pp->N : C;
   const std::vector<int64_t> oshape{N, OH, OW, OC};
   const Value* res = n.post && n.post->residual != kInvalidId ? &g.values[n.post->residual] : nullptr;
@@ -52,15 +44,10 @@ bool band_pipeline(KernelContext& ctx, Graph& g, Node& n) {
   Value& o = g.values[n.output];
   ensure_shape(o, oshape);
   if (N == 0 || H == 0 || W == 0 || C == 0 || OC == 0) return true;
-  const GemmEpilogue ep_pre = n.pre ? pointwise_epilogue(g, *n.pre, C) : GemmEpilogue();
-  GemmEpilogue ep_post = n.post ? pointwise_epilogue(g, *n.post, OC) : GemmEpilogue();
-  if (res) {
-    ep_post.residual = res->data.data();
-    ep_post.ldr = OC;
-    ep_post.res_min = n.post->res_min;
-    ep_post.res_max = n.post->res_max;
-  }
-  const float* bias = node_bias(g, n, C);
+  const GemmEpilogue ep_pre = n.pre ? epilogue(*n.pre, bias_of(g, *n.pre, C)) : GemmEpilogue();
+  GemmEpilogue ep_post = n.post ? epilogue(*n.post, bias_of(g, *n.post, OC)) : GemmEpilogue();
+  if (n.post) with_residual(ep_post, *n.post, res, 0, OC);
+  const float* bias = bias_of(g, n, C);
   const float* wd = w.data.data();
   const float* X = src.cdata();
   float* Y = o.data.data();

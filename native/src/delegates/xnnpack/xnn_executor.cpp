@@ -38,6 +38,7 @@ class XnnDelegate : public DelegateHandle {
     for (auto& n : g_.nodes) {
       count(n);
       if (n.pre) count(*n.pre);
+      if (n.post) count(*n.post);
     }
     for (uint32_t id : g_.output_ids) uses[id]++;
     for (size_t i = 0; i < g_.values.size(); i++)

@@ -111,8 +111,9 @@ struct Graph {
 
 // Parses the blob; constants are decoded to float32 (named keys resolve through the program).
 Graph read_graph(Span blob, const Program& program);
-// Fuses node pairs whose intermediate value nothing else reads (see Node): a residual Add into
-// the Conv2d/FullyConnected before it, an input NCHW -> NHWC transpose into the Conv2d after it.
+// Fuses nodes whose intermediate value nothing else reads (see Node): a residual Add into the
+// Conv2d/FullyConnected before it, an input NCHW -> NHWC transpose into the Conv2d after it, and
+// the pointwise Conv2d before and after a DepthwiseConv2d into one band pipeline.
 // ETNP_XNN_FUSION=off skips it; =steps fuses but runs every fused node as its separate steps (the
 // path taken when run-time shapes do not allow the fused one): for debugging and tests.
 void fuse_nodes(Graph& g);

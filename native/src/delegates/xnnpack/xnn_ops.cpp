@@ -56,12 +56,46 @@ Tensor wrap(Value& v) {
   return t;
 }
 
-void clamp_output(const Node& n, Value& o) {
-  if (!std::isfinite(n.out_min) && !std::isfinite(n.out_max)) return;
-  float lo = n.out_min, hi = n.out_max;
+void clamp_values(Value& o, float lo, float hi) {
+  if (!std::isfinite(lo) && !std::isfinite(hi)) return;
   float* d = o.data.data();
   for (int64_t i = 0, e = o.numel(); i < e; i++) d[i] = std::min(std::max(d[i], lo), hi);
 }
+void clamp_output(const Node& n, Value& o) { clamp_values(o, n.out_min, n.out_max); }
+
+}  // namespace
+
+// ---- shared with the band pipeline (xnn_ops.h) ----
+int64_t pool_dim(const Node& n, int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
+  int64_t o = (in + p0 + p1 - d * (k - 1) - 1) / std::max<int64_t>(s, 1) + 1;
+  if (o <= 0) fail(n, "output would be empty");
+  return o;
+}
+GemmEpilogue epilogue(const Node& n, const float* bias) {
+  GemmEpilogue ep;
+  ep.bias_col = bias;
+  ep.min = n.out_min;
+  ep.max = n.out_max;
+  return ep;
+}
+void with_residual(GemmEpilogue& ep, const Node& n, const Value* r, int64_t offset, int64_t ldr) {
+  if (!r) return;
+  ep.residual = r->data.data() + offset;
+  ep.ldr = ldr;
+  ep.res_min = n.res_min;
+  ep.res_max = n.res_max;
+}
+const float* bias_of(Graph& g, Node& n, int64_t channels) {
+  if (!n.bias.empty()) {
+    if ((int64_t)n.bias.size() < channels) fail(n, "bias is smaller than the output channels");
+    return n.bias.data();
+  }
+  Value* b = opt_in(g, n, 2);
+  if (b && b->numel() < channels) fail(n, "bias is smaller than the output channels");
+  return b ? b->data.data() : nullptr;
+}
+
+namespace {
 
 // ---- elementwise ----
 // Elements of `v` repeat with period `len` along the output when v is one element (len 1) or its
@@ -371,11 +405,6 @@ void resize_bilinear(Graph& g, Node& n) {  // NHWC
 }
 
 // ---- pooling (NHWC) ----
-int64_t pool_dim(const Node& n, int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
-  int64_t o = (in + p0 + p1 - d * (k - 1) - 1) / std::max<int64_t>(s, 1) + 1;
-  if (o <= 0) fail(n, "output would be empty");
-  return o;
-}
 void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
   Value &a = in(g, n, 0), &o = out(g, n);
   if (a.shape.size() != 4) fail(n, "expects a 4-D NHWC input");
@@ -445,16 +474,9 @@ void global_avg_pool(KernelContext& ctx, Graph& g, Node& n) {
 }
 
 // ---- matrix ops ----
-GemmEpilogue epilogue(const Node& n, const float* bias) {
-  GemmEpilogue ep;
-  ep.bias_col = bias;
-  ep.min = n.out_min;
-  ep.max = n.out_max;
-  return ep;
-}
 // A residual Add fused into this GEMM node (xnn_fuse.cpp): the residual when its shape is the
 // output's, so the GEMM epilogue adds it; null otherwise, and the node then writes its own
-// result (n.unfused) and leaves the add to finish_residual.
+// result (n.unfused) and run_node applies the add after it (n.residual_pending).
 const Value* fused_residual(Graph& g, Node& n, const std::vector<int64_t>& shape) {
   n.residual_pending = false;
   if (n.residual == kInvalidId) return nullptr;
@@ -469,23 +491,7 @@ Value& gemm_output(Graph& g, const Node& n, const std::vector<int64_t>& shape) {
   ensure_shape(o, shape);
   return o;
 }
-void with_residual(GemmEpilogue& ep, const Node& n, const Value* r, int64_t offset, int64_t ldr) {
-  if (!r) return;
-  ep.residual = r->data.data() + offset;
-  ep.ldr = ldr;
-  ep.res_min = n.res_min;
-  ep.res_max = n.res_max;
-}
 
-const float* bias_of(Graph& g, Node& n, int64_t channels) {
-  if (!n.bias.empty()) {
-    if ((int64_t)n.bias.size() < channels) fail(n, "bias is smaller than the output channels");
-    return n.bias.data();
-  }
-  Value* b = opt_in(g, n, 2);
-  if (b && b->numel() < channels) fail(n, "bias is smaller than the output channels");
-  return b ? b->data.data() : nullptr;
-}
 void check_filter(const Node& n, const Value& w, std::initializer_list<int64_t> want) {
   std::vector<int64_t> s(want);
   if (w.shape != s) fail(n, "filter shape " + shape_str(w.shape) + " does not match the node (" + shape_str(s) + ")");
@@ -802,8 +808,9 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   }
 }
 
-void depthwise(KernelContext& ctx, Graph& g, Node& n) {
-  Value &a = in(g, n, 0), &w = in(g, n, 1), &o = out(g, n);
+// into `o`: the node's output, or its own result when a projection was fused after it
+void depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o) {
+  Value &a = in(g, n, 0), &w = in(g, n, 1);
   if (a.shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
   int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3], OC = w.shape[3];
   if (OC % C) fail(n, "filter channels are not a multiple of input channels");
@@ -952,11 +959,6 @@ void sdpa(Graph& g, Node& n) {
 
 }  // namespace
 
-int64_t conv_output_dim(const Node& n, int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
-  return pool_dim(n, in, k, s, d, p0, p1);
-}
-const float* node_bias(Graph& g, Node& n, int64_t channels) { return bias_of(g, n, channels); }
-
 void ensure_shape(Value& v, const std::vector<int64_t>& shape) {
   constexpr int64_t kMaxElems = int64_t(1) << 32;  // 16 GiB of float32
   int64_t total = 1;
@@ -1090,19 +1092,14 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
     case DepthwiseConv2d:
       if ((n.pre || n.post) && band_pipeline(ctx, g, n)) break;
       if (n.pre) run_node(ctx, g, *n.pre, s);  // shapes the band pipeline cannot take: step by step
-      if (n.post) {
-        struct Restore {  // the depthwise step writes its own result, then the projection runs
-          Node& n;
-          uint32_t out;
-          ~Restore() { n.output = out; }
-        } restore{n, n.output};
-        n.output = n.post->inputs[0];
-        depthwise(ctx, g, n);
-        finalize_value(g.values[n.output]);
+      if (n.post) {  // the depthwise step writes its own result, then the projection runs
+        Value& d = g.values[n.post->inputs[0]];
+        depthwise(ctx, g, n, d);
+        finalize_value(d);
+        run_node(ctx, g, *n.post, s);
       } else {
-        depthwise(ctx, g, n);
+        depthwise(ctx, g, n, out(g, n));
       }
-      if (n.post) run_node(ctx, g, *n.post, s);
       break;
     case ConvTranspose2d: deconv(g, n); break;
     case BatchMatrixMultiply: batch_matmul(ctx, g, n); break;
@@ -1112,9 +1109,7 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
   if (n.residual_pending) {  // a fused residual add whose shapes differed: the add itself
     Value &x = g.values[n.unfused], &r = g.values[n.residual], &o = out(g, n);
     binary_values(ctx, x, r, o, add_f, AddF());
-    float lo = n.res_min, hi = n.res_max;
-    float* d = o.data.data();
-    for (int64_t i = 0, e = o.numel(); i < e; i++) d[i] = std::min(std::max(d[i], lo), hi);
+    clamp_values(o, n.res_min, n.res_max);
     n.residual_pending = false;
   }
   Value& o = out(g, n);

@@ -30,9 +30,13 @@ inline void copy_floats(float* dst, const float* src, int64_t n) {
 // Resize a value's runtime shape and storage.
 void ensure_shape(Value& v, const std::vector<int64_t>& shape);
 // Output size along one dimension of a convolution/pooling window (fails when empty).
-int64_t conv_output_dim(const Node& n, int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1);
+int64_t pool_dim(const Node& n, int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1);
 // A GEMM/convolution node's bias (prepared or from its third input), or null; checked to cover `channels`.
-const float* node_bias(Graph& g, Node& n, int64_t channels);
+const float* bias_of(Graph& g, Node& n, int64_t channels);
+// The GEMM epilogue of a node: column bias and its output clamp.
+GemmEpilogue epilogue(const Node& n, const float* bias);
+// Adds a fused residual (see Node::residual) to an epilogue: r's data from `offset`, rows `ldr` apart.
+void with_residual(GemmEpilogue& ep, const Node& n, const Value* r, int64_t offset, int64_t ldr);
 // A depthwise convolution with pointwise convolutions fused around it (Node::pre, Node::post),
 // run in bands of rows (xnn_band_pipeline.cpp); false, having done nothing, when the shapes do
 // not allow it.
