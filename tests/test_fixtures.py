@@ -41,6 +41,10 @@ TOLERANCES = {
     "ops_preserved": (1e-5, 1e-4),
     "encoder": (1e-5, 1e-4),  # a transformer encoder layer on the portable kernels
     "ops_quant_token": (1e-6, 1e-6),  # per-token choose_qparams/quantize/dequantize
+    # static int8 adds of constants whose delegate arguments are out of external-id order (binding
+    # them by list position gave errors of 6.0); outputs ~2.9, one int8 step ~0.023 (seen: 0.022,
+    # the same as the published ExecuTorch runtime)
+    "qadd_constant_xnn": (0.05, 0),
 }
 
 

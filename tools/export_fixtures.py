@@ -492,6 +492,22 @@ class MoreShapes(nn.Module):
                 torch.sort(x, dim=2, stable=True)[1])
 
 
+class AddConstant(nn.Module):
+    """ExecuTorch's test_qs8_add_constant model: lifted constants, a buffer and a parameter become
+    delegate inputs whose XNN graph order differs from their external ids (arguments bind by
+    external id)."""
+    def __init__(self, constant):
+        super().__init__()
+        self._constant1 = constant
+        self.register_buffer("_constant2", constant, persistent=False)
+        self.register_parameter("_constant3", torch.nn.Parameter(constant))
+
+    def forward(self, x):
+        out1 = x + self._constant1 + torch.ones(1, 1, 1)
+        out2 = x + self._constant2 + self._constant3
+        return out1, out2
+
+
 class Preserved(nn.Module):
     """Ops that to_edge normally decomposes, kept whole with EdgeCompileConfig(preserve_ops=...) so
     that the runtime's direct kernels for them are checked against torch too."""
@@ -578,6 +594,8 @@ def fixtures():
     f["qmlp_dyn_xnn"] = dict(methods={"forward": (QMLP(), (rnd(13, 100),))}, xnn=True, quant="dynamic")
     f["conv_inputs_xnn"] = dict(methods={"forward": (ConvInputs(), (rnd(1, 3, 19, 23), rnd(2, 4, 17, 12),
                                                                     rnd(2, 3, 10, 9), rnd(1, 3, 97, 97)))}, xnn=True)
+    f["qadd_constant_xnn"] = dict(methods={"forward": (AddConstant(rnd(4, 4, 4)), (rnd(4, 4, 4),))}, xnn=True,
+                                  quant="static")
     return f
 
 

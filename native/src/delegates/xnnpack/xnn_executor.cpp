@@ -1,5 +1,6 @@
 // The XNNPACK delegate: reads the graph at method load, prepares weights once, and
 // runs the nodes in order on each call, moving data in/out of the delegate's EValues.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -65,10 +66,10 @@ class XnnDelegate : public DelegateHandle {
 
   void execute(KernelContext& ctx, EValue** args, size_t nargs) override {
     size_t ni = g_.input_ids.size(), no = g_.output_ids.size();
-    if (nargs < ni + no)
-      throw_exec("XNNPACK delegate expects " + std::to_string(ni + no) + " arguments, got " + std::to_string(nargs));
+    if (nargs < g_.num_args)
+      throw_exec("XNNPACK delegate expects " + std::to_string(g_.num_args) + " arguments, got " + std::to_string(nargs));
     BorrowGuard borrowed{this};
-    for (size_t k = 0; k < ni; k++) load_input(*args[k], g_.values[g_.input_ids[k]], k, borrowable_[k]);
+    for (size_t k = 0; k < ni; k++) load_input(*args[g_.input_args[k]], g_.values[g_.input_ids[k]], k, borrowable_[k]);
     SwapGuard guard{this};
     for (size_t i = 0; i < g_.nodes.size(); i++) {
       for (; guard.done < reuse_end_[i]; guard.done++) swap_buffers(reuse_[guard.done]);
@@ -81,7 +82,7 @@ class XnnDelegate : public DelegateHandle {
       }
     }
     if (profile_) profile_calls_++;
-    for (size_t k = 0; k < no; k++) store_output(g_.values[g_.output_ids[k]], *args[ni + k], k);
+    for (size_t k = 0; k < no; k++) store_output(g_.values[g_.output_ids[k]], *args[g_.output_args[k]], k);
   }
 
  private:
@@ -184,18 +185,57 @@ class XnnDelegate : public DelegateHandle {
     }
   }
 
+  // The shape a bound tensor has in the graph's layout: its sizes, or for a channels-last (NHWC
+  // dim order) 4-D tensor, N, H, W, C - the order its bytes are in, which is the graph's.
+  static std::vector<int64_t> graph_shape(const Tensor& t, const char* what, size_t k) {
+    static const uint8_t kChannelsLast[4] = {0, 2, 3, 1};
+    if (t.default_dim_order()) return shape_of(t);
+    if (t.dim == 4 && std::equal(t.dim_order, t.dim_order + 4, kChannelsLast))
+      return {t.sizes[0], t.sizes[2], t.sizes[3], t.sizes[1]};
+    throw_exec(std::string("XNNPACK delegate ") + what + " " + std::to_string(k) +
+               ": only contiguous and channels-last dim orders are supported");
+  }
+  // The dtype a tensor bound to graph value `v` must have: a mismatch means the program binds
+  // the wrong tensor (or is corrupt) and would compute garbage, so it is an error.
+  static void check_dtype(const Tensor& t, const Value& v, const char* what, size_t k) {
+    bool ok;
+    switch (v.dtype) {
+      case FP32: case PFP32: ok = t.dtype == DType::F32; break;
+      case FP16: ok = t.dtype == DType::F16; break;
+      case BF16: ok = t.dtype == DType::BF16; break;
+      case QINT8: case QCINT8: case QDINT8: case QPINT8: ok = t.dtype == DType::I8; break;
+      case QUINT8: ok = t.dtype == DType::U8; break;
+      case INT32: case QINT32: case QCINT32: ok = t.dtype == DType::I32 || t.dtype == DType::I64; break;
+      default: ok = false;
+    }
+    if (!ok)
+      throw_exec(std::string("XNNPACK delegate ") + what + " " + std::to_string(k) + ": a " + dtype_name(t.dtype) +
+                 " tensor is bound to a graph value of XNNPACK datatype " + std::to_string(v.dtype));
+  }
+  static std::string dims_str(const std::vector<int64_t>& d) {
+    std::string s = "[";
+    for (size_t i = 0; i < d.size(); i++) s += (i ? ", " : "") + std::to_string(d[i]);
+    return s + "]";
+  }
+
   static void load_input(EValue& e, Value& v, size_t k, bool borrow) {
     if (e.tag != Tag::Tensor) throw_exec("XNNPACK delegate input " + std::to_string(k) + " is not a tensor");
     const Tensor& t = e.t;
-    check_contiguous(t, "XNNPACK delegate input");
-    if ((size_t)t.dim == v.dims.size()) {
-      ensure_shape(v, shape_of(t));
+    check_dtype(t, v, "input", k);
+    std::vector<int64_t> shape = graph_shape(t, "input", k);
+    if (shape.size() == v.dims.size()) {
+      // serialized dims are the shape, or its upper bounds for dynamic inputs
+      for (size_t d = 0; d < shape.size(); d++)
+        if (shape[d] > v.dims[d])
+          throw_exec("XNNPACK delegate input " + std::to_string(k) + ": shape " + dims_str(shape) +
+                     " exceeds the graph value's " + dims_str(v.dims));
+      ensure_shape(v, shape);
     } else {  // e.g. a 0-d scalar tensor the graph holds as [1]: same elements, graph's shape
       int64_t want = 1;
       for (auto d : v.dims) want *= d;
       if (want != t.numel())
         throw_exec("XNNPACK delegate input " + std::to_string(k) + ": shape " + t.shape_str() + " does not match the graph's " +
-                   std::to_string(v.dims.size()) + "-D value");
+                   dims_str(v.dims));
       ensure_shape(v, v.dims);
     }
     int64_t n = t.numel();
@@ -214,9 +254,18 @@ class XnnDelegate : public DelegateHandle {
   static void store_output(const Value& v, EValue& e, size_t k) {
     if (e.tag != Tag::Tensor) throw_exec("XNNPACK delegate output " + std::to_string(k) + " is not a tensor");
     Tensor& t = e.t;
-    resize_tensor(t, (int)v.shape.size(), v.shape.data());
-    check_contiguous(t, "XNNPACK delegate output");
+    check_dtype(t, v, "output", k);
+    std::vector<int64_t> shape = v.shape;
+    if (!t.default_dim_order()) {  // channels-last: the value's NHWC shape is the tensor's N, H, W, C
+      graph_shape(t, "output", k);
+      if (shape.size() != 4)
+        throw_exec("XNNPACK delegate output " + std::to_string(k) + ": a channels-last tensor is bound to a " +
+                   std::to_string(shape.size()) + "-D graph value");
+      shape = {v.shape[0], v.shape[3], v.shape[1], v.shape[2]};
+    }
+    resize_tensor(t, (int)shape.size(), shape.data());
     int64_t n = t.numel();
+    if (n != v.numel()) throw_exec("XNNPACK delegate output " + std::to_string(k) + ": size mismatch");
     const float* d = v.data.data();
     if (t.dtype == DType::F32) {
       copy_floats((float*)t.data, d, n);

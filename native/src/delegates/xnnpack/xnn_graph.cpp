@@ -1,6 +1,8 @@
 #include "delegates/xnnpack/xnn_graph.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "pte/flatbuffer.h"
 #include "runtime/dtype.h"
@@ -51,7 +53,7 @@ void read_value(const fb::Table& xv, Value& v, std::vector<uint32_t>& const_idx)
   for (auto d : v.dims)
     if (__builtin_mul_overflow(numel, d, &numel) || numel > (int64_t(1) << 36)) bad("tensor is too large");
   const_idx.push_back(tv.scalar<uint32_t>(3));
-  v.external_id = tv.scalar<uint32_t>(4, kInvalidId);
+  v.external_id = tv.scalar<uint32_t>(4, 0);  // schema default 0: an absent field is id 0
   v.flags = tv.scalar<uint32_t>(5);
   if (ut == 2) {
     uint8_t qt = u.scalar<uint8_t>(1);
@@ -228,6 +230,28 @@ void read_node(const fb::Table& xn, Node& n) {
       if (x > (int64_t(1) << 32)) bad(std::string(node_type_name(n.type)) + ": shape parameter out of range");
 }
 
+// Argument positions of the graph's inputs and outputs (see Graph::input_args): each must carry
+// a distinct external id.
+void bind_external_ids(Graph& g) {
+  g.input_args.clear();
+  g.output_args.clear();
+  g.num_args = 0;
+  const uint32_t kMaxArgs = 1u << 16;
+  std::vector<uint8_t> used;
+  auto arg_of = [&](uint32_t id, const char* what) {
+    uint32_t e = g.values[id].external_id;
+    if (e >= kMaxArgs) bad(std::string("graph ") + what + " value " + std::to_string(id) + " has external id " +
+                           std::to_string(e) + ", out of range");
+    if (used.size() <= e) used.resize(e + 1, 0);
+    if (used[e]) bad("external id " + std::to_string(e) + " is used by two graph inputs/outputs");
+    used[e] = 1;
+    g.num_args = std::max(g.num_args, e + 1);
+    return e;
+  };
+  for (uint32_t id : g.input_ids) g.input_args.push_back(arg_of(id, "input"));
+  for (uint32_t id : g.output_ids) g.output_args.push_back(arg_of(id, "output"));
+}
+
 }  // namespace
 
 const char* node_type_name(int t) { return t > 0 && t < kNumNodeTypes ? kNames[t] : "XNNUnknown"; }
@@ -339,6 +363,7 @@ Graph read_graph(Span blob, const Program& program) {
   }
   for (uint32_t id : uint_list(root, 4)) { check_id(id, false); g.input_ids.push_back(id); }
   for (uint32_t id : uint_list(root, 5)) { check_id(id, false); g.output_ids.push_back(id); }
+  bind_external_ids(g);
   return g;
 }
 

@@ -107,6 +107,11 @@ struct Graph {
   std::vector<Value> values;
   std::vector<Node> nodes;
   std::vector<uint32_t> input_ids, output_ids;
+  // Where each graph input/output is found in the DelegateCall's argument list: its value's
+  // external_id (as ExecuTorch binds them: args[external_id]), not its position in input_ids.
+  // The argument list may also hold non-tensor values (SymInts) that no external id names.
+  std::vector<uint32_t> input_args, output_args;
+  uint32_t num_args = 0;  // the least argument count that covers every external id
 };
 
 // Parses the blob; constants are decoded to float32 (named keys resolve through the program).
