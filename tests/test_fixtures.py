@@ -45,6 +45,9 @@ TOLERANCES = {
     # them by list position gave errors of 6.0); outputs ~2.9, one int8 step ~0.023 (seen: 0.022,
     # the same as the published ExecuTorch runtime)
     "qadd_constant_xnn": (0.05, 0),
+    # torchao 8da4w (qd8 activations x qb4w weights, bf16 group scales) vs the quantized model in
+    # torch eager; outputs ~0.24 (seen: 8.6e-4, the published ExecuTorch runtime: the same to 3e-8)
+    "q8da4w_xnn": (3e-3, 0),
 }
 
 

@@ -492,6 +492,29 @@ class MoreShapes(nn.Module):
                 torch.sort(x, dim=2, stable=True)[1])
 
 
+class Q4MLP(nn.Module):
+    """Linear layers for torchao 8da4w (int8 dynamic activations, int4 weights in groups of 32):
+    XNNPACK qb4w filters whose group scales ExecuTorch writes as bfloat16."""
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(64, 96)
+        self.b = nn.Linear(96, 40)
+        self.c = nn.Linear(40, 7)  # 40 is no multiple of 32: stays float
+
+    def forward(self, x):
+        return self.c(torch.relu(self.b(torch.relu(self.a(x)))))
+
+
+def quantize_8da4w(model, group_size=32):
+    """torchao's 8da4w recipe (as ExecuTorch's LLM export uses it) on the Linear layers whose input
+    size is a multiple of the group size."""
+    from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+    cfg = Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=PerGroup(group_size))
+    quantize_(model, cfg, filter_fn=lambda m, fqn: isinstance(m, nn.Linear) and m.in_features % group_size == 0)
+    return model
+
+
 class AddConstant(nn.Module):
     """ExecuTorch's test_qs8_add_constant model: lifted constants, a buffer and a parameter become
     delegate inputs whose XNN graph order differs from their external ids (arguments bind by
@@ -596,6 +619,7 @@ def fixtures():
                                                                     rnd(2, 3, 10, 9), rnd(1, 3, 97, 97)))}, xnn=True)
     f["qadd_constant_xnn"] = dict(methods={"forward": (AddConstant(rnd(4, 4, 4)), (rnd(4, 4, 4),))}, xnn=True,
                                   quant="static")
+    f["q8da4w_xnn"] = dict(methods={"forward": (Q4MLP(), (rnd(5, 64),))}, xnn=True, quant="8da4w")
     return f
 
 
@@ -630,9 +654,11 @@ def export_one(name, spec, outdir):
             if isinstance(mod, (nn.BatchNorm2d,)):
                 mod.running_mean.uniform_(-0.2, 0.2)
                 mod.running_var.uniform_(0.5, 1.5)
+        if spec.get("quant") == "8da4w":  # the reference is the quantized model in eager mode
+            model = quantize_8da4w(model)
         with torch.no_grad():
             outs = model(*inputs)
-        if spec.get("quant"):
+        if spec.get("quant") in ("static", "dynamic"):
             model = quantize(model, inputs, dynamic=spec["quant"] == "dynamic")
         dyn = spec.get("dynamic", {}).get(mname)
         progs[mname] = export(model, inputs, dynamic_shapes=dyn)

@@ -23,12 +23,15 @@ const char* kNames[] = {"", "XNNAdd", "XNNFullyConnected", "XNNSoftmax", "XNNSig
 
 [[noreturn]] void bad(const std::string& m) { throw_load("XNNPACK delegate: " + m); }
 
-size_t elem_bytes(int16_t dt, int64_t numel) {
+size_t elem_bytes(int16_t dt, int64_t numel, const std::vector<int64_t>& dims) {
   switch (dt) {
     case FP32: case QINT32: case QCINT32: case INT32: case PFP32: return (size_t)numel * 4;
     case FP16: case BF16: return (size_t)numel * 2;
     case QINT8: case QUINT8: case QCINT8: case QDINT8: case QPINT8: return (size_t)numel;
-    case QCINT4: case QBINT4: return (size_t)(numel + 1) / 2;
+    case QCINT4: case QBINT4: {  // each row (last dim) padded to whole bytes
+      int64_t last = dims.empty() ? 1 : dims.back();
+      return last == 0 ? 0 : (size_t)(numel / last) * (size_t)((last + 1) / 2);
+    }
   }
   bad("unknown tensor datatype " + std::to_string(dt));
 }
@@ -93,7 +96,7 @@ void read_value(const fb::Table& xv, Value& v, std::vector<uint32_t>& const_idx)
 void decode_constant(Value& v, const uint8_t* p, size_t n) {
   int64_t numel = 1;
   for (auto d : v.dims) numel *= d;
-  if (elem_bytes(v.dtype, numel) > n) bad("constant data is smaller than its tensor");
+  if (elem_bytes(v.dtype, numel, v.dims) > n) bad("constant data is smaller than its tensor");
   v.data.resize((size_t)numel);
   auto channel_of = [&](int64_t i) -> int64_t {
     if (v.quant != Quant::PerChannel && v.quant != Quant::PerChannelGroup) return 0;
@@ -131,9 +134,10 @@ void decode_constant(Value& v, const uint8_t* p, size_t n) {
       case QINT32: case QCINT32: { int32_t q; std::memcpy(&q, p + i * 4, 4); x = (float)q * scale_of(i); break; }
       case QINT8: case QCINT8: x = ((float)(int8_t)p[i] - (float)v.zero_point) * scale_of(i); break;
       case QUINT8: x = ((float)p[i] - (float)v.zero_point) * scale_of(i); break;
-      case QCINT4: case QBINT4: {  // two unsigned nibbles per byte, low first, zero point 8
-        uint8_t b = p[i / 2];
-        int q = (i & 1) ? (b >> 4) : (b & 15);
+      case QCINT4: case QBINT4: {  // two unsigned nibbles per byte, low first, zero point 8; rows padded to bytes
+        int64_t last = v.dims.empty() ? 1 : v.dims.back(), col = i % last;
+        uint8_t b = p[(i / last) * ((last + 1) / 2) + col / 2];
+        int q = (col & 1) ? (b >> 4) : (b & 15);
         x = (float)(q - 8) * scale_of(i);
         break;
       }
@@ -326,9 +330,20 @@ Graph read_graph(Span blob, const Program& program) {
     Value& v = g.values[i];
     if (v.scale_buffer) {
       Span s = constant_bytes(v.scale_buffer);
-      if ((size_t)v.num_scales * 4 > s.size) bad("quantization scale buffer is too small");
+      // ExecuTorch 1.3.1 writes per-channel-group (qb4w) scales as bfloat16, per-channel ones as float32
+      bool bf16 = v.quant == Quant::PerChannelGroup;
+      size_t width = bf16 ? 2 : 4;
+      if ((size_t)v.num_scales * width > s.size) bad("quantization scale buffer is too small");
       v.scales.resize(v.num_scales);
-      if (v.num_scales) std::memcpy(v.scales.data(), s.data, (size_t)v.num_scales * 4);
+      for (uint32_t k = 0; k < v.num_scales; k++) {
+        if (bf16) {
+          uint16_t h;
+          std::memcpy(&h, s.data + k * 2, 2);
+          v.scales[k] = bf16_to_float(h);
+        } else {
+          std::memcpy(&v.scales[k], s.data + k * 4, 4);
+        }
+      }
     }
     if (const_idx[i] == 0) continue;
     Span s = constant_bytes(const_idx[i]);
@@ -337,7 +352,7 @@ Graph read_graph(Span blob, const Program& program) {
       int64_t numel = 1;
       for (auto d : v.dims)
         if (d < 0 || __builtin_mul_overflow(numel, d, &numel)) bad("constant has an invalid shape");
-      if (elem_bytes(v.dtype, numel) > s.size) bad("constant data is smaller than its tensor");
+      if (elem_bytes(v.dtype, numel, v.dims) > s.size) bad("constant data is smaller than its tensor");
       v.shape = v.dims;
       v.is_constant = true;
       v.raw = reinterpret_cast<const float*>(s.data);
