@@ -115,8 +115,16 @@ class Runtime:
     def num_threads(self) -> int:
         return int(lib.etnp_runtime_num_threads(self._ptr))
 
-    def load_program(self, source: ProgramSource) -> "Program":
-        """Load a .pte program from a path (memory-mapped) or from bytes-like data (copied)."""
+    def load_program(self, source: ProgramSource, data_files: Optional[Sequence[ProgramSource]] = None,
+                     data_path: Optional[ProgramSource] = None) -> "Program":
+        """Load a .pte program from a path (memory-mapped) or from bytes-like data (copied).
+
+        ``data_files`` (paths or bytes-like) are the external weight files (.ptd) of programs
+        exported with ``external_constants=True``; ``data_path`` is ExecuTorch's name for one."""
+        files = list(data_files or [])
+        if data_path is not None:
+            files.append(data_path)
+        blobs = [_read_data_file(f) for f in files]
         out = ffi.new("etnp_program **")
         if isinstance(source, (str, os.PathLike)):
             path = os.fsencode(source)
@@ -129,10 +137,29 @@ class Runtime:
                 check(lib.etnp_program_load_bytes(self._ptr, data, len(data), out), "loading program bytes")
         else:
             raise TypeError(f"load_program() takes a path or bytes-like object, not {type(source).__name__}")
-        return Program(self, ffi.gc(out[0], lib.etnp_program_destroy))
+        ptr = ffi.gc(out[0], lib.etnp_program_destroy)
+        for label, blob in blobs:
+            with _holding(self._lock, "load a data file"):
+                check(lib.etnp_program_add_data(ptr, ffi.from_buffer(blob), len(blob), label.encode("utf-8", "replace")),
+                      f"loading data file {label}")
+        return Program(self, ptr)
 
     def __repr__(self) -> str:
         return f"Runtime(num_threads={self.num_threads})"
+
+
+def _read_data_file(source) -> Tuple[str, bytes]:
+    """(label, bytes) of a .ptd data file given as a path or bytes-like object."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fsdecode(source)
+        try:
+            with open(path, "rb") as fh:
+                return repr(os.path.basename(path)), fh.read()
+        except OSError as e:
+            raise ProgramLoadError(f"cannot read data file {path!r}: {e.strerror or e}") from None
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return "<bytes>", bytes(source)
+    raise TypeError(f"data_files items must be paths or bytes-like objects, not {type(source).__name__}")
 
 
 class Program:

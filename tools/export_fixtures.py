@@ -620,6 +620,9 @@ def fixtures():
     f["qadd_constant_xnn"] = dict(methods={"forward": (AddConstant(rnd(4, 4, 4)), (rnd(4, 4, 4),))}, xnn=True,
                                   quant="static")
     f["q8da4w_xnn"] = dict(methods={"forward": (Q4MLP(), (rnd(5, 64),))}, xnn=True, quant="8da4w")
+    # weights in an external NAME.ptd file (portable program; XNNPACK delegate with tagged weights)
+    f["mlp_external"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, external=True)
+    f["mlp_external_xnn"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, xnn=True, external=True)
     return f
 
 
@@ -662,6 +665,11 @@ def export_one(name, spec, outdir):
             model = quantize(model, inputs, dynamic=spec["quant"] == "dynamic")
         dyn = spec.get("dynamic", {}).get(mname)
         progs[mname] = export(model, inputs, dynamic_shapes=dyn)
+        if spec.get("external") and spec.get("xnn"):  # delegate weights go to the .ptd too
+            from executorch.exir.passes.external_constants_pass import delegate_external_constants_pass_unlifted
+            unlifted = progs[mname].module()
+            delegate_external_constants_pass_unlifted(unlifted, gen_tag_fn=lambda node: name)
+            progs[mname] = export(unlifted, inputs, dynamic_shapes=dyn)
         outs = outs if isinstance(outs, tuple) else (outs,)
         for i, t in enumerate(inputs):
             ref[f"{mname}:in:{i}"] = to_numpy(t)
@@ -683,7 +691,16 @@ def export_one(name, spec, outdir):
         kw["compile_config"] = EdgeCompileConfig(_check_ir_validity=False, preserve_ops=keep)
     edge = to_edge_transform_and_lower(progs if len(progs) > 1 else next(iter(progs.values())),
                                        partitioner=part, **kw)
-    et = edge.to_executorch()
+    if spec.get("external"):  # weights in NAME.ptd (external_constants=True)
+        import tempfile
+        from executorch.exir import ExecutorchBackendConfig
+        et = edge.to_executorch(ExecutorchBackendConfig(external_constants=True))
+        with tempfile.TemporaryDirectory() as tmp:
+            et.write_tensor_data_to_file(tmp)
+            (ptd,) = os.listdir(tmp)
+            os.replace(os.path.join(tmp, ptd), os.path.join(outdir, name + ".ptd"))
+    else:
+        et = edge.to_executorch()
     with open(os.path.join(outdir, name + ".pte"), "wb") as fh:
         fh.write(et.buffer)
     np.savez(os.path.join(outdir, name + ".npz"), **ref)

@@ -112,6 +112,9 @@ int etnp_runtime_num_threads(const etnp_runtime *rt);
 /* ---- program ---- */
 int etnp_program_load_file(etnp_runtime *rt, const char *path, etnp_program **out);
 int etnp_program_load_bytes(etnp_runtime *rt, const void *data, size_t size, etnp_program **out);
+/* Adds an external data file (.ptd, FlatTensor) whose named tensors the program's methods
+ * read (`external_constants=True` exports); the bytes are copied. Call before loading methods. */
+int etnp_program_add_data(etnp_program *prog, const void *data, size_t size, const char *label);
 void etnp_program_destroy(etnp_program *prog);
 size_t etnp_program_num_methods(const etnp_program *prog);
 const char *etnp_program_method_name(const etnp_program *prog, size_t i);

@@ -135,6 +135,13 @@ int etnp_program_load_bytes(etnp_runtime* rt, const void* data, size_t size, etn
   static const uint8_t empty = 0;
   return guard([&] { *out = new etnp_program{Program::from_bytes(rt->rt, data ? data : &empty, size)}; });
 }
+int etnp_program_add_data(etnp_program* p, const void* data, size_t size, const char* label) {
+  REQUIRE(p); REQUIRE(data || size == 0);
+  static const uint8_t empty = 0;
+  return guard([&] {
+    p->prog->add_data_file(std::make_shared<const FlatTensorFile>(data ? data : &empty, size, label ? label : "<bytes>"));
+  });
+}
 void etnp_program_destroy(etnp_program* p) { delete p; }
 size_t etnp_program_num_methods(const etnp_program* p) { return p ? p->prog->method_names().size() : 0; }
 const char* etnp_program_method_name(const etnp_program* p, size_t i) {

@@ -140,10 +140,24 @@ void Method::parse_tensor(const fb::Table& t, EValue& v) {
   x.dynamism = (Dynamism)dyn;
   size_t nbytes = (size_t)numel * x.elem_size();
   fb::Table extra = t.table(T_EXTRA);
-  if (extra && extra.scalar<int8_t>(2) == 1)
-    throw_load("tensor '" + extra.string(1) + "' keeps its data in an external .ptd file, which this runtime does not load");
   uint32_t buf_idx = t.scalar<uint32_t>(T_DATA_BUFFER_IDX);
   fb::Table alloc = t.table(T_ALLOCATION);
+  if (extra && extra.scalar<int8_t>(2) == 1) {  // ExtraTensorInfo.location EXTERNAL: a named key in a .ptd
+    std::string key = extra.string(1);
+    if (key.empty()) throw_load("tensor keeps its data in an external file but has no name");
+    if (alloc) throw_load("external tensor '" + key + "' also has a planned allocation");
+    Span d = prog_->named_data(key);
+    if (!d.data) throw_load("tensor '" + key + "' keeps its data in an external .ptd file, and no data file has that key" +
+                            prog_->data_files_note());
+    if (d.size < nbytes)
+      throw_load("external tensor '" + key + "' has " + std::to_string(d.size) + " bytes of data, its shape needs " +
+                 std::to_string(nbytes));
+    if ((uintptr_t)d.data % x.elem_size()) throw_load("external tensor '" + key + "' data is misaligned for its dtype");
+    x.data = const_cast<uint8_t*>(d.data);
+    x.capacity = nbytes;
+    x.is_constant = true;
+    return;
+  }
   if (alloc) {
     uint32_t mem_id = alloc.scalar<uint32_t>(0);
     uint64_t off = alloc.scalar<uint32_t>(1) | ((uint64_t)alloc.scalar<uint32_t>(2) << 32);
@@ -156,7 +170,7 @@ void Method::parse_tensor(const fb::Table& t, EValue& v) {
     x.data = align64(buffers_[mem_id - 1].get()) + off;
     x.capacity = nbytes;
     if (buf_idx > 0) {
-      Span init = prog_->mutable_data(buf_idx, nbytes);
+      Span init = prog_->mutable_data(buf_idx, nbytes, extra ? extra.scalar<uint64_t>(0) : 0);
       if (init.data) std::memcpy(x.data, init.data, nbytes);
     }
   } else if (buf_idx > 0) {

@@ -146,7 +146,18 @@ Span Program::named_data(const std::string& key) const {
     fb::Table t = v.table(i);
     if (t.string(0) == key) return segment(t.scalar<uint32_t>(1));
   }
+  for (const auto& f : data_files_) {
+    size_t n = 0;
+    if (const uint8_t* d = f->find(key, &n)) return Span{d, n};
+  }
   return Span{};
+}
+
+std::string Program::data_files_note() const {
+  if (data_files_.empty()) return " (no data files were given: load the .ptd with load_program(path, data_files=[...]))";
+  std::string s;
+  for (const auto& f : data_files_) s += (s.empty() ? "" : ", ") + f->label();
+  return " (data files: " + s + ")";
 }
 
 Span Program::constant(uint32_t idx, size_t nbytes) const {
@@ -168,10 +179,12 @@ Span Program::constant(uint32_t idx, size_t nbytes) const {
   return Span{st.raw(), nbytes};
 }
 
-Span Program::mutable_data(uint32_t idx, size_t nbytes) const {
+Span Program::mutable_data(uint32_t idx, size_t nbytes, uint64_t segment_list) const {
   fb::Vector ms = root_.vector(P_MUTABLE_SEGMENTS, 4);
   if (ms.empty()) return Span{};
-  fb::Table m = ms.table(0);
+  if (segment_list >= ms.size())
+    throw_load("mutable data segment list " + std::to_string(segment_list) + " out of range");
+  fb::Table m = ms.table((uint32_t)segment_list);
   fb::Vector offs = m.vector(1, 8);
   if (idx >= offs.size()) throw_load("mutable data index " + std::to_string(idx) + " out of range");
   Span seg = segment(m.scalar<uint32_t>(0));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "pte/flat_tensor.h"
 #include "pte/flatbuffer.h"
 
 namespace etnp {
@@ -35,12 +36,18 @@ class Program {
   Span segment(uint32_t index) const;
   // Inline delegate data `index` (Program.backend_delegate_data).
   Span inline_delegate_data(uint32_t index) const;
-  // The data for a named key (Program.named_data), or an empty span.
+  // The data for a named key: the program's own named_data, else the data files added
+  // (external .ptd weights), or an empty span.
   Span named_data(const std::string& key) const;
+  // Adds an external data file (.ptd) whose keys named_data resolves; before methods load.
+  void add_data_file(std::shared_ptr<const FlatTensorFile> f) { data_files_.push_back(std::move(f)); }
+  // " (data files: a.ptd, b.ptd)" or " (no data files were given)", for error messages.
+  std::string data_files_note() const;
   // Constant tensor `buffer_idx` of `nbytes` (constant_segment or inline constant_buffer).
   Span constant(uint32_t buffer_idx, size_t nbytes) const;
-  // Initial data of a mutable (planned) tensor, or an empty span.
-  Span mutable_data(uint32_t buffer_idx, size_t nbytes) const;
+  // Initial data of a mutable (planned) tensor, or an empty span; `segment_list` is the
+  // tensor's ExtraTensorInfo.mutable_data_segments_idx (0 when absent).
+  Span mutable_data(uint32_t buffer_idx, size_t nbytes, uint64_t segment_list = 0) const;
 
  private:
   Program() = default;
@@ -57,6 +64,7 @@ class Program {
   uint64_t segment_base_ = 0;
   std::vector<Span> segments_;
   std::vector<std::string> method_names_;
+  std::vector<std::shared_ptr<const FlatTensorFile>> data_files_;
 };
 
 }  // namespace etnp

@@ -300,7 +300,7 @@ Graph read_graph(Span blob, const Program& program) {
     std::string key = c.string(2);
     if (!key.empty()) {
       Span s = program.named_data(key);
-      if (!s.data && s.size == 0) bad("named constant '" + key + "' is not in the program");
+      if (!s.data && s.size == 0) bad("named constant '" + key + "' is not in the program" + program.data_files_note());
       return s;
     }
     uint64_t off = c.scalar<uint64_t>(0), size = c.scalar<uint64_t>(1);
