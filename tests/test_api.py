@@ -203,7 +203,8 @@ def test_signature_without_loading_matches_loaded_metadata(rt):
 
     import executorch_numpy_runtime as en
     for path in sorted(glob.glob(os.path.join(os.path.dirname(model_path("add")), "*.pte"))):
-        prog = rt.load_program(path)
+        ptd = path[:-4] + ".ptd"  # external weights
+        prog = rt.load_program(path, data_files=[ptd] if os.path.exists(ptd) else None)
         for name in prog.method_names:
             sig = prog.signature(name)
             assert str(sig) in repr(prog)
