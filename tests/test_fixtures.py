@@ -48,6 +48,9 @@ TOLERANCES = {
     # torchao 8da4w (qd8 activations x qb4w weights, bf16 group scales) vs the quantized model in
     # torch eager; outputs ~0.24 (seen: 8.6e-4, the published ExecuTorch runtime: the same to 3e-8)
     "q8da4w_xnn": (3e-3, 0),
+    # channels-last (NHWC dim order) input and output of an XNNPACK program: callers pass and get
+    # logical NCHW arrays; the runtime lays the input out in the program's dim order
+    "channels_last_xnn": (1e-4, 1e-4),
 }
 
 
@@ -121,3 +124,13 @@ def test_xnn_profile_env_prints_node_times(tmp_path):
                        cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert "XNNPACK delegate profile" in r.stderr and "XNNFullyConnected" in r.stderr and "total" in r.stderr
+
+
+def test_channels_last_portable_is_a_clear_error(rt):
+    """The portable convolution reads contiguous tensors only: a channels-last program input reaches
+    it in its dim order and the call fails naming the op (the published runtime fails too)."""
+    import executorch_numpy_runtime as en
+    ref = reference("channels_last")
+    method = rt.load_program(model_path("channels_last")).load_method("forward")
+    with pytest.raises(en.ExecutionError, match="convolution.*dim order"):
+        method(method_inputs(ref, "forward"))

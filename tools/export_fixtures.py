@@ -515,6 +515,17 @@ def quantize_8da4w(model, group_size=32):
     return model
 
 
+class ChannelsLast(nn.Module):
+    """Inputs and outputs in channels-last (NHWC dim order) memory: ExecuTorch keeps their dim
+    order in the program; callers still pass and get logical NCHW arrays."""
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x, y):
+        return torch.relu(self.conv(x)) + y.mean(), x * 2.0
+
+
 class AddConstant(nn.Module):
     """ExecuTorch's test_qs8_add_constant model: lifted constants, a buffer and a parameter become
     delegate inputs whose XNN graph order differs from their external ids (arguments bind by
@@ -620,6 +631,9 @@ def fixtures():
     f["qadd_constant_xnn"] = dict(methods={"forward": (AddConstant(rnd(4, 4, 4)), (rnd(4, 4, 4),))}, xnn=True,
                                   quant="static")
     f["q8da4w_xnn"] = dict(methods={"forward": (Q4MLP(), (rnd(5, 64),))}, xnn=True, quant="8da4w")
+    cl = lambda *shape: rnd(*shape).to(memory_format=torch.channels_last)  # noqa: E731
+    f["channels_last"] = dict(methods={"forward": (ChannelsLast(), (cl(2, 3, 6, 7), rnd(3)))})
+    f["channels_last_xnn"] = dict(methods={"forward": (ChannelsLast(), (cl(2, 3, 6, 7), rnd(3)))}, xnn=True)
     # weights in an external NAME.ptd file (portable program; XNNPACK delegate with tagged weights)
     f["mlp_external"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, external=True)
     f["mlp_external_xnn"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, xnn=True, external=True)

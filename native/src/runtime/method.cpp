@@ -345,6 +345,27 @@ void Method::prepare_instructions(const fb::Table& plan) {
   }
 }
 
+// Copies `src`, t's elements in logical row-major order, to `dst` laid out by t's strides.
+static void copy_to_dim_order(const Tensor& t, const void* src, void* dst) {
+  const size_t es = t.elem_size();
+  const int64_t n = t.numel();
+  if (n == 0) return;
+  int64_t idx[kMaxDims] = {};
+  const int last = t.dim - 1;
+  const int64_t inner = t.sizes[last], inner_stride = t.strides[last];
+  const uint8_t* s = (const uint8_t*)src;
+  uint8_t* d = (uint8_t*)dst;
+  for (int64_t k = 0; k < n; k += inner) {
+    int64_t off = 0;
+    for (int j = 0; j < last; j++) off += idx[j] * t.strides[j];
+    for (int64_t i = 0; i < inner; i++) std::memcpy(d + (off + i * inner_stride) * es, s + (k + i) * es, es);
+    for (int j = last - 1; j >= 0; j--) {
+      if (++idx[j] < t.sizes[j]) break;
+      idx[j] = 0;
+    }
+  }
+}
+
 void Method::set_inputs(const InputValue* in, size_t n) {
   if (n != inputs_.size())
     throw_exec("method '" + name_ + "' takes " + std::to_string(inputs_.size()) + " inputs, got " + std::to_string(n));
@@ -376,8 +397,25 @@ void Method::set_inputs(const InputValue* in, size_t n) {
           t.sizes[d] = s;
         }
         t.compute_strides();
-        if (!t.default_dim_order()) throw_exec(where + "the program expects a non-contiguous dim order");
         if (u.nbytes != t.nbytes()) throw_exec(where + "data size does not match its shape");
+        if (!t.default_dim_order()) {
+          // A channels-last (or other dim-order) input: the caller's elements come in logical
+          // row-major order; they are laid out in the program's dim order, in the plan or in
+          // memory of this method's own.
+          void* dst = pt.data;
+          if (!dst) {
+            if (reordered_inputs_.size() <= i) reordered_inputs_.resize(i + 1);
+            reordered_inputs_[i].resize(u.nbytes + 1);
+            dst = reordered_inputs_[i].data();
+          } else if (u.nbytes > pt.capacity) {
+            throw_exec(where + "data exceeds the planned input memory");
+          }
+          copy_to_dim_order(t, u.data, dst);
+          t.data = dst;
+          t.capacity = pt.data ? pt.capacity : u.nbytes;
+          v.t = t;
+          break;
+        }
         if (pt.data) {
           // Memory-planned input: other values (aliasing views) may share its memory, so
           // the data goes into the plan, as ExecuTorch's set_input does.

@@ -65,6 +65,7 @@ class Method {
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> buffers_;
   std::vector<size_t> buffer_sizes_;
   std::vector<Instruction> instructions_;
+  std::vector<std::vector<uint8_t>> reordered_inputs_;  // unplanned non-default dim-order inputs
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> folded_;  // storage of copies folded at load
   std::vector<std::unique_ptr<DelegateHandle>> delegates_;
   std::vector<std::shared_ptr<const struct CallbackOp>> callback_ops_;  // kept alive while loaded
