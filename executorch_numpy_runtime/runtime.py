@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -46,10 +46,25 @@ class ValueMeta:
 
 
 @dataclass(frozen=True)
+class StateMeta:
+    """A tensor the method keeps across calls (a registered buffer its program updates, such as
+    a KV cache): its name in the exported module when the program records one."""
+
+    name: str
+    dtype: str
+    shape: Tuple[int, ...]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.dtype}[{', '.join(map(str, self.shape))}]"
+
+
+@dataclass(frozen=True)
 class MethodMeta:
     name: str
     inputs: Tuple[ValueMeta, ...]
     outputs: Tuple[ValueMeta, ...]
+    # known once the method is loaded (Program.signature leaves it empty)
+    state: Tuple[StateMeta, ...] = field(default=(), compare=False)
 
     def __str__(self) -> str:
         return f"{self.name}({', '.join(map(str, self.inputs))}) -> ({', '.join(map(str, self.outputs))})"
@@ -277,7 +292,13 @@ class Method:
         for i in range(lib.etnp_method_num_outputs(ptr)):
             check(lib.etnp_method_output_meta(ptr, i, m))
             outs.append(_meta(m))
-        self._meta = MethodMeta(name, tuple(ins), tuple(outs))
+        state = []
+        name_p = ffi.new("const char **")
+        for i in range(lib.etnp_method_num_state(ptr)):
+            check(lib.etnp_method_state_meta(ptr, i, m, name_p))
+            sname = ffi.string(name_p[0]).decode("utf-8", "replace") or f"state_{i}"
+            state.append(StateMeta(sname, dtypes.dtype_name(m.dtype), tuple(int(m.sizes[d]) for d in range(m.ndim))))
+        self._meta = MethodMeta(name, tuple(ins), tuple(outs), tuple(state))
         self._in_codes = []
         for i in range(len(ins)):
             check(lib.etnp_method_input_meta(ptr, i, m))
@@ -317,6 +338,12 @@ class Method:
     @property
     def program(self) -> Program:
         return self._program
+
+    def reset(self) -> None:
+        """Put the method's state (``metadata.state``: buffers such as KV caches, which keep
+        their contents from call to call) back to the program's initial values."""
+        with _holding(self._lock, "reset a method"):
+            check(lib.etnp_method_reset(self._ptr), f"resetting {self.name!r}")
 
     def _tensor(self, i: int, x: Any, code: int) -> np.ndarray:
         if not isinstance(x, np.ndarray):

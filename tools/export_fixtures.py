@@ -526,6 +526,23 @@ class ChannelsLast(nn.Module):
         return torch.relu(self.conv(x)) + y.mean(), x * 2.0
 
 
+class KVState(nn.Module):
+    """A stateful forward: a KV-cache-like buffer written at `pos` (index_put_), a running sum
+    (add_ into a buffer) and a step counter; ExecuTorch writes the buffers back with copy_ and
+    keeps them across calls of the same loaded method."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("cache", torch.rand(1, 6, 4) - 0.5)  # non-zero initial contents
+        self.register_buffer("total", torch.zeros(4))
+        self.register_buffer("steps", torch.zeros(1, dtype=torch.int64))
+
+    def forward(self, x, pos):
+        self.cache[:, pos] = x
+        self.total.add_(x.sum(dim=(0, 1)))
+        self.steps.add_(1)
+        return self.cache.sum(dim=1) * 2.0, self.total + 0, self.steps * 1
+
+
 class AddConstant(nn.Module):
     """ExecuTorch's test_qs8_add_constant model: lifted constants, a buffer and a parameter become
     delegate inputs whose XNN graph order differs from their external ids (arguments bind by
@@ -634,6 +651,9 @@ def fixtures():
     cl = lambda *shape: rnd(*shape).to(memory_format=torch.channels_last)  # noqa: E731
     f["channels_last"] = dict(methods={"forward": (ChannelsLast(), (cl(2, 3, 6, 7), rnd(3)))})
     f["channels_last_xnn"] = dict(methods={"forward": (ChannelsLast(), (cl(2, 3, 6, 7), rnd(3)))}, xnn=True)
+    # state across calls: references for each of several successive calls (M:call{k}:in/out:i)
+    f["kv_state"] = dict(methods={"forward": (KVState(), (rnd(1, 1, 4), torch.tensor([0])))},
+                         calls=[(rnd(1, 1, 4), torch.tensor([p])) for p in (0, 3, 1, 5)])
     # weights in an external NAME.ptd file (portable program; XNNPACK delegate with tagged weights)
     f["mlp_external"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, external=True)
     f["mlp_external_xnn"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, xnn=True, external=True)
@@ -671,6 +691,17 @@ def export_one(name, spec, outdir):
             if isinstance(mod, (nn.BatchNorm2d,)):
                 mod.running_mean.uniform_(-0.2, 0.2)
                 mod.running_var.uniform_(0.5, 1.5)
+        if spec.get("calls"):  # a stateful method: eager outputs of successive calls on a copy
+            import copy
+            stateful = copy.deepcopy(model)
+            with torch.no_grad():
+                for k, args in enumerate(spec["calls"]):
+                    res = stateful(*args)
+                    res = res if isinstance(res, tuple) else (res,)
+                    for i, t in enumerate(args):
+                        ref[f"{mname}:call{k}:in:{i}"] = to_numpy(t)
+                    for i, t in enumerate(res):
+                        ref[f"{mname}:call{k}:out:{i}"] = to_numpy(t.clone())
         if spec.get("quant") == "8da4w":  # the reference is the quantized model in eager mode
             model = quantize_8da4w(model)
         with torch.no_grad():

@@ -131,6 +131,12 @@ int etnp_program_method_io_meta(const etnp_program *prog, const char *method, in
 /* ---- method ---- */
 int etnp_method_load(etnp_program *prog, const char *name, etnp_method **out);
 void etnp_method_destroy(etnp_method *m);
+/* State: the method's mutable tensors (buffers its program updates, e.g. KV caches), which
+ * keep their contents across calls. reset puts them back to the program's initial data. */
+int etnp_method_reset(etnp_method *m);
+size_t etnp_method_num_state(const etnp_method *m);
+/* The i-th state tensor's dtype and shape, and its name ("" when the program gives none). */
+int etnp_method_state_meta(const etnp_method *m, size_t i, etnp_value_meta *out, const char **name);
 size_t etnp_method_num_inputs(const etnp_method *m);
 size_t etnp_method_num_outputs(const etnp_method *m);
 int etnp_method_input_meta(const etnp_method *m, size_t i, etnp_value_meta *out);

@@ -196,6 +196,22 @@ void etnp_method_destroy(etnp_method* m) {
   auto keep = m->prog;  // the runtime (and its mutex) outlive the lock guard
   delete m;
 }
+int etnp_method_reset(etnp_method* m) {
+  REQUIRE(m);
+  return guard([&] {
+    std::lock_guard<std::recursive_mutex> g(m->prog->runtime().mutex());
+    m->m->reset_state();
+  });
+}
+size_t etnp_method_num_state(const etnp_method* m) { return m ? m->m->state().size() : 0; }
+int etnp_method_state_meta(const etnp_method* m, size_t i, etnp_value_meta* out, const char** name) {
+  REQUIRE(m); REQUIRE(out); REQUIRE(name);
+  if (i >= m->m->state().size()) return fail(ETNP_ERR_INVALID_ARGUMENT, "state index out of range");
+  const auto& st = m->m->state()[i];
+  meta_of(m->m->value(st.value), out);
+  *name = st.name.c_str();
+  return ETNP_OK;
+}
 size_t etnp_method_num_inputs(const etnp_method* m) { return m ? m->m->num_inputs() : 0; }
 size_t etnp_method_num_outputs(const etnp_method* m) { return m ? m->m->num_outputs() : 0; }
 int etnp_method_input_meta(const etnp_method* m, size_t i, etnp_value_meta* out) {

@@ -1,5 +1,6 @@
 #include "runtime/method.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/callback_ops.h"
@@ -172,6 +173,8 @@ void Method::parse_tensor(const fb::Table& t, EValue& v) {
     if (buf_idx > 0) {
       Span init = prog_->mutable_data(buf_idx, nbytes, extra ? extra.scalar<uint64_t>(0) : 0);
       if (init.data) std::memcpy(x.data, init.data, nbytes);
+      std::string name = extra ? extra.string(1) : std::string();
+      state_.push_back(State{(int64_t)(&v - values_.data()), init, name});
     }
   } else if (buf_idx > 0) {
     Span c = prog_->constant(buf_idx, nbytes);
@@ -342,6 +345,14 @@ void Method::prepare_instructions(const fb::Table& plan) {
       }
       instructions_.push_back(std::move(x));
     }
+  }
+}
+
+void Method::reset_state() {
+  for (const State& st : state_) {
+    Tensor& t = values_[(size_t)st.value].t;
+    if (st.init.data) std::memcpy(t.data, st.init.data, std::min(st.init.size, t.capacity));
+    else std::memset(t.data, 0, t.capacity);
   }
 }
 

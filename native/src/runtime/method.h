@@ -47,6 +47,18 @@ class Method {
   void execute();
   Program& program() { return *prog_; }
 
+  // State: mutable tensors (registered buffers a forward updates, e.g. KV caches) - planned
+  // tensors with initial data in the program; they keep their contents across calls.
+  struct State {
+    int64_t value;      // index in the value table
+    Span init;          // initial contents (empty: zeros)
+    std::string name;   // fully qualified name when the program gives one
+  };
+  const std::vector<State>& state() const { return state_; }
+  const EValue& value(int64_t i) const { return values_.at((size_t)i); }
+  // Puts every state tensor back to its initial contents.
+  void reset_state();
+
  private:
   void parse_values(const fb::Table& plan);
   void parse_tensor(const fb::Table& t, EValue& v);
@@ -65,7 +77,8 @@ class Method {
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> buffers_;
   std::vector<size_t> buffer_sizes_;
   std::vector<Instruction> instructions_;
-  std::vector<std::vector<uint8_t>> reordered_inputs_;  // unplanned non-default dim-order inputs
+  std::vector<std::vector<uint8_t>> reordered_inputs_;
+  std::vector<State> state_;  // unplanned non-default dim-order inputs
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> folded_;  // storage of copies folded at load
   std::vector<std::unique_ptr<DelegateHandle>> delegates_;
   std::vector<std::shared_ptr<const struct CallbackOp>> callback_ops_;  // kept alive while loaded
