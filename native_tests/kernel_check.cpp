@@ -1,4 +1,4 @@
-// Kernel check: the thread pool's contract, then the packed float GEMM and the int8 GEMM against
+// Kernel check: the thread pool's contract, vec_math's accuracy bounds, then the packed float GEMM and the int8 GEMM against
 // naive loops over many shapes
 // (ragged rows and columns, K not a multiple of 4, bias/clamp epilogues, fused residual adds), on whichever paths
 // this CPU selects (run it again with ETNP_CPU=avx2 / generic for the others). Exit 1 on mismatch.
@@ -12,6 +12,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
+#include "kernels/vec_math.h"
 
 using namespace etnp;
 
@@ -132,9 +133,66 @@ static void check_pool() {
   }
 }
 
+// vec_math against double precision: the ulp bounds its header states, over random, tiny, huge
+// and special arguments, at every length's tail (lengths 1..W+1 go through the padded block).
+static double ulps(float got, double want) {
+  if (std::isnan(want)) return std::isnan(got) ? 0 : 1e30;
+  float w = (float)want;
+  if (std::isinf(w)) return got == w ? 0 : 1e30;
+  if (std::fabs(want) < 1e-30) return std::fabs(got - want) < 1e-36 ? 0 : 1e30;
+  double u = std::fabs((double)std::nextafter(w, INFINITY) - w);
+  return std::fabs((double)got - want) / u;
+}
+static void check_vec_math(std::mt19937& rng) {
+  std::vector<float> x;
+  std::uniform_real_distribution<float> wide(-110.f, 95.f), mid(-12.f, 12.f), tiny(-1e-3f, 1e-3f);
+  for (int i = 0; i < 200000; i++) x.push_back(i % 3 == 0 ? wide(rng) : i % 3 == 1 ? mid(rng) : tiny(rng));
+  for (float v : {0.f, -0.f, 1e-30f, -1e-30f, 88.72f, 88.7228f, 88.73f, -103.9f, -104.f, -105.f, INFINITY, -INFINITY, NAN})
+    x.push_back(v);
+  struct F { const char* name; void (*f)(const float*, float*, int64_t); double (*ref)(double); double bound; };
+  const F fs[] = {{"exp", vec_exp, [](double v) { return std::exp(v); }, 2},
+                  {"sigmoid", vec_sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }, 3},
+                  {"tanh", vec_tanh, [](double v) { return std::tanh(v); }, 4},
+                  {"gelu", vec_gelu, [](double v) { return 0.5 * v * std::erfc(-v / std::sqrt(2.0)); }, 7}};
+  std::vector<float> y(x.size());
+  for (const F& f : fs) {
+    for (size_t len = 1; len <= 18; len++) f.f(x.data(), y.data(), (int64_t)len);  // tails
+    f.f(x.data(), y.data(), (int64_t)x.size());
+    double worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < x.size(); i++) {
+      double e = ulps(y[i], f.ref(x[i]));
+      if (e > worst) worst = e, at = i;
+    }
+    if (worst > f.bound) {
+      std::printf("vec_%s: %.2f ulp at x=%g (bound %.0f)\n", f.name, worst, x[at], f.bound);
+      failures++;
+    }
+  }
+  for (int len : {1, 5, 16, 17, 197, 1000}) {  // softmax rows, in place too
+    std::vector<float> r(x.begin(), x.begin() + len), o((size_t)len);
+    for (auto& v : r) v = std::fmod(v, 30.f);
+    const std::vector<float> r0 = r;
+    vec_softmax_row(r.data(), o.data(), len);
+    double m = -1e300, s = 0;
+    for (float v : r0) m = std::max(m, (double)v);
+    for (float v : r0) s += std::exp(v - m);
+    vec_softmax_row(r.data(), r.data(), len);
+    for (int i = 0; i < len; i++) {
+      double want = std::exp(r0[i] - m) / s;
+      if (std::fabs(o[i] - want) > 1e-5 * want + 1e-30 || r[i] != o[i]) {
+        std::printf("vec_softmax_row: len %d element %d: %g vs %g\n", len, i, o[i], want);
+        failures++;
+        break;
+      }
+    }
+  }
+}
+
 int main() {
   check_pool();
   std::mt19937 rng(7);
+  check_vec_math(rng);
   ThreadPool one(1), two(2);
   const int64_t Ms[] = {1, 3, 6, 7, 8, 9, 13, 16, 17, 49, 100};
   const int64_t Ns[] = {1, 8, 15, 16, 17, 24, 31, 32, 33, 48, 70};
@@ -153,6 +211,6 @@ int main() {
   check_sgemm(&two, 300, 40, 96, true, rng);
   check_qgemm(&two, 64, 200, 256, rng);
   check_qgemm(&two, 2, 1000, 300, rng);
-  std::printf("kernel_check: thread pool + %d shapes x 2 kernels, %d mismatches\n", cases + 4, failures);
+  std::printf("kernel_check: thread pool, vec_math + %d shapes x 2 kernels, %d mismatches\n", cases + 4, failures);
   return failures ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/quantize_row.h"
+#include "kernels/vec_math.h"
 #include "runtime/dtype.h"
 
 namespace etnp::xnn {
@@ -170,6 +171,14 @@ void unary(KernelContext& ctx, Graph& g, Node& n, F f) {
   Tensor ta = wrap(a), to = wrap(o);
   unary_apply_fn(ctx, ta, to, f);
 }
+// float32 elementwise functions of kernels/vec_math.h, split across threads when large
+void unary_vec(KernelContext& ctx, Graph& g, Node& n, void (*f)(const float*, float*, int64_t)) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  ensure_shape(o, a.shape);
+  const float* x = a.cdata();
+  float* y = o.data.data();
+  parallel(ctx, a.numel(), 1 << 14, [&](int64_t b, int64_t e) { f(x + b, y + b, e - b); });
+}
 double add_f(double x, double y) { return x + y; }
 double sub_f(double x, double y) { return x - y; }
 double mul_f(double x, double y) { return x * y; }
@@ -178,21 +187,15 @@ double min_f(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN :
 double max_f(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
 double prelu_f(double x, double s) { return x > 0 ? x : x * s; }
 
-void softmax(Graph& g, Node& n) {
+void softmax(KernelContext& ctx, Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);
   ensure_shape(o, a.shape);
   int64_t len = a.shape.empty() ? 1 : a.shape.back(), rows = a.numel() / std::max<int64_t>(len, 1);
-  for (int64_t r = 0; r < rows; r++) {
-    const float* x = a.data.data() + r * len;
-    float* y = o.data.data() + r * len;
-    float m = -INFINITY;
-    for (int64_t i = 0; i < len; i++) m = std::max(m, x[i]);
-    thread_local std::vector<double> e;  // each exp computed once; grows only
-    if (e.size() < (size_t)len) e.resize((size_t)len);
-    double s = 0;
-    for (int64_t i = 0; i < len; i++) s += e[i] = std::exp((double)x[i] - m);
-    for (int64_t i = 0; i < len; i++) y[i] = (float)(e[i] / s);
-  }
+  const float* x = a.cdata();
+  float* y = o.data.data();
+  parallel(ctx, rows, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(len, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; r++) vec_softmax_row(x + r * len, y + r * len, len);
+  });
 }
 
 // ---- layout ----
@@ -1059,8 +1062,8 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
     case Maximum: binary(ctx, g, n, max_f, MaxF()); break;
     case PReLU: binary(ctx, g, n, prelu_f, PreluF()); break;
     case Clamp: case Copy: case Convert: copy_value(g, n); break;
-    case Sigmoid: unary(ctx, g, n, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }); break;
-    case Tanh: unary(ctx, g, n, [](double x) { return std::tanh(x); }); break;
+    case Sigmoid: unary_vec(ctx, g, n, vec_sigmoid); break;
+    case Tanh: unary_vec(ctx, g, n, vec_tanh); break;
     case Floor: unary(ctx, g, n, [](double x) { return std::floor(x); }); break;
     case Ceiling: unary(ctx, g, n, [](double x) { return std::ceil(x); }); break;
     case SquareRoot: unary(ctx, g, n, [](double x) { return std::sqrt(x); }); break;
@@ -1068,15 +1071,15 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
     case Square: unary(ctx, g, n, [](double x) { return x * x; }); break;
     case Abs: unary(ctx, g, n, [](double x) { return std::fabs(x); }); break;
     case Negate: unary(ctx, g, n, [](double x) { return -x; }); break;
-    case Exp: unary(ctx, g, n, [](double x) { return std::exp(x); }); break;
+    case Exp: unary_vec(ctx, g, n, vec_exp); break;
     case Log: unary(ctx, g, n, [](double x) { return std::log(x); }); break;
     case Sin: unary(ctx, g, n, [](double x) { return std::sin(x); }); break;
     case Cos: unary(ctx, g, n, [](double x) { return std::cos(x); }); break;
-    case Gelu: unary(ctx, g, n, [](double x) { return 0.5 * x * (1.0 + std::erf(x * 0.7071067811865476)); }); break;
+    case Gelu: unary_vec(ctx, g, n, vec_gelu); break;
     case Hardswish: unary(ctx, g, n, [](double x) { return x * std::min(std::max(x + 3.0, 0.0), 6.0) / 6.0; }); break;
     case LeakyReLU: { double sl = n.fparam; unary(ctx, g, n, [sl](double x) { return x > 0 ? x : x * sl; }); break; }
     case ELU: { double al = n.fparam; unary(ctx, g, n, [al](double x) { return x > 0 ? x : al * std::expm1(x); }); break; }
-    case Softmax: softmax(g, n); break;
+    case Softmax: softmax(ctx, g, n); break;
     case StaticTranspose: transpose(ctx, g, n); break;
     case StaticReshape: reshape(g, n); break;
     case StaticSlice: slice(g, n); break;

@@ -1,0 +1,84 @@
+// vec_math's portable path (the same algorithms, one lane at a time) and the run-time choice.
+#include "kernels/vec_math.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu_features.h"
+#include "kernels/vec_math_impl.h"
+
+namespace etnp {
+
+#if defined(__x86_64__)
+void vec_exp_avx512(const float*, float*, int64_t);
+void vec_sigmoid_avx512(const float*, float*, int64_t);
+void vec_tanh_avx512(const float*, float*, int64_t);
+void vec_gelu_avx512(const float*, float*, int64_t);
+void vec_softmax_avx512(const float*, float*, int64_t);
+void vec_exp_avx2(const float*, float*, int64_t);
+void vec_sigmoid_avx2(const float*, float*, int64_t);
+void vec_tanh_avx2(const float*, float*, int64_t);
+void vec_gelu_avx2(const float*, float*, int64_t);
+void vec_softmax_avx2(const float*, float*, int64_t);
+#endif
+
+namespace {
+
+struct Scalar {
+  using V = float;
+  using M = bool;
+  static constexpr int W = 1;
+  static V set1(float x) { return x; }
+  static V load(const float* p) { return *p; }
+  static void store(float* p, V v) { *p = v; }
+  static V add(V a, V b) { return a + b; }
+  static V sub(V a, V b) { return a - b; }
+  static V mul(V a, V b) { return a * b; }
+  static V div(V a, V b) { return a / b; }
+  static V fmadd(V a, V b, V c) { return std::fma(a, b, c); }
+  static V fnmadd(V a, V b, V c) { return std::fma(-a, b, c); }
+  static V min(V a, V b) { return a < b ? a : b; }  // b when either is NaN, as minps
+  static V max(V a, V b) { return a > b ? a : b; }
+  static V abs(V a) { return std::fabs(a); }
+  static V neg(V a) { return -a; }
+  static V copysign(V mag, V sgn) { return std::copysign(mag, sgn); }
+  static V round(V a) { return std::nearbyint(a); }
+  static V pow2(V k) {
+    int32_t e = ((int32_t)k + 127) << 23;
+    float f;
+    std::memcpy(&f, &e, 4);
+    return f;
+  }
+  static M lt(V a, V b) { return a < b; }
+  static M gt(V a, V b) { return a > b; }
+  static M isnan(V a) { return a != a; }
+  static V select(M m, V a, V b) { return m ? a : b; }
+  static float hmax(V a) { return a; }
+  static double hsum(V a) { return a; }
+};
+
+using Fn = void (*)(const float*, float*, int64_t);
+struct Table { Fn exp, sigmoid, tanh, gelu, softmax; };
+
+const Table& table() {
+  static const Table t = [] {
+    using P = vec_impl::Path<Scalar>;
+    Table s{P::exp, P::sigmoid, P::tanh, P::gelu, P::softmax};
+#if defined(__x86_64__)
+    if (cpu_has_avx512f()) s = {vec_exp_avx512, vec_sigmoid_avx512, vec_tanh_avx512, vec_gelu_avx512, vec_softmax_avx512};
+    else if (cpu_has_avx2_fma()) s = {vec_exp_avx2, vec_sigmoid_avx2, vec_tanh_avx2, vec_gelu_avx2, vec_softmax_avx2};
+#endif
+    return s;
+  }();
+  return t;
+}
+
+}  // namespace
+
+void vec_exp(const float* x, float* y, int64_t n) { table().exp(x, y, n); }
+void vec_sigmoid(const float* x, float* y, int64_t n) { table().sigmoid(x, y, n); }
+void vec_tanh(const float* x, float* y, int64_t n) { table().tanh(x, y, n); }
+void vec_gelu(const float* x, float* y, int64_t n) { table().gelu(x, y, n); }
+void vec_softmax_row(const float* x, float* y, int64_t n) { table().softmax(x, y, n); }
+
+}  // namespace etnp

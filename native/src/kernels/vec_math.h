@@ -1,0 +1,24 @@
+// Vectorised float32 transcendental functions over arrays (AVX-512, AVX2+FMA, portable), chosen
+// at run time like the GEMMs (ETNP_CPU caps the choice). Every path runs the same algorithm, so
+// results agree across paths to the last bit or two. Accuracy, measured over 1e7 points against
+// double precision (native_tests/kernel_check.cpp checks the bounds on every path):
+//   exp      <= 2 ulp (range reduction by ln 2 in two parts, degree-7 polynomial, exact 2^n);
+//            subnormal results down to e^-104, then 0; +inf above 88.7228; NaN kept
+//   sigmoid  <= 3 ulp (exp(-|x|), one division)
+//   tanh     <= 4 ulp (expm1(-2|x|), exact near 0)
+//   gelu     <= 7 ulp where |result| >= 1e-30 (erfc by a Chebyshev fit with relative error < 1.2e-7,
+//            its exponent carried in two parts)
+// Arrays may alias exactly (in place) but must not overlap otherwise.
+#pragma once
+#include <cstdint>
+
+namespace etnp {
+
+void vec_exp(const float* x, float* y, int64_t n);
+void vec_sigmoid(const float* x, float* y, int64_t n);
+void vec_tanh(const float* x, float* y, int64_t n);
+void vec_gelu(const float* x, float* y, int64_t n);  // x * (1 + erf(x / sqrt 2)) / 2
+// One softmax row: y = exp(x - max x) / sum. y may equal x.
+void vec_softmax_row(const float* x, float* y, int64_t n);
+
+}  // namespace etnp

@@ -1,0 +1,190 @@
+// The algorithms of vec_math.h, written once over a SIMD type S (see vec_math_avx512.cpp,
+// vec_math_avx2.cpp, vec_math.cpp for S) and instantiated in each path's translation unit,
+// which is compiled for its instruction set. Internal to those files.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace etnp {
+namespace vec_impl {
+
+// e^x for x in [-104, 88.72] after clamping (subnormal results included); the caller fixes the
+// out-of-range and NaN lanes. 2^k is applied as 2^k1 2^k2 (k1 = floor(k/2)): each factor stays a
+// normal float for k in [-150, 128].
+template <class S>
+inline typename S::V exp_core(typename S::V x) {
+  using V = typename S::V;
+  const V log2e = S::set1(1.44269504088896341f), ln2_hi = S::set1(0.693359375f), ln2_lo = S::set1(-2.12194440e-4f);
+  x = S::min(S::max(x, S::set1(-104.f)), S::set1(88.7228f));
+  V k = S::round(S::mul(x, log2e));
+  V r = S::fnmadd(k, ln2_hi, x);
+  r = S::fnmadd(k, ln2_lo, r);
+  // e^r = 1 + r + r^2 (1/2 + r (1/6 + r (1/24 + r (1/120 + r (1/720 + r / 5040)))))
+  V p = S::set1(1.f / 5040);
+  p = S::fmadd(p, r, S::set1(1.f / 720));
+  p = S::fmadd(p, r, S::set1(1.f / 120));
+  p = S::fmadd(p, r, S::set1(1.f / 24));
+  p = S::fmadd(p, r, S::set1(1.f / 6));
+  p = S::fmadd(p, r, S::set1(0.5f));
+  p = S::fmadd(p, S::mul(r, r), r);
+  V k1 = S::round(S::sub(S::mul(k, S::set1(0.5f)), S::set1(0.25f)));
+  return S::mul(S::mul(S::add(p, S::set1(1.f)), S::pow2(k1)), S::pow2(S::sub(k, k1)));
+}
+
+template <class S>
+inline typename S::V exp_full(typename S::V x) {
+  using V = typename S::V;
+  V y = exp_core<S>(x);
+  y = S::select(S::lt(x, S::set1(-104.f)), S::set1(0.f), y);
+  y = S::select(S::gt(x, S::set1(88.7228f)), S::set1(std::numeric_limits<float>::infinity()), y);
+  return S::select(S::isnan(x), x, y);
+}
+
+// e^y - 1 for y <= 0 (tanh's argument), exact near 0: 2^k (e^r - 1) + (2^k - 1).
+template <class S>
+inline typename S::V expm1_neg(typename S::V y) {
+  using V = typename S::V;
+  const V log2e = S::set1(1.44269504088896341f), ln2_hi = S::set1(0.693359375f), ln2_lo = S::set1(-2.12194440e-4f);
+  y = S::max(y, S::set1(-87.3f));
+  V k = S::round(S::mul(y, log2e));
+  V r = S::fnmadd(k, ln2_hi, y);
+  r = S::fnmadd(k, ln2_lo, r);
+  V p = S::set1(1.f / 5040);
+  p = S::fmadd(p, r, S::set1(1.f / 720));
+  p = S::fmadd(p, r, S::set1(1.f / 120));
+  p = S::fmadd(p, r, S::set1(1.f / 24));
+  p = S::fmadd(p, r, S::set1(1.f / 6));
+  p = S::fmadd(p, r, S::set1(0.5f));
+  p = S::fmadd(p, S::mul(r, r), r);  // e^r - 1
+  V t = S::pow2(k);
+  return S::add(S::mul(t, p), S::sub(t, S::set1(1.f)));
+}
+
+template <class S>
+inline typename S::V sigmoid(typename S::V x) {
+  using V = typename S::V;
+  V e = exp_core<S>(S::neg(S::abs(x)));  // in (0, 1]
+  V one = S::set1(1.f), d = S::add(one, e);
+  V pos = S::div(one, d), neg = S::div(e, d);
+  V y = S::select(S::lt(x, S::set1(0.f)), neg, pos);
+  return S::select(S::isnan(x), x, y);
+}
+
+template <class S>
+inline typename S::V tanh(typename S::V x) {
+  using V = typename S::V;
+  V a = S::abs(x);
+  V em = expm1_neg<S>(S::mul(a, S::set1(-2.f)));  // in (-1, 0]
+  V t = S::div(S::neg(em), S::add(em, S::set1(2.f)));
+  V y = S::copysign(t, x);
+  return S::select(S::isnan(x), x, y);
+}
+
+template <class S>
+inline typename S::V gelu(typename S::V x) {
+  using V = typename S::V;
+  // erfc(z), z >= 0, with relative error < 1.2e-7 everywhere (the Chebyshev fit of Numerical
+  // Recipes' erfcc): t exp(-z^2 + P(t)), t = 1 / (1 + z/2)
+  V z = S::mul(S::abs(x), S::set1(0.70710678118654752f));
+  V t = S::div(S::set1(1.f), S::fmadd(z, S::set1(0.5f), S::set1(1.f)));
+  V q = S::set1(0.17087277f);
+  q = S::fmadd(q, t, S::set1(-0.82215223f));
+  q = S::fmadd(q, t, S::set1(1.48851587f));
+  q = S::fmadd(q, t, S::set1(-1.13520398f));
+  q = S::fmadd(q, t, S::set1(0.27886807f));
+  q = S::fmadd(q, t, S::set1(-0.18628806f));
+  q = S::fmadd(q, t, S::set1(0.09678418f));
+  q = S::fmadd(q, t, S::set1(0.37409196f));
+  q = S::fmadd(q, t, S::set1(1.00002368f));
+  q = S::fmadd(q, t, S::set1(-1.26551223f));
+  // e^(q - x^2/2) with the argument carried as hi + lo: x^2 exactly (FMA), then the rounding of
+  // q - x^2/2 (two-sum); without it the tail (x < -3) loses up to 5 digits
+  V x2 = S::mul(x, x), x2e = S::fmadd(x, x, S::neg(x2));
+  V h = S::mul(x2, S::set1(0.5f)), he = S::mul(x2e, S::set1(0.5f));
+  V a = S::sub(q, h), bb = S::sub(a, q);
+  V lo = S::sub(S::add(S::sub(q, S::sub(a, bb)), S::sub(S::neg(h), bb)), he);
+  lo = S::select(S::isnan(lo), S::set1(0.f), lo);  // x = +-inf
+  V e = exp_core<S>(a);
+  V erfc = S::mul(t, S::fmadd(e, lo, e));
+  // 1 + erf(x/sqrt2): 2 - erfc for x >= 0, erfc for x < 0
+  V one_plus = S::select(S::lt(x, S::set1(0.f)), erfc, S::sub(S::set1(2.f), erfc));
+  V y = S::mul(S::mul(S::set1(0.5f), x), one_plus);
+  return S::select(S::isnan(x), x, y);
+}
+
+// Applies F lane-wise over n floats; the tail goes through a padded block.
+template <class S, class F>
+inline void map(const float* x, float* y, int64_t n, F f) {
+  constexpr int W = S::W;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) S::store(y + i, f(S::load(x + i)));
+  if (i < n) {
+    float buf[W] = {};
+    std::memcpy(buf, x + i, (size_t)(n - i) * sizeof(float));
+    S::store(buf, f(S::load(buf)));
+    std::memcpy(y + i, buf, (size_t)(n - i) * sizeof(float));
+  }
+}
+
+template <class S>
+inline void softmax_row(const float* x, float* y, int64_t n) {
+  using V = typename S::V;
+  constexpr int W = S::W;
+  if (n <= 0) return;
+  float m = -std::numeric_limits<float>::infinity();
+  {
+    V vm = S::set1(m);
+    int64_t i = 0;
+    for (; i + W <= n; i += W) vm = S::max(vm, S::load(x + i));
+    m = S::hmax(vm);
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+  }
+  if (std::isnan(m) || std::isinf(m)) {  // NaN anywhere, or +-inf maxima: the scalar definition
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += std::exp((double)x[i] - m);
+    for (int64_t i = 0; i < n; i++) y[i] = (float)(std::exp((double)x[i] - m) / s);
+    return;
+  }
+  const V vmax = S::set1(m);
+  V acc = S::set1(0.f);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    V e = exp_full<S>(S::sub(S::load(x + i), vmax));
+    S::store(y + i, e);
+    acc = S::add(acc, e);
+  }
+  double sum = S::hsum(acc);
+  for (; i < n; i++) {
+    float buf[W] = {};
+    buf[0] = x[i] - m;
+    S::store(buf, exp_full<S>(S::load(buf)));
+    y[i] = buf[0];
+    sum += buf[0];
+  }
+  const V inv = S::set1((float)(1.0 / sum));
+  i = 0;
+  for (; i + W <= n; i += W) S::store(y + i, S::mul(S::load(y + i), inv));
+  for (; i < n; i++) y[i] *= (float)(1.0 / sum);
+}
+
+// Lane-wise operations as function objects (GCC does not give lambdas the target of the file's
+// pragma, so they could not inline the intrinsics).
+template <class S> struct ExpOp { typename S::V operator()(typename S::V v) const { return exp_full<S>(v); } };
+template <class S> struct SigmoidOp { typename S::V operator()(typename S::V v) const { return sigmoid<S>(v); } };
+template <class S> struct TanhOp { typename S::V operator()(typename S::V v) const { return tanh<S>(v); } };
+template <class S> struct GeluOp { typename S::V operator()(typename S::V v) const { return gelu<S>(v); } };
+
+// The five entry points of one path, as the dispatcher calls them.
+template <class S>
+struct Path {
+  static void exp(const float* x, float* y, int64_t n) { map<S>(x, y, n, ExpOp<S>()); }
+  static void sigmoid(const float* x, float* y, int64_t n) { map<S>(x, y, n, SigmoidOp<S>()); }
+  static void tanh(const float* x, float* y, int64_t n) { map<S>(x, y, n, TanhOp<S>()); }
+  static void gelu(const float* x, float* y, int64_t n) { map<S>(x, y, n, GeluOp<S>()); }
+  static void softmax(const float* x, float* y, int64_t n) { softmax_row<S>(x, y, n); }
+};
+
+}  // namespace vec_impl
+}  // namespace etnp
