@@ -1,5 +1,6 @@
 // Unary elementwise kernels: math functions and activations.
 #include "kernels/elementwise.h"
+#include "kernels/vec_math.h"
 
 namespace etnp {
 namespace {
@@ -54,6 +55,8 @@ double frac_d(double x) { return x - std::trunc(x); }
 double lgamma_d(double x) { return std::lgamma(x); }
 
 // (self, out)
+double gelu_d(double x) { return 0.5 * x * (1.0 + std::erf(x * 0.7071067811865476)); }
+
 template <UnaryD FD, UnaryI FI>
 void unary_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
@@ -67,6 +70,23 @@ void unary_kernel(KernelContext& ctx, EValue** a, size_t) {
   unary_apply(ctx, x, out, FD, FI);
 }
 
+// float32 contiguous tensors through kernels/vec_math.h (split across threads), else FD in double
+template <void (*VF)(const float*, float*, int64_t), UnaryD FD>
+void vec_unary_kernel(KernelContext& ctx, EValue** a, size_t n) {
+  const Tensor& x = tensor_arg(a, 0);
+  Tensor& out = tensor_arg(a, 1);
+  if (x.dtype == DType::F32 && out.dtype == DType::F32 && x.default_dim_order()) {
+    resize(out, shape_of(x));
+    if (out.default_dim_order()) {
+      const float* xp = x.ptr<float>();
+      float* yp = out.ptr<float>();
+      parallel(ctx, x.numel(), 1 << 14, [&](int64_t b, int64_t e) { VF(xp + b, yp + b, e - b); });
+      return;
+    }
+  }
+  unary_kernel<FD, nullptr>(ctx, a, n);
+}
+
 // gelu.out(self, approximate, out)
 void gelu_kernel(KernelContext& ctx, EValue** a, size_t) {
   std::string approx = string_arg(a, 1);
@@ -74,9 +94,11 @@ void gelu_kernel(KernelContext& ctx, EValue** a, size_t) {
     unary_apply_fn(ctx, tensor_arg(a, 0), tensor_arg(a, 2), [](double x) {
       return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     });
-  else
-    unary_apply_fn(ctx, tensor_arg(a, 0), tensor_arg(a, 2),
-                   [](double x) { return 0.5 * x * (1.0 + std::erf(x * 0.7071067811865476)); });
+  else if (tensor_arg(a, 0).dtype == DType::F32) {
+    EValue* args[2] = {a[0], a[2]};
+    vec_unary_kernel<vec_gelu, gelu_d>(ctx, args, 2);
+  } else
+    unary_apply_fn(ctx, tensor_arg(a, 0), tensor_arg(a, 2), gelu_d);
 }
 // leaky_relu.out(self, negative_slope, out)
 void leaky_relu_kernel(KernelContext& ctx, EValue** a, size_t) {
@@ -126,7 +148,7 @@ void glu_kernel(KernelContext& ctx, EValue** a, size_t) {
 void register_activation_kernels(KernelRegistry& r) {
   const char* P = "portable";
   r.add("aten::relu.out", &unary_kernel<relu_d, relu_i>, P, 2);
-  r.add("aten::sigmoid.out", &unary_kernel<sigmoid_d, nullptr>, P, 2);
+  r.add("aten::sigmoid.out", &vec_unary_kernel<vec_sigmoid, sigmoid_d>, P, 2);
   r.add("aten::neg.out", &unary_kernel<neg_d, neg_i>, P, 2);
   r.add("aten::abs.out", &unary_kernel<abs_d, abs_i>, P, 2);
   r.add("aten::sign.out", &unary_kernel<sign_d, sign_i>, P, 2);
@@ -140,7 +162,7 @@ void register_activation_kernels(KernelRegistry& r) {
   r.add("aten::silu.out", &unary_kernel<silu_d, nullptr>, P, 2);
   r.add("aten::hardswish.out", &unary_kernel<hardswish_d, nullptr>, P, 2);
   r.add("aten::hardsigmoid.out", &unary_kernel<hardsigmoid_d, nullptr>, P, 2);
-  r.add("aten::exp.out", &unary_kernel<exp_d, nullptr>, P, 2);
+  r.add("aten::exp.out", &vec_unary_kernel<vec_exp, exp_d>, P, 2);
   r.add("aten::exp2.out", &unary_kernel<exp2_d, nullptr>, P, 2);
   r.add("aten::expm1.out", &unary_kernel<expm1_d, nullptr>, P, 2);
   r.add("aten::log.out", &unary_kernel<log_d, nullptr>, P, 2);
@@ -156,7 +178,7 @@ void register_activation_kernels(KernelRegistry& r) {
   r.add("aten::atan.out", &unary_kernel<atan_d, nullptr>, P, 2);
   r.add("aten::sinh.out", &unary_kernel<sinh_d, nullptr>, P, 2);
   r.add("aten::cosh.out", &unary_kernel<cosh_d, nullptr>, P, 2);
-  r.add("aten::tanh.out", &unary_kernel<tanh_d, nullptr>, P, 2);
+  r.add("aten::tanh.out", &vec_unary_kernel<vec_tanh, tanh_d>, P, 2);
   r.add("aten::asinh.out", &unary_kernel<asinh_d, nullptr>, P, 2);
   r.add("aten::acosh.out", &unary_kernel<acosh_d, nullptr>, P, 2);
   r.add("aten::atanh.out", &unary_kernel<atanh_d, nullptr>, P, 2);

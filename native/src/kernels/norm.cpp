@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "kernels/kernel_util.h"
+#include "kernels/vec_math.h"
 
 namespace etnp {
 namespace {
@@ -118,6 +119,14 @@ void softmax_kernel(KernelContext& ctx, EValue** a, size_t) {
   check_contiguous(x, "softmax input");
   resize(out, shape_of(x));
   int64_t outer = prod(x, 0, d), len = x.dim ? x.sizes[d] : 1, inner = prod(x, d + 1, x.dim);
+  if (!LOG && inner == 1 && x.dtype == DType::F32 && out.dtype == DType::F32 && out.default_dim_order()) {
+    const float* xp = x.ptr<float>();  // rows along the last dim: kernels/vec_math.h
+    float* yp = out.ptr<float>();
+    parallel(ctx, outer, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(len, 1)), [&](int64_t s, int64_t e) {
+      for (int64_t o = s; o < e; o++) vec_softmax_row(xp + o * len, yp + o * len, len);
+    });
+    return;
+  }
   parallel(ctx, outer * inner, 64, [&](int64_t s, int64_t e) {
     for (int64_t oi = s; oi < e; oi++) {
       int64_t o = oi / inner, i = oi % inner, base = o * len * inner + i;
