@@ -981,10 +981,18 @@ void finalize_value(Value& v) {
   } else if (v.dtype == BF16) {
     for (int64_t i = 0; i < n; i++) d[i] = bf16_to_float(float_to_bf16(d[i]));
   } else if (v.quant == Quant::PerTensor && (v.dtype == QINT8 || v.dtype == QUINT8)) {
-    float qmin = v.dtype == QINT8 ? -128.f : 0.f, qmax = v.dtype == QINT8 ? 127.f : 255.f, inv = 1.f / v.scale;
+    // q = clamp(round(x / scale) + zp) and back, as clamp(x / scale, qmin - zp, qmax - zp) rounded
+    // to nearest even by adding and subtracting 1.5 * 2^23 (exact for |t| < 2^22): a loop the
+    // compiler vectorises (NaN stays NaN, as before)
+    const float zp = (float)v.zero_point, lo = (v.dtype == QINT8 ? -128.f : 0.f) - zp,
+                hi = (v.dtype == QINT8 ? 127.f : 255.f) - zp, inv = 1.f / v.scale, scale = v.scale;
+    const float magic = 12582912.f;
     for (int64_t i = 0; i < n; i++) {
-      float q = std::min(std::max(std::nearbyint(d[i] * inv) + (float)v.zero_point, qmin), qmax);
-      d[i] = (q - (float)v.zero_point) * v.scale;
+      float t = d[i] * inv;
+      t = t < lo ? lo : t;
+      t = t > hi ? hi : t;
+      t = (t + magic) - magic;
+      d[i] = t * scale;
     }
   } else if (v.quant == Quant::PerToken || v.dtype == QDINT8) {
     // Dynamic asymmetric int8 per token (rows of the trailing `nonbatch_dims` dims).
