@@ -1,0 +1,374 @@
+// Convolution XNNPACK nodes (NHWC): Conv2d as GEMM (1x1), indirect GEMM or im2col + GEMM (KxK),
+// reading a fused NCHW input in place where it can; depthwise; transposed convolution.
+#include "delegates/xnnpack/xnn_node_util.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu_features.h"
+#include "kernels/depthwise.h"
+#include "kernels/kernel_util.h"
+#include "kernels/gemm.h"
+
+namespace etnp::xnn {
+
+namespace {
+
+// Convolution as an indirect GEMM (AVX-512): every output pixel's taps are read in place from
+// the input, zero-padded once into a scratch copy when the node pads (or reads an NCHW input,
+// transposed on the way into the copy); no im2col rows. False, before any work, when the CPU
+// path has no indirect kernel or the offsets would not fit in int32.
+bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, bool nchw, int64_t gi, int64_t N, int64_t H,
+                   int64_t W, int64_t C, int64_t ICg, int64_t OH, int64_t OW, int64_t K, int64_t M,
+                   const GemmEpilogue& ep, float* Cp, int64_t OC, Scratch& sc) {
+  static const bool avx512 = cpu_has_avx512f();
+  if (!avx512) return false;
+  const int64_t pt = n.pad_top, pb = n.pad_bottom, pl = n.pad_left, pr = n.pad_right;
+  const int64_t Hp = H + pt + pb, Wp = W + pl + pr, KW = n.kw;
+  if ((int64_t)n.kh * n.dh * Wp * C + (KW * n.dw + 1) * C > INT32_MAX) return false;
+  const float* base = a.cdata();
+  if (nchw || pt || pb || pl || pr) {
+    if (gi == 0) {  // one padded copy serves every group
+      sc.padded.resize((size_t)(N * Hp * Wp * C));
+      float* P = sc.padded.data();
+      const float* X = a.cdata();
+      parallel(ctx, N * Hp, 8, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; r++) {
+          int64_t bn = r / Hp, h = r % Hp - pt;
+          float* dst = P + r * Wp * C;
+          if (h < 0 || h >= H) {
+            std::memset(dst, 0, (size_t)(Wp * C) * 4);
+            continue;
+          }
+          std::memset(dst, 0, (size_t)(pl * C) * 4);
+          if (nchw) {  // row h of every channel plane, interleaved
+            float* d = dst + pl * C;
+            for (int64_t c = 0; c < C; c++) {
+              const float* src = X + ((bn * C + c) * H + h) * W;
+              for (int64_t x = 0; x < W; x++) d[x * C + c] = src[x];
+            }
+          } else {
+            std::memcpy(dst + pl * C, X + (bn * H + h) * W * C, (size_t)(W * C) * 4);
+          }
+          std::memset(dst + (pl + W) * C, 0, (size_t)(pr * C) * 4);
+        }
+      });
+    }
+    base = sc.padded.data();
+  }
+  if (gi == 0) {  // tap offsets are the same for every group
+    sc.conv_koff.resize((size_t)K);
+    for (int64_t i = 0, k = 0; i < (int64_t)n.kh; i++)
+      for (int64_t j = 0; j < KW; j++)
+        for (int64_t c = 0; c < ICg; c++, k++) sc.conv_koff[(size_t)k] = (int32_t)((i * n.dh * Wp + j * n.dw) * C + c);
+  }
+  sc.conv_rows.resize((size_t)M);
+  parallel(ctx, M, 4096, [&](int64_t b, int64_t e) {
+    for (int64_t m = b, bn = b / (OH * OW), oh = (b / OW) % OH, ow = b % OW; m < e; m++) {
+      sc.conv_rows[(size_t)m] = base + ((bn * Hp + oh * n.sh) * Wp + ow * n.sw) * C + gi * ICg;
+      if (++ow == OW) {
+        ow = 0;
+        if (++oh == OH) { oh = 0; bn++; }
+      }
+    }
+  });
+  return sgemm_packed_indirect(ctx.pool, M, sc.conv_rows.data(), sc.conv_koff.data(), n.packed[gi], Cp, OC, ep);
+}
+
+// A convolution reading an NCHW input in place (a fused input transpose, one group, AVX-512):
+// an indirect GEMM whose tap offsets step through channel planes (c * H * W + i * W + j). The
+// output pixels whose window crosses the padding get wrong values from it (their row pointers
+// are kept inside the input) and are then recomputed from zero-padded im2col rows, a few rows
+// and columns of the image. No padded copy of the input is made. False, before any work, where
+// this path does not apply or the border is over an eighth of the image.
+bool conv_nchw_direct(KernelContext& ctx, const Node& n, const Value& a, int64_t N, int64_t H, int64_t W, int64_t C,
+                      int64_t OH, int64_t OW, int64_t K, const GemmEpilogue& ep, float* Y, int64_t OC, Scratch& sc) {
+  static const bool avx512 = cpu_has_avx512f();
+  if (!avx512 || n.groups != 1 || n.packed.size() != 1 || C * H * W > INT32_MAX || N * OH * OW == 0) return false;
+  const int64_t KH = n.kh, KW = n.kw, sh = n.sh, sw = n.sw, dh = n.dh, dw = n.dw, pt = n.pad_top, pl = n.pad_left;
+  if ((KH - 1) * dh >= H || (KW - 1) * dw >= W) return false;  // every tap offset must stay inside an image
+  const int64_t plane = H * W, M = N * OH * OW;
+  const float* X = a.cdata();
+  // output rows / columns whose whole window lies inside the input: [oh_lo, oh_hi) x [ow_lo, ow_hi)
+  auto inside_range = [](int64_t out, int64_t in, int64_t k, int64_t s, int64_t d, int64_t p, int64_t& lo, int64_t& hi) {
+    lo = 0;
+    while (lo < out && lo * s - p < 0) lo++;
+    hi = out;
+    while (hi > lo && (hi - 1) * s - p + (k - 1) * d >= in) hi--;
+  };
+  int64_t oh_lo, oh_hi, ow_lo, ow_hi;
+  inside_range(OH, H, KH, sh, dh, pt, oh_lo, oh_hi);
+  inside_range(OW, W, KW, sw, dw, pl, ow_lo, ow_hi);
+  // small images are mostly border: a padded copy then costs less than recomputing the border
+  if ((OH * OW - (oh_hi - oh_lo) * (ow_hi - ow_lo)) * 8 > OH * OW) return false;
+  sc.conv_koff.resize((size_t)K);
+  for (int64_t i = 0, k = 0; i < KH; i++)
+    for (int64_t j = 0; j < KW; j++)
+      for (int64_t c = 0; c < C; c++, k++) sc.conv_koff[(size_t)k] = (int32_t)(c * plane + i * dh * W + j * dw);
+  sc.conv_rows.resize((size_t)M);
+  parallel(ctx, N * OH, std::max<int64_t>(1, 4096 / OW), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; r++) {
+      const int64_t bn = r / OH, oh = r % OH;
+      const float* img = X + bn * C * plane;
+      const float** rp = sc.conv_rows.data() + r * OW;
+      const bool row_in = oh >= oh_lo && oh < oh_hi;
+      for (int64_t ow = 0; ow < OW; ow++)  // border pixels read the image's first taps, fixed below
+        rp[ow] = row_in && ow >= ow_lo && ow < ow_hi ? img + (oh * sh - pt) * W + (ow * sw - pl) : img;
+    }
+  });
+  if (!sgemm_packed_indirect(ctx.pool, M, sc.conv_rows.data(), sc.conv_koff.data(), n.packed[0], Y, OC, ep))
+    return false;  // (not reached: AVX-512 checked above)
+  // The border pixels again, in pieces with a regular output stride: whole rows, then the left and
+  // right columns of the inner rows; pieces run in parallel (their input reads are scattered).
+  struct Piece {
+    int64_t bn, oh0, ow0, count, step_h, step_w;
+  };
+  std::vector<Piece> pieces;
+  constexpr int64_t kPiece = 32;  // output pixels
+  auto add = [&](int64_t bn, int64_t oh0, int64_t ow0, int64_t count, int64_t step_h, int64_t step_w) {
+    for (int64_t t = 0; t < count; t += kPiece)
+      pieces.push_back({bn, oh0 + t * step_h, ow0 + t * step_w, std::min(kPiece, count - t), step_h, step_w});
+  };
+  for (int64_t bn = 0; bn < N; bn++) {
+    for (int64_t oh = 0; oh < OH; oh++)
+      if (oh < oh_lo || oh >= oh_hi) add(bn, oh, 0, OW, 0, 1);
+    if (oh_hi > oh_lo)
+      for (int64_t ow = 0; ow < OW; ow++)
+        if (ow < ow_lo || ow >= ow_hi) add(bn, oh_lo, ow, oh_hi - oh_lo, 1, 0);
+  }
+  parallel(ctx, (int64_t)pieces.size(), 1, [&](int64_t b, int64_t e) {
+    thread_local FloatBuffer col;  // grows only
+    if (col.size() < (size_t)(kPiece * K)) col.resize((size_t)(kPiece * K));
+    for (int64_t q = b; q < e; q++) {
+      const Piece& p = pieces[(size_t)q];
+      for (int64_t t = 0; t < p.count; t++) {
+        const int64_t oh = p.oh0 + t * p.step_h, ow = p.ow0 + t * p.step_w;
+        float* row = col.data() + t * K;
+        for (int64_t i = 0, k = 0; i < KH; i++)
+          for (int64_t j = 0; j < KW; j++) {
+            const int64_t ih = oh * sh - pt + i * dh, iw = ow * sw - pl + j * dw;
+            const bool in = ih >= 0 && ih < H && iw >= 0 && iw < W;
+            for (int64_t c = 0; c < C; c++, k++) row[k] = in ? X[((p.bn * C + c) * H + ih) * W + iw] : 0.f;
+          }
+      }
+      const int64_t m0 = (p.bn * OH + p.oh0) * OW + p.ow0, step = p.step_h * OW + p.step_w;
+      GemmEpilogue e = ep;
+      if (e.residual) {
+        e.residual += m0 * e.ldr;
+        e.ldr *= step;
+      }
+      sgemm_packed(nullptr, p.count, col.data(), K, 1, n.packed[0], Y + m0 * OC, step * OC, e);
+    }
+  });
+  return true;
+}
+
+}  // namespace
+
+void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
+  const Value* ap = &in(g, n, 0);  // NHWC, or NCHW when a transpose was fused in (until it runs)
+  Value& w = in(g, n, 1);
+  bool nchw = n.nchw_transposed != kInvalidId;
+  if (ap->shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
+  const std::vector<int64_t>& is = ap->shape;
+  int64_t N = is[0], H = nchw ? is[2] : is[1], W = nchw ? is[3] : is[2], C = nchw ? is[1] : is[3];
+  int64_t G = n.groups, ICg = n.group_in, OCg = n.group_out, OC = G * OCg;
+  if (C != G * ICg) fail(n, "input has " + std::to_string(C) + " channels, expected " + std::to_string(G * ICg));
+  int64_t OH = pool_dim(n, H, n.kh, n.sh, n.dh, n.pad_top, n.pad_bottom), OW = pool_dim(n, W, n.kw, n.sw, n.dw, n.pad_left, n.pad_right);
+  const std::vector<int64_t> oshape{N, OH, OW, OC};
+  const Value* res = fused_residual(g, n, oshape);
+  Value& o = gemm_output(g, n, oshape);
+  int64_t K = (int64_t)n.kh * n.kw * ICg, M = N * OH * OW;
+  check_filter(n, w, {OC, (int64_t)n.kh, (int64_t)n.kw, ICg});
+  if (M * K > (int64_t(1) << 32)) fail(n, "im2col buffer would be too large");
+  const float* bias = bias_of(g, n, OC);
+  bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left && !n.pad_bottom && !n.pad_right;
+  if (!n.packed.empty()) {
+    if ((int64_t)n.packed.size() != G) fail(n, "packed weights do not match the filter");
+    for (const PackedB& pb : n.packed)
+      if (pb.K != K || pb.N != OCg) fail(n, "packed weights do not match the filter");
+  }
+  // the fused transpose, as its own step, where the convolution cannot read NCHW directly
+  auto transpose_input = [&] {
+    Value& t = g.values[n.nchw_transposed];
+    ensure_shape(t, {N, H, W, C});
+    if (!transpose_as_batched_2d(ctx, *ap, {0, 2, 3, 1}, t)) fail(n, "cannot transpose the NCHW input");
+    ap = &t;
+    nchw = false;
+  };
+  if (M == 0 || OC == 0) return;  // empty output (its buffer may be null: no pointer arithmetic on it)
+  // im2col of output pixels [m_begin, m_end) of group gi into rows of K floats at dst. With one
+  // group and no dilation, a kernel row's taps are KW * C adjacent input floats.
+  const bool row_runs = G == 1 && n.dw == 1;
+  const int64_t KW = n.kw, run = KW * ICg;
+  auto copy = [](float* d, const float* src, int64_t len) {  // short runs: no memcpy call
+    if (len >= 32) std::memcpy(d, src, (size_t)len * 4);
+    else for (int64_t t = 0; t < len; t++) d[t] = src[t];
+  };
+  auto im2col = [&](int64_t gi, int64_t m_begin, int64_t m_end, float* dst_rows) {
+    const float* X = ap->cdata();
+    int64_t bn = m_begin / (OH * OW), oh = (m_begin / OW) % OH, ow = m_begin % OW;  // then stepped, no divisions
+    for (int64_t m = m_begin; m < m_end; m++, ow++) {
+      if (ow == OW) {
+        ow = 0;
+        if (++oh == OH) { oh = 0; bn++; }
+      }
+      float* row = dst_rows + (m - m_begin) * K;
+      int64_t iw0 = ow * n.sw - n.pad_left;
+      for (int64_t i = 0; i < (int64_t)n.kh; i++) {
+        int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
+        float* dst = row + i * run;
+        if (ih < 0 || ih >= H) {
+          std::memset(dst, 0, (size_t)run * 4);
+          continue;
+        }
+        const float* src_row = X + ((bn * H + ih) * W) * C + gi * ICg;
+        if (row_runs && iw0 >= 0 && iw0 + KW <= W) {
+          copy(dst, src_row + iw0 * C, run);
+          continue;
+        }
+        for (int64_t j = 0; j < KW; j++, dst += ICg) {
+          int64_t iw = iw0 + j * n.dw;
+          if (iw < 0 || iw >= W) std::memset(dst, 0, (size_t)ICg * 4);
+          else copy(dst, src_row + iw * C, ICg);
+        }
+      }
+    }
+  };
+  for (int64_t gi = 0; gi < G; gi++) {
+    GemmEpilogue ep = epilogue(n, bias ? bias + gi * OCg : nullptr);
+    with_residual(ep, n, res, gi * OCg, OC);
+    float* Cp = o.data.data() + gi * OCg;
+    if (nchw && fusion_mode() == FusionMode::Steps) transpose_input();
+    if (nchw && !pointwise && conv_nchw_direct(ctx, n, *ap, N, H, W, C, OH, OW, K, ep, Cp, OC, sc)) continue;
+    if (!n.packed.empty() && !pointwise &&
+        conv_indirect(ctx, n, *ap, nchw, gi, N, H, W, C, ICg, OH, OW, K, M, ep, Cp, OC, sc))
+      continue;
+    if (nchw) transpose_input();  // (first group: conv_indirect fails before any work or never)
+    if (pointwise) {
+      const float* A = ap->cdata() + gi * ICg;
+      if (!n.packed.empty()) sgemm_packed(ctx.pool, M, A, C, 1, n.packed[gi], Cp, OC, ep);
+      else sgemm(ctx.pool, M, OCg, K, A, C, 1, w.data.data() + gi * OCg * K, 1, K, Cp, OC, ep);
+      continue;
+    }
+    if (!n.packed.empty()) {
+      // Blocks of output pixels, each unfolded into a small per-thread buffer (kept in cache)
+      // and multiplied right away: no full-size im2col pass through memory.
+      const int64_t rows = std::max<int64_t>(8, std::min<int64_t>(256, (int64_t(1) << 14) / K)) / 8 * 8;
+      const PackedB& pb = n.packed[gi];
+      parallel(ctx, (M + rows - 1) / rows, 1, [&](int64_t b, int64_t e) {
+        thread_local FloatBuffer buf;  // grows only
+        if (buf.size() < (size_t)(rows * K)) buf.resize((size_t)(rows * K));
+        for (int64_t blk = b; blk < e; blk++) {
+          int64_t m0 = blk * rows, m1 = std::min(M, m0 + rows);
+          im2col(gi, m0, m1, buf.data());
+          GemmEpilogue epb = ep;
+          if (epb.residual) epb.residual += m0 * OC;
+          sgemm_packed(nullptr, m1 - m0, buf.data(), K, 1, pb, Cp + m0 * OC, OC, epb);
+        }
+      });
+      continue;
+    }
+    // weights computed at run time: one im2col buffer, then a GEMM
+    // (filter [OC, KH, KW, ICg]: B(k, oc) = w[(gi*OCg + oc)*K + k])
+    sc.col.resize((size_t)(M * K));
+    float* col = sc.col.data();
+    parallel(ctx, M, 64, [&](int64_t b, int64_t e) { im2col(gi, b, e, col + b * K); });
+    sgemm(ctx.pool, M, OCg, K, col, K, 1, w.data.data() + gi * OCg * K, 1, K, Cp, OC, ep);
+  }
+}
+
+// into `o`: the node's output, or its own result when a projection was fused after it
+void depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o) {
+  Value &a = in(g, n, 0), &w = in(g, n, 1);
+  if (a.shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
+  int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3], OC = w.shape[3];
+  if (OC % C) fail(n, "filter channels are not a multiple of input channels");
+  int64_t mult = OC / C, KH = n.kh, KW = n.kw;
+  int64_t OH = pool_dim(n, H, KH, n.sh, n.dh, n.pad_top, n.pad_bottom), OW = pool_dim(n, W, KW, n.sw, n.dw, n.pad_left, n.pad_right);
+  ensure_shape(o, {N, OH, OW, OC});
+  check_filter(n, w, {1, KH, KW, OC});
+  const float* bias = bias_of(g, n, OC);
+  const float* wd = w.data.data();
+  float lo = n.out_min, hi = n.out_max;
+  if (mult == 1) {
+    DepthwiseGeom dg{N, H, W, C, OH, OW, KH, KW, n.sh, n.sw, n.dh, n.dw, n.pad_top, n.pad_left, lo, hi};
+    const float* x = a.data.data();
+    float* y = o.data.data();
+    parallel(ctx, N * OH, 1, [&](int64_t b, int64_t e) { depthwise_nhwc_f32(dg, x, wd, bias, y, b, e); });
+    return;
+  }
+  parallel(ctx, N * OH, 1, [&](int64_t b, int64_t e) {
+    std::vector<float> acc((size_t)OC);
+    for (int64_t r = b; r < e; r++) {
+      int64_t bn = r / OH, oh = r % OH;
+      for (int64_t ow = 0; ow < OW; ow++) {
+        if (bias) copy_floats(acc.data(), bias, OC);
+        else std::fill(acc.begin(), acc.end(), 0.f);
+        for (int64_t i = 0; i < KH; i++) {
+          int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t j = 0; j < KW; j++) {
+            int64_t iw = ow * n.sw - n.pad_left + j * n.dw;
+            if (iw < 0 || iw >= W) continue;
+            const float* x = &a.data[((bn * H + ih) * W + iw) * C];
+            const float* k = wd + (i * KW + j) * OC;
+            float* ac = acc.data();
+            if (mult == 1) {
+              for (int64_t c = 0; c < OC; c++) ac[c] += x[c] * k[c];
+            } else {
+              for (int64_t c = 0; c < OC; c++) ac[c] += x[c / mult] * k[c];
+            }
+          }
+        }
+        float* y = &o.data[((bn * OH + oh) * OW + ow) * OC];
+        for (int64_t c = 0; c < OC; c++) y[c] = std::min(std::max(acc[c], lo), hi);
+      }
+    }
+  });
+}
+
+void deconv(Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &w = in(g, n, 1), &o = out(g, n);
+  if (a.shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
+  int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3];
+  int64_t G = n.groups, ICg = n.group_in, OCg = n.group_out, OC = G * OCg, KH = n.kh, KW = n.kw;
+  if (C != G * ICg) fail(n, "input channels do not match the filter");
+  int64_t OH = (H - 1) * n.sh + n.dh * (KH - 1) + 1 - n.pad_top - n.pad_bottom + n.adj_h;
+  int64_t OW = (W - 1) * n.sw + n.dw * (KW - 1) + 1 - n.pad_left - n.pad_right + n.adj_w;
+  if (OH <= 0 || OW <= 0) fail(n, "output would be empty");
+  ensure_shape(o, {N, OH, OW, OC});
+  check_filter(n, w, {OC, KH, KW, ICg});
+  const float* bias = bias_of(g, n, OC);
+  for (int64_t p = 0; p < N * OH * OW; p++)
+    for (int64_t c = 0; c < OC; c++) o.data[p * OC + c] = bias ? bias[c] : 0.f;
+  const float* wd = w.data.data();
+  for (int64_t bn = 0; bn < N; bn++)
+    for (int64_t ih = 0; ih < H; ih++)
+      for (int64_t iw = 0; iw < W; iw++) {
+        const float* x = &a.data[((bn * H + ih) * W + iw) * C];
+        for (int64_t i = 0; i < KH; i++) {
+          int64_t oh = ih * n.sh - n.pad_top + i * n.dh;
+          if (oh < 0 || oh >= OH) continue;
+          for (int64_t j = 0; j < KW; j++) {
+            int64_t ow = iw * n.sw - n.pad_left + j * n.dw;
+            if (ow < 0 || ow >= OW) continue;
+            float* y = &o.data[((bn * OH + oh) * OW + ow) * OC];
+            for (int64_t gi = 0; gi < G; gi++)
+              for (int64_t oc = 0; oc < OCg; oc++) {
+                const float* k = wd + (((gi * OCg + oc) * KH + i) * KW + j) * ICg;
+                const float* xg = x + gi * ICg;
+                float s = 0;
+                for (int64_t ic = 0; ic < ICg; ic++) s += xg[ic] * k[ic];
+                y[gi * OCg + oc] += s;
+              }
+          }
+        }
+      }
+  clamp_output(n, o);
+}
+
+}  // namespace etnp::xnn

@@ -1,0 +1,219 @@
+// Layout XNNPACK nodes: transpose (cache-blocked), reshape, slice, constant pad, concatenation,
+// bilinear resize.
+#include "delegates/xnnpack/xnn_node_util.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kernel_util.h"
+
+namespace etnp::xnn {
+
+// ---- layout ----
+// Permutations that, once runs of adjacent dims are merged, swap the last two of [B, R, S]
+// (NCHW <-> NHWC is one): out[b][s][r] = in[b][r][s], copied in cache-sized blocks.
+bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vector<int64_t>& perm, Value& o) {
+  // merged runs of input dims (size-1 dims dropped), in output order: size, first and last input dim
+  int64_t md[8], mf[8], ml[8];
+  size_t nm = 0;
+  for (size_t i = 0; i < perm.size(); i++) {
+    int64_t d = perm[i], size = a.shape[d];
+    if (size == 1) continue;
+    if (nm && d > ml[nm - 1]) {
+      bool adjacent = true;  // every dim between the run's last and d must be 1
+      for (int64_t k = ml[nm - 1] + 1; k < d; k++) adjacent = adjacent && a.shape[k] == 1;
+      if (adjacent) { md[nm - 1] *= size; ml[nm - 1] = d; continue; }
+    }
+    md[nm] = size;
+    mf[nm] = ml[nm] = d;
+    nm++;
+  }
+  if (nm <= 1) {  // the same element order
+    copy_floats(o.data.data(), a.cdata(), o.numel());
+    return true;
+  }
+  int64_t B = 1, R, S;
+  if (nm == 2 && mf[0] > mf[1]) { R = md[1]; S = md[0]; }
+  else if (nm == 3 && mf[0] < mf[1] && mf[0] < mf[2] && mf[1] > mf[2]) { B = md[0]; R = md[2]; S = md[1]; }
+  else return false;
+  const float* x = a.cdata();  // the caller's tensor when the delegate input is read in place
+  float* y = o.data.data();
+  constexpr int64_t T = 32;
+  const int64_t sblocks = (S + T - 1) / T;
+  // tasks: (batch, block of T output rows s), each covering every r
+  // a bandwidth-bound copy: split only when it is large (a second core mostly adds cache traffic)
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 19) / std::max<int64_t>(1, R * T));
+  parallel(ctx, B * sblocks, grain, [&](int64_t tb, int64_t te) {
+    for (int64_t t = tb; t < te; t++) {
+      int64_t b = t / sblocks, s0 = (t % sblocks) * T, s1 = std::min(S, s0 + T);
+      const float* xb = x + b * R * S;
+      float* yb = y + b * R * S;
+      if (R == 3) {  // RGB images: NCHW <-> NHWC of the network input
+        for (int64_t s = s0; s < s1; s++) {
+          yb[s * 3] = xb[s];
+          yb[s * 3 + 1] = xb[S + s];
+          yb[s * 3 + 2] = xb[2 * S + s];
+        }
+        continue;
+      }
+      for (int64_t r0 = 0; r0 < R; r0 += T) {
+        int64_t r1 = std::min(R, r0 + T);
+        for (int64_t s = s0; s < s1; s++)
+          for (int64_t r = r0; r < r1; r++) yb[s * R + r] = xb[r * S + s];
+      }
+    }
+  });
+  return true;
+}
+
+void transpose(KernelContext& ctx, Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  size_t nd = a.shape.size();
+  if (n.ints.size() != nd) fail(n, "permutation rank differs from input rank");
+  if (nd > 8) fail(n, "rank " + std::to_string(nd) + " is above 8");
+  std::vector<int64_t> s(nd);
+  int64_t st[8], in_st[8];
+  int64_t acc = 1;
+  for (size_t i = nd; i-- > 0;) { in_st[i] = acc; acc *= a.shape[i]; }
+  unsigned seen = 0;
+  for (size_t i = 0; i < nd; i++) {
+    if (n.ints[i] >= (int64_t)nd || (seen & (1u << n.ints[i]))) fail(n, "invalid permutation");
+    seen |= 1u << n.ints[i];
+    s[i] = a.shape[n.ints[i]];
+    st[i] = in_st[n.ints[i]];
+  }
+  ensure_shape(o, s);
+  if (transpose_as_batched_2d(ctx, a, n.ints, o)) return;
+  int64_t total = o.numel(), idx[8] = {};
+  const float* src = a.cdata();
+  for (int64_t k = 0; k < total; k++) {
+    int64_t off = 0;
+    for (size_t d = 0; d < nd; d++) off += idx[d] * st[d];
+    o.data[k] = src[off];
+    for (size_t d = nd; d-- > 0;) { if (++idx[d] < s[d]) break; idx[d] = 0; }
+  }
+}
+void reshape(Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  std::vector<int64_t> s = n.ints;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] == 0) { if (infer >= 0) fail(n, "more than one inferred dimension"); infer = (int64_t)i; }
+    else if (s[i] < 0 || __builtin_mul_overflow(known, s[i], &known)) fail(n, "invalid reshape size");
+  }
+  if (infer >= 0) s[infer] = known ? a.numel() / known : 0;
+  int64_t total = 1;
+  for (auto d : s)
+    if (__builtin_mul_overflow(total, d, &total)) fail(n, "invalid reshape size");
+  if (total != a.numel()) fail(n, "cannot reshape " + shape_str(a.shape) + " to " + shape_str(s));
+  ensure_shape(o, s);
+  if (&o != &a) copy_floats(o.data.data(), a.data.data(), total);
+}
+void slice(Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  size_t nd = a.shape.size();
+  if (n.ints.size() != nd || n.ints2.size() != nd) fail(n, "slice rank mismatch");
+  std::vector<int64_t> s(nd), st(nd);
+  int64_t acc = 1, base = 0;
+  for (size_t i = nd; i-- > 0;) { st[i] = acc; acc *= a.shape[i]; }
+  for (size_t i = 0; i < nd; i++) {
+    int64_t off = n.ints[i], sz = n.ints2[i] == 0 ? a.shape[i] - off : n.ints2[i];
+    if (off < 0 || sz < 0 || off + sz > a.shape[i]) fail(n, "slice out of bounds for " + shape_str(a.shape));
+    s[i] = sz;
+    base += off * st[i];
+  }
+  ensure_shape(o, s);
+  int64_t total = o.numel(), idx[8] = {};
+  for (int64_t k = 0; k < total; k++) {
+    int64_t off = base;
+    for (size_t d = 0; d < nd; d++) off += idx[d] * st[d];
+    o.data[k] = a.data[off];
+    for (size_t d = nd; d-- > 0;) { if (++idx[d] < s[d]) break; idx[d] = 0; }
+  }
+}
+void pad(Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  size_t nd = a.shape.size();
+  if (n.ints.size() != nd || n.ints2.size() != nd) fail(n, "padding rank mismatch");
+  std::vector<int64_t> s(nd), ist(nd);
+  int64_t acc = 1;
+  for (size_t i = nd; i-- > 0;) { ist[i] = acc; acc *= a.shape[i]; }
+  for (size_t i = 0; i < nd; i++) s[i] = a.shape[i] + n.ints[i] + n.ints2[i];
+  ensure_shape(o, s);
+  int64_t total = o.numel(), idx[8] = {};
+  for (int64_t k = 0; k < total; k++) {
+    int64_t off = 0;
+    bool inside = true;
+    for (size_t d = 0; d < nd; d++) {
+      int64_t j = idx[d] - n.ints[d];
+      if (j < 0 || j >= a.shape[d]) { inside = false; break; }
+      off += j * ist[d];
+    }
+    o.data[k] = inside ? a.data[off] : n.fparam;
+    for (size_t d = nd; d-- > 0;) { if (++idx[d] < s[d]) break; idx[d] = 0; }
+  }
+}
+void concat(Graph& g, Node& n) {
+  Value& a0 = in(g, n, 0);
+  size_t nd = a0.shape.size();
+  if (n.axis >= nd) fail(n, "axis out of range");
+  std::vector<int64_t> s = a0.shape;
+  s[n.axis] = 0;
+  for (size_t k = 0; k < n.inputs.size(); k++) {
+    Value& a = in(g, n, k);
+    if (a.shape.size() != nd) fail(n, "inputs differ in rank");
+    for (size_t d = 0; d < nd; d++)
+      if (d != n.axis && a.shape[d] != a0.shape[d]) fail(n, "inputs differ in shape");
+    s[n.axis] += a.shape[n.axis];
+  }
+  Value& o = out(g, n);
+  ensure_shape(o, s);
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < n.axis; d++) outer *= s[d];
+  for (size_t d = n.axis + 1; d < nd; d++) inner *= s[d];
+  int64_t off = 0;
+  for (size_t k = 0; k < n.inputs.size(); k++) {
+    Value& a = in(g, n, k);
+    int64_t run = a.shape[n.axis] * inner;
+    for (int64_t r = 0; r < outer; r++)
+      copy_floats(o.data.data() + r * s[n.axis] * inner + off, a.data.data() + r * run, run);
+    off += run;
+  }
+}
+void resize_bilinear(Graph& g, Node& n) {  // NHWC
+  Value &a = in(g, n, 0), &o = out(g, n);
+  if (a.shape.size() != 4) fail(n, "expects a 4-D NHWC input");
+  int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3], OH = n.new_h, OW = n.new_w;
+  ensure_shape(o, {N, OH, OW, C});
+  bool align = n.flags & kAlignCorners;
+  auto src = [&](int64_t i, int64_t in_n, int64_t out_n, int64_t& i0, int64_t& i1, float& l) {
+    double v = align ? (out_n > 1 ? (double)i * (in_n - 1) / (out_n - 1) : 0.0)
+                     : std::max(0.0, (i + 0.5) * ((double)in_n / out_n) - 0.5);
+    i0 = std::min((int64_t)v, in_n - 1);
+    i1 = std::min(i0 + 1, in_n - 1);
+    l = (float)(v - i0);
+  };
+  for (int64_t b = 0; b < N; b++)
+    for (int64_t oh = 0; oh < OH; oh++) {
+      int64_t h0, h1;
+      float lh;
+      src(oh, H, OH, h0, h1, lh);
+      for (int64_t ow = 0; ow < OW; ow++) {
+        int64_t w0, w1;
+        float lw;
+        src(ow, W, OW, w0, w1, lw);
+        const float* p00 = &a.data[((b * H + h0) * W + w0) * C];
+        const float* p01 = &a.data[((b * H + h0) * W + w1) * C];
+        const float* p10 = &a.data[((b * H + h1) * W + w0) * C];
+        const float* p11 = &a.data[((b * H + h1) * W + w1) * C];
+        float* y = &o.data[((b * OH + oh) * OW + ow) * C];
+        for (int64_t c = 0; c < C; c++)
+          y[c] = (1 - lh) * ((1 - lw) * p00[c] + lw * p01[c]) + lh * ((1 - lw) * p10[c] + lw * p11[c]);
+      }
+    }
+}
+
+}  // namespace etnp::xnn

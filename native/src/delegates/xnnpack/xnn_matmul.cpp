@@ -1,0 +1,150 @@
+// Matrix XNNPACK nodes: fully connected (float GEMM, or the int8 GEMM for qd8 x qc8w), batched
+// matrix multiply, scaled dot-product attention; the GEMM nodes' fused-residual helpers.
+#include "delegates/xnnpack/xnn_node_util.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kernel_util.h"
+#include "kernels/gemm.h"
+#include "kernels/qgemm.h"
+#include "kernels/quantize_row.h"
+
+namespace etnp::xnn {
+
+// ---- matrix ops ----
+// A residual Add fused into this GEMM node (xnn_fuse.cpp): the residual when its shape is the
+// output's, so the GEMM epilogue adds it; null otherwise, and the node then writes its own
+// result (n.unfused) and run_node applies the add after it (n.residual_pending).
+const Value* fused_residual(Graph& g, Node& n, const std::vector<int64_t>& shape) {
+  n.residual_pending = false;
+  if (n.residual == kInvalidId) return nullptr;
+  const Value& r = g.values[n.residual];
+  if (r.shape == shape && fusion_mode() != FusionMode::Steps) return &r;
+  n.residual_pending = true;
+  return nullptr;
+}
+// Where a GEMM node writes its result, shaped.
+Value& gemm_output(Graph& g, const Node& n, const std::vector<int64_t>& shape) {
+  Value& o = n.residual_pending ? g.values[n.unfused] : out(g, n);
+  ensure_shape(o, shape);
+  return o;
+}
+
+void check_filter(const Node& n, const Value& w, std::initializer_list<int64_t> want) {
+  std::vector<int64_t> s(want);
+  if (w.shape != s) fail(n, "filter shape " + shape_str(w.shape) + " does not match the node (" + shape_str(s) + ")");
+}
+
+void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
+  Value &a = in(g, n, 0), &w = in(g, n, 1);
+  if (w.shape.size() != 2) fail(n, "filter must be 2-D");
+  bool tw = n.flags & kTransposeWeights;
+  int64_t IC = tw ? w.shape[0] : w.shape[1], OC = tw ? w.shape[1] : w.shape[0];
+  if (a.shape.empty() || a.shape.back() != IC) fail(n, "input " + shape_str(a.shape) + " does not match filter " + shape_str(w.shape));
+  std::vector<int64_t> s = a.shape;
+  s.back() = OC;
+  // the int8 GEMM has no residual epilogue: a fused add then runs after it
+  const Value* res = n.qpacked.N > 0 ? nullptr : fused_residual(g, n, s);
+  if (n.qpacked.N > 0 && n.residual != kInvalidId) n.residual_pending = true;
+  Value& o = gemm_output(g, n, s);
+  int64_t M = a.numel() / IC;
+  const float* bias = bias_of(g, n, OC);
+  GemmEpilogue ep = epilogue(n, bias);
+  with_residual(ep, n, res, 0, OC);
+  if (n.qpacked.N > 0) {
+    // the filter lives only as int8 panels: the input must carry its per-row quantization
+    if (n.qpacked.K != IC || n.qpacked.N != OC || a.row_len <= 0 || a.row_len % IC != 0 ||
+        (int64_t)a.row_scale.size() * a.row_len < a.numel() || (int64_t)a.q8.size() < a.numel())
+      fail(n, "dynamically quantized input without per-row quantization parameters (corrupt program?)");
+    // int8 x int8 on the integers finalize_value kept, rows padded to the packed K
+    const int64_t Kp = n.qpacked.Kp, per_row = a.row_len / IC;
+    sc.q8.resize((size_t)(M * Kp));
+    sc.row_scale.resize((size_t)M);
+    sc.row_zp.resize((size_t)M);
+    parallel(ctx, M, std::max<int64_t>(1, 4096 / std::max<int64_t>(IC, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t m = b; m < e; m++) {
+        const double scale = a.row_scale[(size_t)(m / per_row)];
+        const int32_t zp = a.row_zp[(size_t)(m / per_row)];
+        uint8_t* q = sc.q8.data() + m * Kp;
+        std::memcpy(q, a.q8.data() + m * IC, (size_t)IC);
+        std::memset(q + IC, 0, (size_t)(Kp - IC));
+        sc.row_scale[(size_t)m] = (float)scale;
+        sc.row_zp[(size_t)m] = zp;
+      }
+    });
+    QActivations qa{sc.q8.data(), sc.row_scale.data(), sc.row_zp.data()};
+    qgemm_q8(ctx.pool, M, qa, n.qpacked, bias, n.out_min, n.out_max, o.data.data(), OC);
+    return;
+  }
+  if (!n.packed.empty()) {
+    if (n.packed[0].K != IC || n.packed[0].N != OC) fail(n, "packed weights do not match the filter");
+    sgemm_packed(ctx.pool, M, a.data.data(), IC, 1, n.packed[0], o.data.data(), OC, ep);
+  } else {
+    sgemm(ctx.pool, M, OC, IC, a.data.data(), IC, 1, w.data.data(), tw ? OC : 1, tw ? 1 : IC, o.data.data(), OC, ep);
+  }
+}
+
+void batch_matmul(KernelContext& ctx, Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &b = in(g, n, 1), &o = out(g, n);
+  if (a.shape.size() < 2 || b.shape.size() < 2) fail(n, "inputs must be at least 2-D");
+  bool tb = n.flags & kTransposeWeights;
+  size_t ra = a.shape.size(), rb = b.shape.size();
+  int64_t M = a.shape[ra - 2], K = a.shape[ra - 1];
+  int64_t Kb = tb ? b.shape[rb - 1] : b.shape[rb - 2], N = tb ? b.shape[rb - 2] : b.shape[rb - 1];
+  if (K != Kb) fail(n, "inner dimensions differ: " + shape_str(a.shape) + " x " + shape_str(b.shape));
+  int64_t BA = a.numel() / (M * K), BB = b.numel() / (Kb * N);
+  if (BA != BB && BB != 1 && BA != 1) fail(n, "batch dimensions do not broadcast");
+  int64_t B = std::max(BA, BB);
+  std::vector<int64_t> s = BA >= BB ? a.shape : b.shape;
+  s[s.size() - 2] = M;
+  s[s.size() - 1] = N;
+  ensure_shape(o, s);
+  for (int64_t i = 0; i < B; i++) {
+    const float* A = a.data.data() + (BA == 1 ? 0 : i) * M * K;
+    const float* Bp = b.data.data() + (BB == 1 ? 0 : i) * K * N;
+    sgemm(ctx.pool, M, N, K, A, K, 1, Bp, tb ? 1 : N, tb ? K : 1, o.data.data() + i * M * N, N, epilogue(n, nullptr));
+  }
+}
+
+void sdpa(Graph& g, Node& n) {
+  Value &q = in(g, n, 0), &k = in(g, n, 1), &v = in(g, n, 2), &o = out(g, n);
+  Value* scale = opt_in(g, n, 3);
+  Value* mask = opt_in(g, n, 4);
+  if (q.shape.size() != 4 || k.shape.size() != 4 || v.shape.size() != 4) fail(n, "expects 4-D query/key/value");
+  int64_t B = q.shape[0], Hh = q.shape[1], T = q.shape[2], D = q.shape[3], S = k.shape[2], Dv = v.shape[3];
+  if (k.shape[0] != B || k.shape[1] != Hh || k.shape[3] != D || v.shape[0] != B || v.shape[1] != Hh || v.shape[2] != S)
+    fail(n, "query/key/value shapes do not agree");
+  if ((scale && scale->data.empty()) || (mask && mask->data.empty())) fail(n, "empty scale or mask");
+  ensure_shape(o, {B, Hh, T, Dv});
+  std::vector<double> sc((size_t)S);
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < Hh; h++) {
+      int64_t bh = b * Hh + h;
+      for (int64_t t = 0; t < T; t++) {
+        const float* qr = &q.data[(bh * T + t) * D];
+        double mx = -INFINITY;
+        for (int64_t s = 0; s < S; s++) {
+          const float* kr = &k.data[(bh * S + s) * D];
+          double acc = 0;
+          for (int64_t d = 0; d < D; d++) acc += (double)qr[d] * (scale ? scale->data[d % scale->data.size()] : 1.f) * kr[d];
+          if (mask) acc += mask->data[(t * S + s) % mask->data.size()];
+          sc[s] = acc;
+          mx = std::max(mx, acc);
+        }
+        double sum = 0;
+        for (int64_t s = 0; s < S; s++) { sc[s] = std::exp(sc[s] - mx); sum += sc[s]; }
+        float* y = &o.data[(bh * T + t) * Dv];
+        for (int64_t d = 0; d < Dv; d++) {
+          double acc = 0;
+          for (int64_t s = 0; s < S; s++) acc += sc[s] * v.data[(bh * S + s) * Dv + d];
+          y[d] = (float)(acc / sum);
+        }
+      }
+    }
+}
+
+}  // namespace etnp::xnn

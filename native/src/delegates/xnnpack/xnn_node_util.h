@@ -1,0 +1,92 @@
+// Internal to the XNNPACK delegate's node files (xnn_*.cpp): the helpers they share and each
+// node family's entry points, which run_node (xnn_ops.cpp) dispatches to.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "delegates/xnnpack/xnn_ops.h"
+#include "runtime/tensor.h"
+
+namespace etnp::xnn {
+
+inline constexpr uint32_t kTransposeWeights = 0x1;
+inline constexpr uint32_t kAlignCorners = 0x8;
+
+// Clamp to an integer range before a cast; NaN goes to lo (casting NaN or out-of-range
+// doubles to an integer type is undefined).
+inline double clamp_q(double v, double lo, double hi) { return v >= lo ? (v <= hi ? v : hi) : lo; }
+
+[[noreturn]] inline void fail(const Node& n, const std::string& m) { throw_exec(std::string(node_type_name(n.type)) + ": " + m); }
+
+inline Value& in(Graph& g, const Node& n, size_t k) {
+  uint32_t id = n.inputs.at(k);
+  Value& v = g.values[id];
+  if (!v.is_constant && v.data.size() < (size_t)v.numel()) fail(n, "input " + std::to_string(k) + " has no data");
+  return v;
+}
+inline Value* opt_in(Graph& g, const Node& n, size_t k) {
+  return k < n.inputs.size() && n.inputs[k] != kInvalidId ? &g.values[n.inputs[k]] : nullptr;
+}
+inline Value& out(Graph& g, const Node& n) { return g.values[n.output]; }
+
+inline std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+inline Tensor wrap(Value& v) {
+  Tensor t;
+  t.dtype = DType::F32;
+  t.dim = (int)v.shape.size();
+  for (int i = 0; i < t.dim; i++) { t.sizes[i] = v.shape[i]; t.dim_order[i] = (uint8_t)i; }
+  t.compute_strides();
+  t.data = v.data.data();
+  t.capacity = v.data.size() * sizeof(float);
+  t.dynamism = Dynamism::Bound;
+  return t;
+}
+
+inline void clamp_values(Value& o, float lo, float hi) {
+  if (!std::isfinite(lo) && !std::isfinite(hi)) return;
+  float* d = o.data.data();
+  for (int64_t i = 0, e = o.numel(); i < e; i++) d[i] = std::min(std::max(d[i], lo), hi);
+}
+inline void clamp_output(const Node& n, Value& o) { clamp_values(o, n.out_min, n.out_max); }
+
+// ---- elementwise (xnn_elementwise.cpp) ----
+// Runs n when it is an elementwise node (binary, unary, softmax, clamp/copy/convert); false otherwise.
+bool run_elementwise(KernelContext& ctx, Graph& g, Node& n);
+void add_values(KernelContext& ctx, Value& a, Value& b, Value& o);  // o = a + b, broadcasting
+
+// ---- layout (xnn_layout.cpp) ----
+// Permutations that, once runs of adjacent dims are merged, swap the last two of [B, R, S];
+// false (nothing done) for others.
+bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vector<int64_t>& perm, Value& o);
+void transpose(KernelContext& ctx, Graph& g, Node& n);
+void reshape(Graph& g, Node& n);
+void slice(Graph& g, Node& n);
+void pad(Graph& g, Node& n);
+void concat(Graph& g, Node& n);
+void resize_bilinear(Graph& g, Node& n);
+
+// ---- pooling (xnn_pooling.cpp) ----
+void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices);
+void global_avg_pool(KernelContext& ctx, Graph& g, Node& n);
+
+// ---- matrix ops (xnn_matmul.cpp) ----
+const Value* fused_residual(Graph& g, Node& n, const std::vector<int64_t>& shape);
+Value& gemm_output(Graph& g, const Node& n, const std::vector<int64_t>& shape);
+void check_filter(const Node& n, const Value& w, std::initializer_list<int64_t> want);
+void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc);
+void batch_matmul(KernelContext& ctx, Graph& g, Node& n);
+void sdpa(Graph& g, Node& n);
+
+// ---- convolutions (xnn_conv.cpp) ----
+void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc);
+void depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o);
+void deconv(Graph& g, Node& n);
+
+}  // namespace etnp::xnn

@@ -1,0 +1,84 @@
+// Pooling XNNPACK nodes (NHWC): max/average windows (with argmax indices), global average.
+#include "delegates/xnnpack/xnn_node_util.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/column_sums.h"
+#include "kernels/kernel_util.h"
+
+namespace etnp::xnn {
+
+// ---- pooling (NHWC) ----
+void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  if (a.shape.size() != 4) fail(n, "expects a 4-D NHWC input");
+  int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3];
+  int64_t OH = pool_dim(n, H, n.kh, n.sh, n.dh, n.pad_top, n.pad_bottom), OW = pool_dim(n, W, n.kw, n.sw, n.dw, n.pad_left, n.pad_right);
+  ensure_shape(o, {N, OH, OW, C});
+  if (indices) ensure_shape(*indices, {N, OH, OW, C});
+  const int64_t row_work = std::max<int64_t>(1, OW * C * n.kh * n.kw);
+  parallel(ctx, N * OH, std::max<int64_t>(1, (int64_t(1) << 14) / row_work), [&](int64_t b, int64_t e) {
+    thread_local std::vector<float> acc;  // per thread, grow only
+    thread_local std::vector<int64_t> cnt_or_idx;
+    acc.resize((size_t)C);
+    cnt_or_idx.resize((size_t)C);
+    for (int64_t r = b; r < e; r++) {
+      int64_t bn = r / OH, oh = r % OH;
+      for (int64_t ow = 0; ow < OW; ow++) {
+        std::fill(acc.begin(), acc.end(), is_max ? -INFINITY : 0.f);
+        std::fill(cnt_or_idx.begin(), cnt_or_idx.end(), 0);
+        int64_t count = 0;
+        for (int64_t i = 0; i < (int64_t)n.kh; i++) {
+          int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t j = 0; j < (int64_t)n.kw; j++) {
+            int64_t iw = ow * n.sw - n.pad_left + j * n.dw;
+            if (iw < 0 || iw >= W) continue;
+            const float* x = &a.data[((bn * H + ih) * W + iw) * C];
+            count++;
+            if (is_max && indices) {
+              for (int64_t c = 0; c < C; c++)
+                if (x[c] > acc[c]) { acc[c] = x[c]; cnt_or_idx[c] = i * n.kw + j; }
+            } else if (is_max) {
+              float* m = acc.data();
+              for (int64_t c = 0; c < C; c++) m[c] = x[c] > m[c] ? x[c] : m[c];  // NaN passed over, as above
+            } else {
+              for (int64_t c = 0; c < C; c++) acc[c] += x[c];
+            }
+          }
+        }
+        float* y = &o.data[((bn * OH + oh) * OW + ow) * C];
+        for (int64_t c = 0; c < C; c++) y[c] = is_max ? acc[c] : acc[c] / (float)std::max<int64_t>(count, 1);
+        if (indices)
+          for (int64_t c = 0; c < C; c++) indices->data[((bn * OH + oh) * OW + ow) * C + c] = (float)cnt_or_idx[c];
+      }
+    }
+  });
+}
+void global_avg_pool(KernelContext& ctx, Graph& g, Node& n) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  if (a.shape.size() != 4) fail(n, "expects a 4-D NHWC input");
+  int64_t N = a.shape[0], HW = a.shape[1] * a.shape[2], C = a.shape[3];
+  if (o.dims.size() == 4) ensure_shape(o, {N, 1, 1, C});
+  else ensure_shape(o, {N, C});
+  constexpr int64_t CB = 256;  // channels a block: double accumulators on the stack
+  const int64_t cblocks = (C + CB - 1) / CB;
+  if (HW == 0) {  // the mean of nothing (0 / 0), as before; the input may have no storage
+    for (int64_t i = 0; i < N * C; i++) o.data[i] = std::nanf("");
+    return;
+  }
+  parallel(ctx, N * cblocks, std::max<int64_t>(1, (int64_t(1) << 13) / (HW * CB)), [&](int64_t tb, int64_t te) {
+    for (int64_t t = tb; t < te; t++) {
+      int64_t b = t / cblocks, c0 = (t % cblocks) * CB, cn = std::min(CB, C - c0);
+      double acc[CB];
+      column_sums_f64(a.data.data() + b * HW * C + c0, HW, C, cn, acc);
+      for (int64_t c = 0; c < cn; c++) o.data[b * C + c0 + c] = (float)(acc[c] / (double)HW);
+    }
+  });
+}
+
+}  // namespace etnp::xnn
