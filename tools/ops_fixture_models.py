@@ -113,7 +113,7 @@ class Fft(nn.Module):
         full = torch.fft.fft(x, dim=1, norm="forward")
         return (torch.view_as_real(r), torch.view_as_real(f2), torch.view_as_real(full),
                 torch.view_as_real(torch.conj_physical(r)), torch.fft.irfft(r, n=x.shape[-1], norm="ortho"),
-                torch.fft.irfft(r * 2, n=9), torch.fft.irfft2(f2, s=y.shape[-2:]))
+                torch.fft.irfft(r, n=9), torch.fft.irfft(r, n=5, norm="forward"), torch.fft.irfft2(f2, s=y.shape[-2:]))
 
 
 class QuantEmbed(nn.Module):
@@ -240,3 +240,10 @@ class Random(nn.Module):
         e = torch.empty(4, 5)
         return (torch.rand(200, 50), torch.randn(100, 100), F.dropout(x, 0.3, training=True),
                 torch.ops.aten.native_dropout.default(x, 0.5, True)[1], e.fill_(3.0))
+
+
+class EmptyFill(nn.Module):
+    """torch.empty (aten::empty.out, or dim_order_ops::_empty_dim_order.out with dim order) filled."""
+    def forward(self, x):
+        e = torch.empty(3, 4)
+        return e.fill_(2.5) + x, torch.empty(2, 3).fill_(-1.0) * x[:2, :3]
