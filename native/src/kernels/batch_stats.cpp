@@ -24,6 +24,8 @@ void batch_norm(const Tensor& x, const Tensor* w, const Tensor* b, Tensor* rm, T
   check_channels(b, C, "bias");
   check_channels(rm, C, "running_mean");
   check_channels(rv, C, "running_var");
+  if (training && rm) check_writable(*rm, "_native_batch_norm_legit running_mean");
+  if (training && rv) check_writable(*rv, "_native_batch_norm_legit running_var");
   if (!training && (!rm || !rv)) throw_exec("_native_batch_norm_legit: evaluation mode needs running statistics");
   if (training && count == 0) throw_exec("_native_batch_norm_legit: a batch with no elements has no statistics");
   resize(out, shape_of(x));

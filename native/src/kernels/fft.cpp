@@ -106,7 +106,10 @@ void fft_r2c_kernel(KernelContext& ctx, EValue** a, size_t) {
   auto oshape = shape;
   if (onesided) oshape[(size_t)last] = shape[(size_t)last] / 2 + 1;
   double n = 1;
-  for (int d : dims) n *= (double)shape[(size_t)d];
+  for (int d : dims) {
+    if (shape[(size_t)d] < 1) throw_exec("_fft_r2c: transformed dims must not be empty");
+    n *= (double)shape[(size_t)d];
+  }
   double f = norm_factor(mode, n);
   resize(out, oshape);
   check_contiguous(out, "_fft_r2c output");

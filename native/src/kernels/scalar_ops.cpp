@@ -69,6 +69,7 @@ void et_copy_index_kernel(KernelContext&, EValue** a, size_t) {
   Tensor& to = tensor_arg(a, 0);
   const Tensor& from = tensor_arg(a, 1);
   int64_t index = int_arg(a, 2);
+  check_writable(to, "et_copy_index");
   if (to.dim != from.dim + 1) throw_exec("et_copy_index: copy_to must have one more dim than copy_from");
   if (to.dtype != from.dtype)
     throw_exec(std::string("et_copy_index: dtypes differ (") + dtype_name(to.dtype) + " vs " + dtype_name(from.dtype) + ")");

@@ -18,10 +18,8 @@ void check_same_dtype(const Tensor& t, DType want, const char* op, const char* w
     throw_exec(std::string(op) + ": " + what + " dtype " + dtype_name(t.dtype) + " does not match the input's " + dtype_name(want));
 }
 // Copies src over the region of dst described by (offset, sizes, strides), which has src's shape.
-void write_region(const Tensor& src, Tensor& dst, int64_t offset, const int64_t* strides, const char* op) {
-  View v = view_of(src);
-  copy_view(v, dst, offset, strides);
-  (void)op;
+void write_region(const Tensor& src, Tensor& dst, int64_t offset, const int64_t* strides) {
+  copy_view(view_of(src), dst, offset, strides);
 }
 
 // select_scatter.out(self, src, dim, index, out)
@@ -42,7 +40,7 @@ void select_scatter_kernel(KernelContext&, EValue** a, size_t) {
   copy_view(view_of(x), out);
   int64_t st[kMaxDims];
   for (int k = 0, j = 0; k < x.dim; k++) if (k != d) st[j++] = out.strides[k];
-  write_region(src, out, idx * out.strides[d], st, "select_scatter");
+  write_region(src, out, idx * out.strides[d], st);
 }
 
 // Python slice bounds: start/end clamped to [0, n]; returns the slice length for step > 0.
@@ -76,7 +74,7 @@ void slice_scatter_kernel(KernelContext&, EValue** a, size_t) {
   copy_view(view_of(x), out);
   int64_t st[kMaxDims];
   for (int k = 0; k < x.dim; k++) st[k] = out.strides[k] * (k == d ? step : 1);
-  write_region(src, out, start * out.strides[d], st, "slice_scatter");
+  write_region(src, out, start * out.strides[d], st);
 }
 
 // The mask broadcast against self: calls f(out_index, self_offset, is_set) in row-major order.
@@ -145,6 +143,7 @@ void mirror_result(EValue** a, size_t nargs, int out_arg, const Tensor& self) {
   if ((size_t)out_arg >= nargs || a[out_arg] == a[0] || a[out_arg]->tag != Tag::Tensor) return;
   Tensor& out = a[out_arg]->t;
   if (out.data == self.data) return;
+  check_writable(out, "in-place op output");
   check_out_dtype(out, self.dtype, "in-place op");
   resize(out, shape_of(self));
   copy_view(view_of(self), out);
@@ -154,6 +153,7 @@ void mirror_result(EValue** a, size_t nargs, int out_arg, const Tensor& self) {
 void copy_inplace_kernel(KernelContext&, EValue** a, size_t nargs) {
   Tensor& self = tensor_arg(a, 0);
   const Tensor& src = tensor_arg(a, 1);
+  check_writable(self, "copy_");
   if (is_complex(self.dtype) != is_complex(src.dtype) || (is_complex(self.dtype) && self.dtype != src.dtype))
     throw_exec(std::string("copy_: cannot copy ") + dtype_name(src.dtype) + " into " + dtype_name(self.dtype));
   BroadcastStrides bs = broadcast_strides(src, self);
@@ -183,6 +183,7 @@ void copy_inplace_kernel(KernelContext&, EValue** a, size_t nargs) {
 // aten::index_put_(self, indices, values, accumulate): writes values at the indexed positions of self.
 void index_put_inplace_kernel(KernelContext& ctx, EValue** a, size_t nargs) {
   Tensor& self = tensor_arg(a, 0);
+  check_writable(self, "index_put_");
   MaskExpansion masks;
   auto ids = expand_masks(self, tensor_list_arg(ctx, a, 1, true), masks);
   const Tensor& v = tensor_arg(a, 2);
