@@ -25,11 +25,13 @@ _CODE_TO_NP = {
     5: np.dtype(np.float16),
     6: np.dtype(np.float32),
     7: np.dtype(np.float64),
+    9: np.dtype(np.complex64),
+    10: np.dtype(np.complex128),
     11: np.dtype(np.bool_),
     BF16_CODE: np.dtype(np.uint16),
 }
 _NAMES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32", 7: "float64",
-          11: "bool", BF16_CODE: "bfloat16"}
+          9: "complex64", 10: "complex128", 11: "bool", BF16_CODE: "bfloat16"}
 _NP_TO_CODE = {v: k for k, v in _CODE_TO_NP.items()}
 if BFLOAT16 is not None:
     _NP_TO_CODE[BFLOAT16] = BF16_CODE

@@ -51,6 +51,16 @@ TOLERANCES = {
     # channels-last (NHWC dim order) input and output of an XNNPACK program: callers pass and get
     # logical NCHW arrays; the runtime lays the input out in the program's dim order
     "channels_last_xnn": (1e-4, 1e-4),
+    # issue #14 operators. Layout copies, masked/scatter ops and empty are exact.
+    "ops_views_extra": (0, 0), "ops_empty": (0, 0), "ops_empty_aten": (0, 0), "ops_map_loop": (0, 0),
+    # float32 references vs our double-accumulated kernels (seen: at most 1e-6): logit, training
+    # batch norm, var_mean, distances, grid sampling, antialiased resize, conv/max-pool backward,
+    # FFTs, sizes from symbolic scalars; the scalar shifts (int64) are compared exactly
+    "ops_math_extra": (1e-5, 1e-4), "ops_sampling": (1e-5, 1e-4), "ops_backward": (1e-5, 1e-4),
+    "ops_fft": (1e-5, 1e-4), "ops_scalar_prims": (1e-5, 1e-4),
+    # embeddings are bit-exact (one rounding of (q - zp) * scale), the quantized add is exact;
+    # mixed_mm / mixed_linear accumulate 8 products (seen: 1.9e-6 on values ~10)
+    "ops_quant_embed": (1e-5, 1e-5),
 }
 
 

@@ -12,6 +12,7 @@ outputs ``M:out:i`` (torch eager, computed on the same inputs).
 """
 from __future__ import annotations
 
+import copy
 import os
 import sys
 
@@ -22,6 +23,8 @@ import torch.nn.functional as F
 from torch.export import Dim, export
 
 from executorch.exir import to_edge_transform_and_lower
+
+import ops_fixture_models as opsm  # models of the issue #14 operator fixtures (same folder)
 
 SEED = 1234
 
@@ -532,7 +535,9 @@ class KVState(nn.Module):
     keeps them across calls of the same loaded method."""
     def __init__(self):
         super().__init__()
-        self.register_buffer("cache", torch.rand(1, 6, 4) - 0.5)  # non-zero initial contents
+        # ExecuTorch 1.3.1 keeps no initial contents for mutated buffers (both runtimes start them
+        # at zero), so they start at zero here too
+        self.register_buffer("cache", torch.zeros(1, 6, 4))
         self.register_buffer("total", torch.zeros(4))
         self.register_buffer("steps", torch.zeros(1, dtype=torch.int64))
 
@@ -657,7 +662,36 @@ def fixtures():
     # weights in an external NAME.ptd file (portable program; XNNPACK delegate with tagged weights)
     f["mlp_external"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, external=True)
     f["mlp_external_xnn"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, xnn=True, external=True)
+    add_issue14_fixtures(f)
     return f
+
+
+def add_issue14_fixtures(f):
+    """The operators of issue #14 item 2 (appended after every earlier fixture's seeded inputs)."""
+    f["ops_views_extra"] = dict(methods={"forward": (opsm.Views(), (
+        rnd(3, 4, 5), rnd(1, 8, 4, 6), torch.rand(3, 4, 5) > 0.5, rnd(3, 4, 5)[:, :2].contiguous(),
+        torch.tensor([1, 0, 3, 2, 3])))}, preserve=opsm.VIEWS_PRESERVE)
+    f["ops_math_extra"] = dict(methods={"forward": (opsm.MathExtra(), (
+        torch.rand(3, 4) * 0.98 + 0.01, torch.randint(-1000, 1000, (3, 4)), rnd(2, 3, 5)))},
+        preserve=opsm.MATH_PRESERVE, edge_pass=opsm.stateful_batch_norm)
+    f["ops_sampling"] = dict(methods={"forward": (opsm.Sampling(), (
+        rnd(2, 5, 3), rnd(2, 4, 3), rnd(1, 2, 6, 7), rnd(1, 4, 5, 2, lo=-1.2, hi=1.2)))}, preserve=opsm.SAMPLING_PRESERVE)
+    f["ops_backward"] = dict(methods={"forward": (opsm.Backward(), (
+        rnd(2, 4, 3, 4), rnd(2, 2, 5, 6), rnd(4, 1, 3, 2), rnd(1, 3, 6), rnd(1, 2, 6), rnd(3, 2, 3), rnd(1, 2, 7, 6)))})
+    f["ops_fft"] = dict(methods={"forward": (opsm.Fft(), (rnd(2, 8), rnd(2, 4, 6)))}, noncore=True)
+    f["ops_quant_embed"] = dict(methods={"forward": (opsm.QuantEmbed(), (
+        torch.tensor([[1, 0, 9], [3, 3, 5]]), rnd(3, 8), torch.randint(0, 256, (2, 5), dtype=torch.uint8),
+        torch.randint(0, 256, (2, 5), dtype=torch.uint8)))}, setup=opsm.define_extra_quant_ops)
+    f["ops_scalar_prims"] = dict(methods={"forward": (opsm.ScalarPrims(), (rnd(7, 3), rnd(4, 3), torch.tensor(3)))},
+                                 dynamic={"forward": ({0: Dim("a", min=6, max=9)}, {0: Dim("b", min=2, max=9)}, None)},
+                                 noncore=True)
+    f["ops_map_loop"] = dict(methods={"forward": (opsm.MapLoop(), (rnd(3, 4), rnd(4)))}, noncore=True)
+    f["ops_empty"] = dict(methods={"forward": (opsm.EmptyFill(), (rnd(3, 4),))})
+    f["ops_empty_aten"] = dict(methods={"forward": (opsm.EmptyFill(), (rnd(3, 4),))}, skip_dim_order=True)
+    # checked by tests/test_ops_state.py: successive calls of one loaded method, and random statistics
+    f["ops_kv_state"] = dict(methods={"forward": (opsm.KvCache(), (rnd(2, 3), torch.tensor(2)))}, reinplace=True,
+                             calls=[(rnd(2, 3), torch.tensor(k)) for k in (2, 5, 2)])
+    f["ops_random"] = dict(methods={"forward": (opsm.Random(), (rnd(50, 40),))}, no_reference=True)
 
 
 def quantize(model, inputs, dynamic):
@@ -683,6 +717,8 @@ def to_numpy(t):
 
 def export_one(name, spec, outdir):
     progs, ref = {}, {}
+    if spec.get("setup"):
+        spec["setup"]()
     for mname, (model, inputs) in spec["methods"].items():
         model = model.eval()
         for p in model.parameters():  # non-trivial batchnorm statistics
@@ -691,21 +727,19 @@ def export_one(name, spec, outdir):
             if isinstance(mod, (nn.BatchNorm2d,)):
                 mod.running_mean.uniform_(-0.2, 0.2)
                 mod.running_var.uniform_(0.5, 1.5)
-        if spec.get("calls"):  # a stateful method: eager outputs of successive calls on a copy
-            import copy
-            stateful = copy.deepcopy(model)
-            with torch.no_grad():
-                for k, args in enumerate(spec["calls"]):
-                    res = stateful(*args)
-                    res = res if isinstance(res, tuple) else (res,)
-                    for i, t in enumerate(args):
-                        ref[f"{mname}:call{k}:in:{i}"] = to_numpy(t)
-                    for i, t in enumerate(res):
-                        ref[f"{mname}:call{k}:out:{i}"] = to_numpy(t.clone())
+        if spec.get("calls"):  # a stateful model: successive eager calls on a copy, from its initial state
+            eager = copy.deepcopy(model)
+            for k, call in enumerate(spec["calls"]):
+                with torch.no_grad():
+                    couts = eager(*call)
+                for i, t in enumerate(call):
+                    ref[f"{mname}:call{k}:in:{i}"] = to_numpy(t)
+                for i, t in enumerate(couts if isinstance(couts, tuple) else (couts,)):
+                    ref[f"{mname}:call{k}:out:{i}"] = to_numpy(t.clone())
         if spec.get("quant") == "8da4w":  # the reference is the quantized model in eager mode
             model = quantize_8da4w(model)
         with torch.no_grad():
-            outs = model(*inputs)
+            outs = copy.deepcopy(model)(*inputs) if spec.get("calls") else model(*inputs)
         if spec.get("quant") in ("static", "dynamic"):
             model = quantize(model, inputs, dynamic=spec["quant"] == "dynamic")
         dyn = spec.get("dynamic", {}).get(mname)
@@ -719,7 +753,8 @@ def export_one(name, spec, outdir):
         for i, t in enumerate(inputs):
             ref[f"{mname}:in:{i}"] = to_numpy(t)
         for i, t in enumerate(outs):
-            ref[f"{mname}:out:{i}"] = to_numpy(t)
+            if not spec.get("no_reference"):
+                ref[f"{mname}:out:{i}"] = to_numpy(t)
     part = []
     if spec.get("xnn"):
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
@@ -727,25 +762,28 @@ def export_one(name, spec, outdir):
     kw = {}
     if spec.get("quantized_out"):
         define_quantized_out_variants()
-    if spec.get("custom") or spec.get("noncore") or spec.get("preserve"):  # custom and non-core ATen ops
-        from executorch.exir import EdgeCompileConfig
+    if spec.get("custom") or spec.get("noncore") or spec.get("preserve") or spec.get("skip_dim_order"):
+        from executorch.exir import EdgeCompileConfig  # custom and non-core ATen ops
         keep = []
         for op_name in spec.get("preserve", []):
             base, ov = op_name.split(".")
             keep.append(getattr(getattr(torch.ops.aten, base), ov))
-        kw["compile_config"] = EdgeCompileConfig(_check_ir_validity=False, preserve_ops=keep)
+        kw["compile_config"] = EdgeCompileConfig(_check_ir_validity=False, preserve_ops=keep,
+                                                 _skip_dim_order=bool(spec.get("skip_dim_order")))
     edge = to_edge_transform_and_lower(progs if len(progs) > 1 else next(iter(progs.values())),
                                        partitioner=part, **kw)
+    if spec.get("edge_pass"):
+        spec["edge_pass"](edge)
+    from executorch.exir import ExecutorchBackendConfig
+    config = ExecutorchBackendConfig(run_reinplace_pass=bool(spec.get("reinplace")),
+                                     external_constants=bool(spec.get("external")))
+    et = edge.to_executorch(config)
     if spec.get("external"):  # weights in NAME.ptd (external_constants=True)
         import tempfile
-        from executorch.exir import ExecutorchBackendConfig
-        et = edge.to_executorch(ExecutorchBackendConfig(external_constants=True))
         with tempfile.TemporaryDirectory() as tmp:
             et.write_tensor_data_to_file(tmp)
             (ptd,) = os.listdir(tmp)
             os.replace(os.path.join(tmp, ptd), os.path.join(outdir, name + ".ptd"))
-    else:
-        et = edge.to_executorch()
     with open(os.path.join(outdir, name + ".pte"), "wb") as fh:
         fh.write(et.buffer)
     np.savez(os.path.join(outdir, name + ".npz"), **ref)

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/copy_util.h"
+#include "kernels/index_util.h"
 
 namespace etnp {
 namespace {
@@ -115,13 +116,11 @@ void scatter_kernel(KernelContext&, EValue** a, size_t) {
   }
 }
 
+}  // namespace
+
 // Boolean (or uint8) masks in an index list become one int64 index tensor per dim they cover,
 // the coordinates of their true elements (torch's semantics: x[mask] == x[mask.nonzero().unbind(1)]).
 // `store` owns the new tensors and their data.
-struct MaskExpansion {
-  std::vector<std::vector<int64_t>> data;
-  std::vector<Tensor> tensors;
-};
 std::vector<Tensor*> expand_masks(const Tensor& x, const std::vector<Tensor*>& ids, MaskExpansion& store) {
   bool any = false;
   for (Tensor* t : ids) any = any || (t && (t->dtype == DType::Bool || t->dtype == DType::U8));
@@ -222,6 +221,8 @@ void index_positions(const Tensor& x, const std::vector<Tensor*>& ids, std::vect
     for (int k = bshape.dim - 1; k >= 0; k--) { if (++bpos[k] < bshape.sizes[k]) break; bpos[k] = 0; }
   }
 }
+
+namespace {
 
 // index.Tensor_out(self, indices, out)
 void index_kernel(KernelContext& ctx, EValue** a, size_t) {

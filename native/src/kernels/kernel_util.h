@@ -44,6 +44,11 @@ inline void check_dtype(const Tensor& t, DType d, const char* what) {
 inline void check_contiguous(const Tensor& t, const char* what) {
   if (!t.default_dim_order()) throw_exec(std::string(what) + ": non-contiguous dim order is not supported by this op");
 }
+// In-place ops write tensors the program names as arguments: never a constant (program data
+// shared by every method).
+inline void check_writable(const Tensor& t, const char* what) {
+  if (t.is_constant) throw_exec(std::string(what) + ": cannot write a constant tensor");
+}
 [[noreturn]] inline void unsupported_dtype(KernelContext& ctx, DType d) {
   throw_exec(std::string("dtype ") + dtype_name(d) + " is not supported by " + ctx.op);
 }

@@ -24,6 +24,17 @@ KernelRegistry::KernelRegistry() {
   register_quantized_kernels(*this);
   register_prim_kernels(*this);
   register_custom_kernels(*this);
+  register_scalar_kernels(*this);
+  register_scatter_kernels(*this);
+  register_strided_copy_kernels(*this);
+  register_random_kernels(*this);
+  register_distance_kernels(*this);
+  register_grid_sample_kernels(*this);
+  register_backward_kernels(*this);
+  register_batch_stats_kernels(*this);
+  register_logit_shift_kernels(*this);
+  register_quantized_embedding_kernels(*this);
+  register_fft_kernels(*this);
   std::sort(entries_.begin(), entries_.end(), [](const KernelEntry& a, const KernelEntry& b) { return a.name < b.name; });
 }
 

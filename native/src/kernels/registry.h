@@ -54,5 +54,16 @@ void register_upsample_kernels(KernelRegistry& r);
 void register_quantized_kernels(KernelRegistry& r);
 void register_prim_kernels(KernelRegistry& r);
 void register_custom_kernels(KernelRegistry& r);
+void register_scalar_kernels(KernelRegistry& r);
+void register_scatter_kernels(KernelRegistry& r);
+void register_strided_copy_kernels(KernelRegistry& r);
+void register_random_kernels(KernelRegistry& r);
+void register_distance_kernels(KernelRegistry& r);
+void register_grid_sample_kernels(KernelRegistry& r);
+void register_backward_kernels(KernelRegistry& r);
+void register_batch_stats_kernels(KernelRegistry& r);
+void register_logit_shift_kernels(KernelRegistry& r);
+void register_quantized_embedding_kernels(KernelRegistry& r);
+void register_fft_kernels(KernelRegistry& r);
 
 }  // namespace etnp

@@ -8,12 +8,12 @@
 namespace etnp {
 
 enum class DType : int8_t {
-  U8 = 0, I8 = 1, I16 = 2, I32 = 3, I64 = 4, F16 = 5, F32 = 6, F64 = 7, Bool = 11, BF16 = 15,
+  U8 = 0, I8 = 1, I16 = 2, I32 = 3, I64 = 4, F16 = 5, F32 = 6, F64 = 7, C64 = 9, C128 = 10, Bool = 11, BF16 = 15,
 };
 
 inline bool dtype_supported(int code) {
   switch (code) {
-    case 0: case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 11: case 15: return true;
+    case 0: case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 9: case 10: case 11: case 15: return true;
     default: return false;
   }
 }
@@ -22,6 +22,7 @@ inline size_t dtype_size(DType t) {
     case DType::U8: case DType::I8: case DType::Bool: return 1;
     case DType::I16: case DType::F16: case DType::BF16: return 2;
     case DType::I32: case DType::F32: return 4;
+    case DType::C128: return 16;
     default: return 8;
   }
 }
@@ -30,7 +31,7 @@ inline const char* dtype_name(DType t) {
     case DType::U8: return "uint8"; case DType::I8: return "int8"; case DType::I16: return "int16";
     case DType::I32: return "int32"; case DType::I64: return "int64"; case DType::F16: return "float16";
     case DType::F32: return "float32"; case DType::F64: return "float64"; case DType::Bool: return "bool";
-    case DType::BF16: return "bfloat16";
+    case DType::BF16: return "bfloat16"; case DType::C64: return "complex64"; case DType::C128: return "complex128";
   }
   return "?";
 }
@@ -38,9 +39,13 @@ std::string scalar_type_name(int code);  // any ScalarType code, for error messa
 inline bool is_floating(DType t) {
   return t == DType::F16 || t == DType::F32 || t == DType::F64 || t == DType::BF16;
 }
+inline bool is_complex(DType t) { return t == DType::C64 || t == DType::C128; }
 inline bool is_integral(DType t, bool include_bool) {
-  return !is_floating(t) && (include_bool || t != DType::Bool);
+  return !is_floating(t) && !is_complex(t) && (include_bool || t != DType::Bool);
 }
+// Complex tensors (only the FFT family, conj_physical, view_as_real and byte-copying layout
+// kernels handle them) have no single real value: element access through double/int64 throws.
+[[noreturn]] void throw_complex_element();
 
 // ---- half / bfloat16 ----
 inline float half_to_float(uint16_t h) {
@@ -102,6 +107,7 @@ inline double load_f64(const void* p, DType t, int64_t i) {
     case DType::F64: return ((const double*)p)[i];
     case DType::Bool: return ((const uint8_t*)p)[i] ? 1.0 : 0.0;
     case DType::BF16: return bf16_to_float(((const uint16_t*)p)[i]);
+    case DType::C64: case DType::C128: throw_complex_element();
   }
   return 0;
 }
@@ -128,6 +134,7 @@ inline void store_f64(void* p, DType t, int64_t i, double v) {
     case DType::F64: ((double*)p)[i] = v; break;
     case DType::Bool: ((uint8_t*)p)[i] = v != 0; break;
     case DType::BF16: ((uint16_t*)p)[i] = float_to_bf16((float)v); break;
+    case DType::C64: case DType::C128: throw_complex_element();
   }
 }
 inline void store_i64(void* p, DType t, int64_t i, int64_t v) {

@@ -102,6 +102,7 @@ Method::Method(std::shared_ptr<Program> prog, const std::string& name) : prog_(s
   }
   prepare_instructions(plan);
   fold_constant_copies();
+  collect_state();
 }
 
 static uint8_t* align64(uint8_t* p) { return (uint8_t*)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
@@ -348,11 +349,35 @@ void Method::prepare_instructions(const fb::Table& plan) {
   }
 }
 
+// State tensors without initial data (ExecuTorch 1.3.1 writes none for most registered buffers:
+// they start as zeros) are known by what writes them back: the in-place copy_ / index_put_
+// calls on a planned tensor that is neither a method input nor an output.
+void Method::collect_state() {
+  auto is_io = [&](int64_t v) {
+    for (int64_t i : inputs_) if (i == v) return true;
+    for (int64_t o : outputs_) if (o == v) return true;
+    return false;
+  };
+  for (const Instruction& x : instructions_) {
+    if (x.kind != Instruction::Kernel || x.args.empty() || !x.args[0]) continue;
+    if (std::strcmp(x.op, "aten::copy_") != 0 && std::strcmp(x.op, "aten::index_put_") != 0) continue;
+    const EValue* e = x.args[0];
+    if (e < values_.data() || e >= values_.data() + values_.size() || e->tag != Tag::Tensor) continue;
+    int64_t v = e - values_.data();
+    if (e->t.is_constant || e->t.owns_external || !e->t.data || is_io(v)) continue;
+    bool known = false;
+    for (const State& st : state_) known = known || st.value == v;
+    if (!known) state_.push_back(State{v, Span{}, std::string()});
+  }
+}
+
+// Back to a freshly loaded method's memory: planned buffers zeroed, then the state tensors'
+// initial data.
 void Method::reset_state() {
+  for (size_t i = 0; i < buffers_.size(); i++) std::memset(align64(buffers_[i].get()), 0, buffer_sizes_[i]);
   for (const State& st : state_) {
     Tensor& t = values_[(size_t)st.value].t;
     if (st.init.data) std::memcpy(t.data, st.init.data, std::min(st.init.size, t.capacity));
-    else std::memset(t.data, 0, t.capacity);
   }
 }
 

@@ -48,7 +48,8 @@ class Method {
   Program& program() { return *prog_; }
 
   // State: mutable tensors (registered buffers a forward updates, e.g. KV caches) - planned
-  // tensors with initial data in the program; they keep their contents across calls.
+  // tensors with initial data in the program, or written back by copy_ / index_put_; they keep
+  // their contents across calls.
   struct State {
     int64_t value;      // index in the value table
     Span init;          // initial contents (empty: zeros)
@@ -65,6 +66,7 @@ class Method {
   void prepare_instructions(const fb::Table& plan);
   void check_tensor_args(const Instruction& x) const;
   void fold_constant_copies();  // runtime/fold_constants.cpp
+  void collect_state();
 
   std::shared_ptr<Program> prog_;
   std::string name_;

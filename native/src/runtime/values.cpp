@@ -15,6 +15,10 @@ std::string scalar_type_name(int code) {
   return "ScalarType(" + std::to_string(code) + ")";
 }
 
+void throw_complex_element() {
+  throw_exec("complex tensors are only supported by the FFT, conj_physical, view_as_real and layout kernels");
+}
+
 const char* tag_name(Tag t) {
   switch (t) {
     case Tag::None: return "None"; case Tag::Int: return "Int"; case Tag::Bool: return "Bool";

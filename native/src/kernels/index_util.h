@@ -1,0 +1,20 @@
+// Advanced-indexing helpers shared by index/index_put (index.cpp) and index_put_ (scatter.cpp).
+#pragma once
+#include <vector>
+
+#include "kernels/kernel_util.h"
+
+namespace etnp {
+
+// Owns the int64 index tensors that boolean masks expand into.
+struct MaskExpansion {
+  std::vector<std::vector<int64_t>> data;
+  std::vector<Tensor> tensors;
+};
+// Boolean (or uint8) masks in an index list become one int64 index tensor per dim they cover.
+std::vector<Tensor*> expand_masks(const Tensor& x, const std::vector<Tensor*>& ids, MaskExpansion& store);
+// Element offsets into x (following its strides) of every indexed position, and the result shape.
+void index_positions(const Tensor& x, const std::vector<Tensor*>& ids, std::vector<int64_t>& offsets,
+                     std::vector<int64_t>& out_shape);
+
+}  // namespace etnp
