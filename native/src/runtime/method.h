@@ -10,6 +10,7 @@
 #include "kernels/registry.h"
 #include "runtime/evalue.h"
 #include "runtime/program.h"
+#include "runtime/run_control.h"
 
 namespace etnp {
 
@@ -46,6 +47,7 @@ class Method {
   void set_inputs(const InputValue* in, size_t n);
   void execute();
   Program& program() { return *prog_; }
+  RunControl& control() { return control_; }
 
  private:
   void parse_values(const fb::Table& plan);
@@ -53,6 +55,7 @@ class Method {
   void prepare_instructions(const fb::Table& plan);
   void check_tensor_args(const Instruction& x) const;
   void fold_constant_copies();  // runtime/fold_constants.cpp
+  void check_plan_consistency() const;  // runtime/plan_checks.cpp
 
   std::shared_ptr<Program> prog_;
   std::string name_;
@@ -68,6 +71,7 @@ class Method {
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> folded_;  // storage of copies folded at load
   std::vector<std::unique_ptr<DelegateHandle>> delegates_;
   std::vector<std::shared_ptr<const struct CallbackOp>> callback_ops_;  // kept alive while loaded
+  RunControl control_;
 };
 
 // Operator names ("ns::name.overload") and delegate ids used by a plan.
