@@ -106,6 +106,10 @@ class Program:
         self.values.append(T(f0=("u8", kind), f1=payload))
         return len(self.values) - 1
 
+    def none(self):
+        self.values.append(T(f0=("u8", 1), f1=T()))
+        return len(self.values) - 1
+
     def int(self, v):
         return self._add(2, T(f0=("i64", v)))
 

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 
 #include "runtime/error.h"
@@ -55,9 +56,11 @@ void RunControl::poll(const std::string& method, int64_t steps) {
     throw Error(ETNP_ERR_CANCELLED, "method '" + method + "' was cancelled", "cancel");
   if (poll_sigint && g_sigints.load(std::memory_order_relaxed) != sigints)
     throw Error(ETNP_ERR_CANCELLED, "method '" + method + "' was interrupted (SIGINT)", "interrupt");
-  if (deadline_ns && (steps & 15) == 0 && now_ns() > deadline_ns)
-    throw Error(ETNP_ERR_CANCELLED, "method '" + method + "' timed out after " +
-                                        std::to_string(timeout_s.load()) + " s", "timeout");
+  if (deadline_ns && (steps & 15) == 0 && now_ns() > deadline_ns) {
+    char t[32];
+    std::snprintf(t, sizeof(t), "%g", timeout_s.load());
+    throw Error(ETNP_ERR_CANCELLED, "method '" + method + "' timed out after " + t + " s", "timeout");
+  }
 }
 
 }  // namespace etnp
