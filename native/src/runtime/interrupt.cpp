@@ -36,6 +36,7 @@ bool install_interrupt_handler() {
   struct sigaction cur;
   if (sigaction(SIGINT, nullptr, &cur) != 0) return false;
   if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == &on_sigint) return true;  // already ours
+  if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN) return true;  // ignored: must not stop calls
   struct sigaction sa;
   std::memset(&sa, 0, sizeof(sa));
   sa.sa_sigaction = &on_sigint;
