@@ -18,21 +18,25 @@ import numpy as np
 
 from . import runtime_info
 from .errors import ExecuTorchError
+from .npz_inputs import InputsError, read_inputs
 from .runtime import Runtime
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples")
 
 
-def _inputs_from_npz(z, method: str, n: int) -> List[np.ndarray]:
-    keys = [f"{method}:in:{i}" for i in range(n)]
-    if all(k in z.files for k in keys):
-        return [z[k] for k in keys]
-    plain = [f"input_{i}" for i in range(n)]
-    if all(k in z.files for k in plain):
-        return [z[k] for k in plain]
-    if len(z.files) == n:
-        return [z[k] for k in z.files]
-    raise ExecuTorchError(f"the .npz has keys {z.files}; expected {keys} or {plain}")
+class UsageError(ValueError):
+    """A bad command-line argument (one line, exit status 2)."""
+
+
+def _save_npz(path: str, outs) -> None:
+    """Writes exactly PATH (np.savez would append .npz to a name without it)."""
+    if os.path.isdir(path):
+        raise UsageError(f"--out {path} is a directory; give a file name such as out.npz")
+    try:
+        with open(path, "wb") as fh:
+            np.savez(fh, **{f"output_{i}": np.asarray(o) for i, o in enumerate(outs)})
+    except OSError as e:
+        raise UsageError(f"cannot write --out {path}: {e.strerror or e}") from None
 
 
 def cmd_example(args) -> int:
@@ -70,11 +74,12 @@ def cmd_info(args) -> int:
 
 
 def cmd_run(args) -> int:
+    if os.path.isdir(args.out):
+        raise UsageError(f"--out {args.out} is a directory; give a file name such as out.npz")
     method = Runtime.get().load_program(args.model).load_method(args.method)
-    with np.load(args.inputs) as z:
-        ins = _inputs_from_npz(z, args.method, len(method.metadata.inputs))
+    ins = read_inputs(args.inputs, args.method, method.metadata.inputs)
     outs = method(ins)
-    np.savez(args.out, **{f"output_{i}": np.asarray(o) for i, o in enumerate(outs)})
+    _save_npz(args.out, outs)
     for i, o in enumerate(outs):
         o = np.asarray(o)
         print(f"output {i}: {o.dtype}{list(o.shape)}")
@@ -92,35 +97,35 @@ def _progress(done: int, total: int) -> None:
 
 
 def cmd_batch(args) -> int:
+    if not os.path.exists(args.inputs):
+        raise UsageError(f"--inputs {args.inputs}: no such file or directory")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise UsageError(f"--out {args.out} exists and is not a directory")
     method = Runtime.get().load_program(args.model).load_method(args.method)
-    n = len(method.metadata.inputs)
-    items = []
+    metas = method.metadata.inputs
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create --out {args.out}: {e.strerror or e}") from None
+    work = []  # (name, path or None, stacked arrays or None, index)
     if os.path.isdir(args.inputs):
         for f in sorted(os.listdir(args.inputs)):
             if f.endswith(".npz"):
-                items.append((os.path.splitext(f)[0], os.path.join(args.inputs, f)))
+                work.append((os.path.splitext(f)[0], os.path.join(args.inputs, f), None, None))
     else:  # one .npz whose arrays are stacked items: key i -> array [items, ...]
-        items.append((None, args.inputs))
-    os.makedirs(args.out, exist_ok=True)
-    work = []
-    for name, path in items:
-        if name is not None:
-            work.append((name, path, None))
-        else:
-            with np.load(path) as z:
-                first = _inputs_from_npz(z, args.method, n)
-            for k in range(len(first[0]) if first else 0):
-                work.append((f"item_{k:05d}", path, k))
+        stacked = read_inputs(args.inputs, args.method, metas, stacked=True)
+        for k in range(len(stacked[0]) if stacked else 0):
+            work.append((f"item_{k:05d}", None, stacked, k))
     failures = 0
-    for done, (name, path, k) in enumerate(work, 1):
+    for done, (name, path, stacked, k) in enumerate(work, 1):
         try:
-            with np.load(path) as z:
-                ins = _inputs_from_npz(z, args.method, n)
-            if k is not None:
-                ins = [np.ascontiguousarray(a[k]) for a in ins]
+            if stacked is None:
+                ins = read_inputs(path, args.method, metas)
+            else:
+                ins = [np.ascontiguousarray(a[k]) for a in stacked]
             outs = method(ins)
-            np.savez(os.path.join(args.out, name + ".npz"), **{f"output_{i}": np.asarray(o) for i, o in enumerate(outs)})
-        except (ExecuTorchError, OSError, ValueError, KeyError) as e:
+            _save_npz(os.path.join(args.out, name + ".npz"), outs)
+        except Exception as e:  # each item's failure is reported; the batch goes on
             failures += 1
             print(f"{name}: FAILED: {e}", file=sys.stderr)
         _progress(done, len(work))
@@ -129,6 +134,12 @@ def cmd_batch(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.iters < 1:
+        raise UsageError("--iters must be at least 1")
+    if args.warmup < 0:
+        raise UsageError("--warmup must not be negative")
+    if args.threads is not None and args.threads < 1:
+        raise UsageError("--threads must be at least 1")
     rt = Runtime(num_threads=args.threads) if args.threads else Runtime.get()
     t0 = time.perf_counter()
     prog = rt.load_program(args.model)
@@ -155,8 +166,13 @@ def cmd_bench(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not the usage block
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="etnp", description="Run ExecuTorch .pte programs with numpy.")
+    p = _Parser(prog="etnp", description="Run ExecuTorch .pte programs with numpy.")
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("example", help="run the bundled example model")
     s = sub.add_parser("info", help="describe a program")
@@ -177,8 +193,14 @@ def main(argv=None) -> int:
     fn = {"example": cmd_example, "info": cmd_info, "run": cmd_run, "batch": cmd_batch, "bench": cmd_bench}[args.cmd]
     try:
         return fn(args)
-    except ExecuTorchError as e:
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (ExecuTorchError, InputsError) as e:
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
         return 1
 
 

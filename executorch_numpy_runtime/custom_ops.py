@@ -5,15 +5,16 @@ callback, to the Python function registered under its name. Registration must ha
 the method is loaded (kernels are resolved at ``load_method``).
 
 The function receives the call's arguments in schema order as Python values: tensors as numpy
-arrays (inputs read-only, views of runtime memory valid only during the call: copy what you
-keep), ints, floats, bools, None, strings and int/float lists. The ``num_outputs`` trailing
+arrays (inputs read-only, views of runtime memory whose contents are valid only during the call:
+copy what you keep; a view kept longer keeps that memory allocated, so reading it later shows
+stale data but never crashes), ints, floats, bools, None, strings and int/float lists. The ``num_outputs`` trailing
 tensor arguments of an ``.out`` operator are passed as the ``out`` keyword (one array, or a
 tuple when ``num_outputs > 1``). The function either writes them in place and returns None, or
 returns the result array(s), which are copied into the outs (resized within their planned
 capacity when the shape differs; dtype cast with numpy's ``same_kind`` rule).
 
 An exception raised by the function fails the method call with ``ExecutionError``, chained to
-it. The function must not run methods of the Runtime that is calling it.
+it; ``KeyboardInterrupt``, ``SystemExit`` and other non-``Exception`` errors propagate as themselves. The function must not run methods of the Runtime that is calling it.
 """
 from __future__ import annotations
 
@@ -34,11 +35,11 @@ class _CallState(threading.local):
 
     lock = None      # the Runtime lock held by the method call running on this thread
     pending = None   # an exception raised inside a Python-defined op, re-raised after the call
+    owner = None     # what keeps the memory of that call's tensors alive (views hold it)
 
 
 _tls = _CallState()
-_registry: Dict[str, "_Entry"] = {}
-_retired: List["_Entry"] = []  # loaded methods may still call these: never freed
+_registry: Dict[str, "_Entry"] = {}  # loaded methods keep the entries they call (Method._py_ops)
 _reg_lock = threading.Lock()
 
 
@@ -48,13 +49,31 @@ class _Entry:
         self.handle = ffi.new_handle(self)
 
 
+class _Memory:
+    """The base of a tensor view handed to a Python op: holds what keeps that memory allocated
+    (the native method, and the call's input arrays) for as long as the view lives."""
+
+    __slots__ = ("__array_interface__", "owner")
+
+    def __init__(self, interface: dict, owner: Any) -> None:
+        self.__array_interface__ = interface
+        self.owner = owner
+
+
 def _tensor_view(a, writable: bool) -> np.ndarray:
     dt = dtypes.to_numpy(a.dtype)
     shape = tuple(a.sizes[k] for k in range(a.ndim))
     if a.nbytes == 0:
         arr = np.empty(shape, dt)
     else:
-        arr = np.frombuffer(ffi.buffer(a.data, a.nbytes), dtype=dt).reshape(shape)
+        owner = _tls.owner
+        if owner is None:
+            raise RuntimeError("a Python operator was called outside a method call")
+        iface = {"shape": shape, "typestr": dt.str, "version": 3,
+                 "data": (int(ffi.cast("uintptr_t", a.data)), not writable)}
+        arr = np.asarray(_Memory(iface, owner))
+        if arr.dtype != dt:
+            arr = arr.view(dt)
     if not writable:
         arr.flags.writeable = False
     return arr
@@ -147,9 +166,6 @@ def register_op(name: str, fn: Optional[Callable[..., Any]] = None, *, num_outpu
     with _reg_lock:
         if lib.etnp_register_op(name.encode(), _trampoline, entry.handle) != 0:
             raise ValueError(_string(lib.etnp_last_error_message()))
-        old = _registry.get(name)
-        if old is not None:
-            _retired.append(old)
         _registry[name] = entry
     return fn
 
@@ -159,7 +175,12 @@ def unregister_op(name: str) -> None:
     with _reg_lock:
         if lib.etnp_unregister_op(name.encode()) != 0:
             raise KeyError(name)
-        _retired.append(_registry.pop(name))
+        _registry.pop(name, None)
+
+
+def _entries_for(names: List[str]) -> tuple:
+    """The registered entries of these operator names (the caller holds _reg_lock)."""
+    return tuple(_registry[n] for n in names if n in _registry)
 
 
 def registered_ops() -> List[str]:

@@ -29,7 +29,7 @@ class ExecutionError(ExecuTorchError):
 
 # status codes of native/include/etnp.h
 _BY_CODE = {1: ProgramLoadError, 2: BackendNotAvailable, 3: OperatorNotFound, 4: ExecutionError,
-            5: ExecutionError, 6: ExecuTorchError}
+            5: ExecutionError, 6: ExecuTorchError, 7: ExecutionError}  # 7: a call stopped (cancel, timeout...)
 
 
 def error_for(code: int, message: str, detail: str = "") -> ExecuTorchError:

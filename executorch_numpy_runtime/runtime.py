@@ -18,6 +18,17 @@ _KIND_NAMES = {0: "none", 1: "int", 2: "bool", 3: "float", 4: "tensor", 5: "stri
 
 ProgramSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
 
+_STATUS_CANCELLED = 7
+_MAIN_THREAD = threading.main_thread().ident
+
+
+def _name_bytes(name: str, what: str = "method name") -> bytes:
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must be a str")
+    if "\0" in name:
+        raise ValueError(f"{what} {name!r} contains a NUL character")
+    return name.encode()
+
 
 @dataclass(frozen=True)
 class ValueMeta:
@@ -131,8 +142,13 @@ class Runtime:
         return int(lib.etnp_runtime_num_threads(self._ptr))
 
     def load_program(self, source: ProgramSource, data_files: Optional[Sequence[ProgramSource]] = None,
-                     data_path: Optional[ProgramSource] = None) -> "Program":
-        """Load a .pte program from a path (memory-mapped) or from bytes-like data (copied).
+                     data_path: Optional[ProgramSource] = None, *, mmap: bool = False) -> "Program":
+        """Load a .pte program from a path or from bytes-like data (copied).
+
+        A path is read into memory: later changes to the file do not affect the program.
+        ``mmap=True`` maps the file instead (less memory, faster for big files), at a risk:
+        truncating or rewriting the file while the program is loaded can then crash the
+        process (SIGBUS) or silently change its results.
 
         ``data_files`` (paths or bytes-like) are the external weight files (.ptd) of programs
         exported with ``external_constants=True``; ``data_path`` is ExecuTorch's name for one."""
@@ -143,8 +159,13 @@ class Runtime:
         out = ffi.new("etnp_program **")
         if isinstance(source, (str, os.PathLike)):
             path = os.fsencode(source)
+            if b"\0" in path:
+                raise ValueError("embedded null byte in the program path")
             with _holding(self._lock, "load a program"):
-                check(lib.etnp_program_load_file(self._ptr, path, out), f"loading {os.fsdecode(path)!r}")
+                check(lib.etnp_program_load_file_ex(self._ptr, path, 1 if mmap else 0, out),
+                      f"loading {os.fsdecode(path)!r}")
+        elif mmap:
+            raise ValueError("mmap=True needs a path, not bytes")
         elif isinstance(source, (bytes, bytearray, memoryview)):
             buf = memoryview(source).cast("B") if isinstance(source, memoryview) else source
             data = ffi.from_buffer(buf)
@@ -183,6 +204,10 @@ class Program:
     def __init__(self, runtime: Runtime, ptr) -> None:
         self._runtime = runtime
         self._ptr = ptr
+        # close() while other threads use the program: the last user releases it
+        self._use_lock = threading.Lock()
+        self._users = 0
+        self._closed = False
         n = lib.etnp_program_num_methods(ptr)
         self._method_names = tuple(
             ffi.string(lib.etnp_program_method_name(ptr, i)).decode("utf-8", "replace") for i in range(n))
@@ -195,21 +220,38 @@ class Program:
     def runtime(self) -> Runtime:
         return self._runtime
 
-    def _live(self):
-        if self._ptr is None:
-            raise ExecutionError("the program has been closed")
-        return self._ptr
+    def _acquire(self):
+        with self._use_lock:
+            if self._closed:
+                raise ExecutionError("the program has been closed")
+            self._users += 1
+            return self._ptr
+
+    def _release(self) -> None:
+        ptr = None
+        with self._use_lock:
+            self._users -= 1
+            if self._closed and self._users == 0:
+                ptr, self._ptr = self._ptr, None
+        if ptr is not None:
+            ffi.release(ptr)
 
     def load_method(self, name: str = "forward") -> "Method":
         """Prepare a method: plan its memory, resolve kernels and initialise delegates."""
-        if not isinstance(name, str):
-            raise TypeError("method name must be a str")
-        ptr = self._live()
+        bname = _name_bytes(name)
         _check_not_inside_op(self._runtime._lock, f"load method {name!r}")
-        out = ffi.new("etnp_method **")
-        status = lib.etnp_method_load(ptr, name.encode(), out)
-        check(status, f"loading method {name!r}")
-        return Method(self, name, ffi.gc(out[0], lib.etnp_method_destroy))
+        ptr = self._acquire()
+        try:
+            out = ffi.new("etnp_method **")
+            # under the registry lock: the Python ops the method resolves stay alive with it
+            with custom_ops._reg_lock:
+                status = lib.etnp_method_load(ptr, bname, out)
+                py_ops = custom_ops._entries_for(self._list(lib.etnp_program_method_ops, name, ptr)) if (
+                    status == 0 and custom_ops._registry) else ()
+            check(status, f"loading method {name!r}")
+            return Method(self, name, ffi.gc(out[0], lib.etnp_method_destroy), py_ops)
+        finally:
+            self._release()
 
     def operators(self, method: str = "forward") -> List[str]:
         """The operators a method calls (whether or not this runtime has them)."""
@@ -221,24 +263,34 @@ class Program:
 
     def signature(self, method: str = "forward") -> MethodMeta:
         """A method's inputs and outputs as the program declares them, without loading it."""
-        ptr = self._live()
-        name = method.encode()
+        name = _name_bytes(method)
         count, m = ffi.new("size_t *"), ffi.new("etnp_value_meta *")
         sides = []
-        for output in (0, 1):
-            check(lib.etnp_program_method_num_io(ptr, name, output, count), f"reading the signature of {method!r}")
-            metas = []
-            for i in range(count[0]):
-                check(lib.etnp_program_method_io_meta(ptr, name, output, i, m), f"reading the signature of {method!r}")
-                metas.append(_meta(m))
-            sides.append(tuple(metas))
+        ptr = self._acquire()
+        try:
+            for output in (0, 1):
+                check(lib.etnp_program_method_num_io(ptr, name, output, count), f"reading the signature of {method!r}")
+                metas = []
+                for i in range(count[0]):
+                    check(lib.etnp_program_method_io_meta(ptr, name, output, i, m),
+                          f"reading the signature of {method!r}")
+                    metas.append(_meta(m))
+                sides.append(tuple(metas))
+        finally:
+            self._release()
         return MethodMeta(method, sides[0], sides[1])
 
-    def _list(self, fn, method: str) -> List[str]:
-        ptr = self._live()
+    def _list(self, fn, method: str, ptr=None) -> List[str]:
+        bname = _name_bytes(method)
+        if ptr is None:
+            ptr = self._acquire()
+            try:
+                return self._list(fn, method, ptr)
+            finally:
+                self._release()
         out, i, name = [], 0, ffi.new("const char **")
         while True:
-            status = fn(ptr, method.encode(), i, name)
+            status = fn(ptr, bname, i, name)
             if status == 5 and i > 0 or (status == 5 and method in self._method_names):
                 return out
             check(status, f"listing {method!r}")
@@ -246,10 +298,16 @@ class Program:
             i += 1
 
     def close(self) -> None:
-        """Release the program now (methods already loaded keep working)."""
-        if self._ptr is not None:
-            ffi.release(self._ptr)
-            self._ptr = None
+        """Release the program (methods already loaded keep working). Calls in progress on other
+        threads finish first; later ones raise ExecutionError."""
+        with self._use_lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._users:
+                return  # the last user releases it
+            ptr, self._ptr = self._ptr, None
+        ffi.release(ptr)
 
     def __enter__(self) -> "Program":
         return self
@@ -258,7 +316,7 @@ class Program:
         self.close()
 
     def __repr__(self) -> str:
-        if self._ptr is None:
+        if self._closed:
             return f"Program(methods={list(self._method_names)}, closed)"
         sigs = []
         for name in self._method_names:
@@ -279,8 +337,10 @@ class Method:
     fresh arrays that the caller owns.
     """
 
-    def __init__(self, program: Program, name: str, ptr) -> None:
+    def __init__(self, program: Program, name: str, ptr, py_ops: Sequence[Any] = ()) -> None:
         self._program = program
+        self._py_ops = tuple(py_ops)  # the Python-defined ops this method calls: alive while it is
+        self._limits = (0.0, False)
         self._lock = program.runtime._lock
         self._ptr = ptr
         self.name = name
@@ -366,7 +426,26 @@ class Method:
             x = np.ascontiguousarray(x)
         return x
 
-    def __call__(self, inputs: Sequence[Any] = ()) -> List[Any]:
+    def cancel(self) -> None:
+        """Stop this method's call in progress (from another thread): it raises ExecutionError."""
+        lib.etnp_method_cancel(self._ptr)
+
+    def _set_limits(self, timeout: Optional[float]) -> None:
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+                raise ValueError("timeout must be a positive number of seconds or None")
+        main = threading.get_ident() == _MAIN_THREAD
+        if main:  # (re)chains to the current SIGINT handler, e.g. after signal.signal()
+            lib.etnp_install_interrupt_handler()
+        limits = (float(timeout or 0.0), main)
+        if limits != self._limits:
+            check(lib.etnp_method_set_run_limits(self._ptr, limits[0], int(main)))
+            self._limits = limits
+
+    def __call__(self, inputs: Sequence[Any] = (), *, timeout: Optional[float] = None) -> List[Any]:
+        """Run the method. ``timeout`` (seconds) stops a call that runs longer (ExecutionError);
+        Ctrl-C stops a call made from the main thread (KeyboardInterrupt); every call stops after
+        10**7 instructions (a program that loops)."""
         if not isinstance(inputs, (list, tuple)):
             raise TypeError("a Method takes a list or tuple of inputs")
         n = len(inputs)
@@ -380,6 +459,7 @@ class Method:
             _check_not_inside_op(lock, f"call method {self.name!r}")
         # the per-call C structures below are reused: build them under the lock
         with lock:
+            self._set_limits(timeout)
             cin, items, fast, last = self._cin, self._cin_items, self._fast_dtypes, self._last_shapes
             keep = []
             for i in range(n):
@@ -421,19 +501,19 @@ class Method:
                     else:
                         ptrs[j] = ffi.NULL
                     outs.append(arr if carrier is dt else arr.view(dt))
-                tls.lock = self._lock
+                tls.lock, owner, tls.owner = self._lock, tls.owner, (self._ptr, keep)
                 try:
                     status = lib.etnp_method_run_into(self._ptr, cin, n, ptrs, self._out_nbytes, len(outs))
                 finally:
-                    tls.lock = outer
+                    tls.lock, tls.owner = outer, owner
                 if status:
                     self._raise_run_error(status)
                 return outs
-            tls.lock = self._lock
+            tls.lock, owner, tls.owner = self._lock, tls.owner, (self._ptr, keep)
             try:
                 status = lib.etnp_method_run(self._ptr, cin, n, self._res)
             finally:
-                tls.lock = outer
+                tls.lock, tls.owner = outer, owner
             if status:
                 self._raise_run_error(status)
             result = self._res[0]
@@ -444,6 +524,8 @@ class Method:
 
     def _raise_run_error(self, status: int) -> None:
         cause = custom_ops.take_pending_exception()  # an exception raised inside a Python-defined op
+        if cause is not None and not isinstance(cause, Exception):
+            raise cause  # KeyboardInterrupt, SystemExit... propagate as themselves
         try:
             check(status, f"running {self.name!r}")
         except ExecuTorchError as e:

@@ -1,5 +1,5 @@
 // race_harness MODEL THREADS ITERS: (1) THREADS threads share one runtime and one method;
-// (2) each thread owns its runtime. Every result must equal the single-threaded one.
+// (2) each thread owns its runtime; (3) methods outliving their program and runtime handles. Every result must equal the single-threaded one.
 // Built with TSan: a data race makes the process exit non-zero.
 #include <thread>
 
@@ -66,6 +66,34 @@ int main(int argc, char** argv) {
       etnp_runtime_destroy(own);
     });
   for (auto& t : ts) t.join();
+  ts.clear();
+  // (3) methods of one program run and are destroyed on several threads after the program and
+  // runtime handles were destroyed: the methods own them, the last one frees them.
+  {
+    etnp_runtime* own = nullptr;
+    etnp_program* p = nullptr;
+    etnp_runtime_create(2, &own);
+    etnp_method* keep = open_method(own, argv[1], &p);
+    std::vector<etnp_method*> batch((size_t)threads, nullptr);
+    for (int t = 0; t < threads; t++)
+      if (etnp_method_load(p, etnp_program_method_name(p, 0), &batch[t])) {
+        std::fprintf(stderr, "load failed: %s\n", etnp_last_error_message());
+        return 1;
+      }
+    etnp_program_destroy(p);
+    etnp_runtime_destroy(own);
+    for (int t = 0; t < threads; t++)
+      ts.emplace_back([&, t] {
+        bool k = true;
+        if (run_once(batch[t], s, &k) != expect || !k) bad[t]++;
+        etnp_method_destroy(batch[t]);
+      });
+    bool k = true;
+    if (run_once(keep, s, &k) != expect || !k) bad[0]++;
+    for (auto& t : ts) t.join();
+    ts.clear();
+    etnp_method_destroy(keep);
+  }
   int total = 0;
   for (int b : bad) total += b;
   etnp_method_destroy(m);

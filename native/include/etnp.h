@@ -25,7 +25,15 @@ enum etnp_status {
   ETNP_ERR_OPERATOR_NOT_FOUND = 3,    /* kernel (or XNN node) not linked */
   ETNP_ERR_EXECUTION = 4,             /* bad inputs, kernel failure */
   ETNP_ERR_INVALID_ARGUMENT = 5,      /* API misuse (null handle, bad index) */
-  ETNP_ERR_INTERNAL = 6
+  ETNP_ERR_INTERNAL = 6,
+  ETNP_ERR_CANCELLED = 7              /* a call stopped: cancelled, timed out, interrupted, instruction cap;
+                                         the detail says which: cancel, timeout, interrupt, instructions */
+};
+
+/* etnp_program_load_file_ex flags */
+enum etnp_load_flags {
+  ETNP_LOAD_MMAP = 1  /* map the file instead of reading it: truncating or rewriting the file while the
+                         program is loaded can then crash the process (SIGBUS) or change its results */
 };
 
 enum etnp_limits { ETNP_MAX_DIMS = 16 };
@@ -112,7 +120,9 @@ void etnp_runtime_destroy(etnp_runtime *rt);
 int etnp_runtime_num_threads(const etnp_runtime *rt);
 
 /* ---- program ---- */
+/* Reads the whole file into memory: later changes to the file do not affect the program. */
 int etnp_program_load_file(etnp_runtime *rt, const char *path, etnp_program **out);
+int etnp_program_load_file_ex(etnp_runtime *rt, const char *path, int flags, etnp_program **out);
 int etnp_program_load_bytes(etnp_runtime *rt, const void *data, size_t size, etnp_program **out);
 /* Adds an external data file (.ptd, FlatTensor) whose named tensors the program's methods
  * read (`external_constants=True` exports); the bytes are copied. Call before loading methods. */
@@ -151,6 +161,15 @@ int etnp_method_run(etnp_method *m, const etnp_input *inputs, size_t num_inputs,
  * no result object, for callers that know the output sizes (static shapes). */
 int etnp_method_run_into(etnp_method *m, const etnp_input *inputs, size_t num_inputs, void *const *out_data,
                          const size_t *out_nbytes, size_t num_outputs);
+
+/* Limits of the following calls of M: a timeout in seconds (0: none) and whether a SIGINT during a
+ * call stops it (needs etnp_install_interrupt_handler). Every call also stops after 10^7 instructions.
+ * A stopped call fails with ETNP_ERR_CANCELLED. */
+int etnp_method_set_run_limits(etnp_method *m, double timeout_s, int interruptible);
+/* Stops the call of M in progress (from any thread) at its next instruction; no effect when idle. */
+void etnp_method_cancel(etnp_method *m);
+/* Installs (once) a SIGINT handler that counts interrupts, then calls the handler it replaced. */
+int etnp_install_interrupt_handler(void);
 
 /* ---- result ---- */
 size_t etnp_result_num_outputs(const etnp_result *r);

@@ -26,7 +26,7 @@ void copy_elem(const Tensor& src, int64_t so, Tensor& dst, int64_t d) {
 }
 
 // index_select.out(self, dim, index, out)
-void index_select_kernel(KernelContext&, EValue** a, size_t) {
+void index_select_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   int d = (int)wrap_dim(int_arg(a, 1), x.dim);
   const Tensor& idx = tensor_arg(a, 2);
@@ -35,7 +35,7 @@ void index_select_kernel(KernelContext&, EValue** a, size_t) {
   auto s = shape_of(x);
   int64_t n = idx.numel();
   if (x.dim) s[d] = n;
-  resize(out, s);
+  prepare_out(ctx, out, x.dtype, s);
   int64_t outer = prod(x, 0, d), len = x.dim ? x.sizes[d] : 1, inner = prod(x, d + 1, x.dim);
   size_t es = x.elem_size();
   if (inner == 0 || outer == 0) return;
@@ -48,14 +48,14 @@ void index_select_kernel(KernelContext&, EValue** a, size_t) {
 }
 
 // embedding.out(weight, indices, padding_idx, scale_grad_by_freq, sparse, out)
-void embedding_kernel(KernelContext&, EValue** a, size_t) {
+void embedding_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor &w = tensor_arg(a, 0), &idx = tensor_arg(a, 1);
   Tensor& out = tensor_arg(a, 5);
   if (w.dim != 2) throw_exec("embedding: weight must be 2-D");
   check_contiguous(w, "embedding weight");
   auto s = shape_of(idx);
   s.push_back(w.sizes[1]);
-  resize(out, s);
+  prepare_out(ctx, out, w.dtype, s);
   size_t row = (size_t)w.sizes[1] * w.elem_size();
   if (row == 0) return;
   for (int64_t j = 0; j < idx.numel(); j++) {
@@ -65,13 +65,13 @@ void embedding_kernel(KernelContext&, EValue** a, size_t) {
 }
 
 // gather.out(self, dim, index, sparse_grad, out)
-void gather_kernel(KernelContext&, EValue** a, size_t) {
+void gather_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   int d = (int)wrap_dim(int_arg(a, 1), x.dim);
   const Tensor& idx = tensor_arg(a, 2);
   Tensor& out = tensor_arg(a, 4);
   if (idx.dim != x.dim && !(x.dim == 0 && idx.dim <= 1)) throw_exec("gather: index rank must match input rank");
-  resize(out, shape_of(idx));
+  prepare_out(ctx, out, x.dtype, shape_of(idx));
   int64_t n = idx.numel(), pos[kMaxDims] = {};
   for (int64_t i = 0; i < n; i++) {
     int64_t so = 0;
@@ -89,7 +89,7 @@ void gather_kernel(KernelContext&, EValue** a, size_t) {
 // scatter.value_out(self, dim, index, value, out) / scatter.src_out(self, dim, index, src, out) /
 // scatter_add.out(self, dim, index, src, out)
 template <bool ADD>
-void scatter_kernel(KernelContext&, EValue** a, size_t) {
+void scatter_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   int d = (int)wrap_dim(int_arg(a, 1), x.dim);
   const Tensor& idx = tensor_arg(a, 2);
@@ -97,7 +97,7 @@ void scatter_kernel(KernelContext&, EValue** a, size_t) {
   double value = scalar ? double_arg(a, 3) : 0;
   const Tensor* src = scalar ? nullptr : &tensor_arg(a, 3);
   Tensor& out = tensor_arg(a, 4);
-  resize(out, shape_of(x));
+  prepare_out(ctx, out, x.dtype, shape_of(x));
   copy_view(view_of(x), out);
   int64_t n = idx.numel(), pos[kMaxDims] = {};
   for (int64_t i = 0; i < n; i++) {
@@ -232,7 +232,7 @@ void index_kernel(KernelContext& ctx, EValue** a, size_t) {
   Tensor& out = tensor_arg(a, 2);
   std::vector<int64_t> offs, shape;
   index_positions(x, ids, offs, shape);
-  resize(out, shape);
+  prepare_out(ctx, out, x.dtype, shape);
   for (size_t i = 0; i < offs.size(); i++) copy_elem(x, offs[i], out, (int64_t)i);
 }
 
@@ -244,7 +244,7 @@ void index_put_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& v = tensor_arg(a, 2);
   bool acc = bool_arg(a, 3);
   Tensor& out = tensor_arg(a, 4);
-  resize(out, shape_of(x));
+  prepare_out(ctx, out, x.dtype, shape_of(x));
   check_contiguous(out, "index_put output");
   copy_view(view_of(x), out);
   std::vector<int64_t> offs, shape;
@@ -298,11 +298,11 @@ void nonzero_kernel(KernelContext&, EValue** a, size_t) {
 }
 
 // masked_fill.Scalar_out(self, mask, value, out)
-void masked_fill_kernel(KernelContext&, EValue** a, size_t) {
+void masked_fill_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor &x = tensor_arg(a, 0), &m = tensor_arg(a, 1);
   double v = double_arg(a, 2);
   Tensor& out = tensor_arg(a, 3);
-  resize(out, broadcast_shapes(x, m));
+  prepare_out(ctx, out, x.dtype, broadcast_shapes(x, m));
   const Tensor* ins[2] = {&x, &m};
   for_each_broadcast(out, ins, 2, [&](int64_t o, const int64_t* off) {
     if (load_i64(m.data, m.dtype, off[1])) store_f64(out.data, out.dtype, o, v);
@@ -311,12 +311,12 @@ void masked_fill_kernel(KernelContext&, EValue** a, size_t) {
 }
 
 // Sorting along a dim: writes the first k of each run (values and int64 indices).
-void sort_along(const Tensor& x, int d, int64_t k, bool descending, bool stable, Tensor& values, Tensor& indices) {
+void sort_along(KernelContext& ctx, const Tensor& x, int d, int64_t k, bool descending, bool stable, Tensor& values, Tensor& indices) {
   check_contiguous(x, "sort input");
   auto s = shape_of(x);
   if (x.dim) s[d] = k;
-  resize(values, s);
-  resize(indices, s);
+  prepare_out(ctx, values, x.dtype, s, "values");
+  prepare_out(ctx, indices, DType::I64, s, "indices");
   int64_t outer = prod(x, 0, d), len = x.dim ? x.sizes[d] : 1, inner = prod(x, d + 1, x.dim);
   std::vector<int64_t> order((size_t)len);
   std::vector<double> vals((size_t)len);
@@ -340,24 +340,24 @@ void sort_along(const Tensor& x, int d, int64_t k, bool descending, bool stable,
     }
 }
 // topk.values(self, k, dim, largest, sorted, values, indices)
-void topk_kernel(KernelContext&, EValue** a, size_t) {
+void topk_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   int64_t k = int_arg(a, 1);
   int d = (int)wrap_dim(int_arg(a, 2), x.dim);
   if (k < 0 || k > (x.dim ? x.sizes[d] : 1)) throw_exec("topk: k is out of range");
-  sort_along(x, d, k, bool_arg(a, 3), true, tensor_arg(a, 5), tensor_arg(a, 6));
+  sort_along(ctx, x, d, k, bool_arg(a, 3), true, tensor_arg(a, 5), tensor_arg(a, 6));
 }
 // sort.values(self, dim, descending, values, indices)
-void sort_kernel(KernelContext&, EValue** a, size_t) {
+void sort_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   int d = (int)wrap_dim(int_arg(a, 1), x.dim);
-  sort_along(x, d, x.dim ? x.sizes[d] : 1, bool_arg(a, 2), true, tensor_arg(a, 3), tensor_arg(a, 4));
+  sort_along(ctx, x, d, x.dim ? x.sizes[d] : 1, bool_arg(a, 2), true, tensor_arg(a, 3), tensor_arg(a, 4));
 }
 // sort.values_stable(self, stable?, dim, descending, values, indices)
-void sort_stable_kernel(KernelContext&, EValue** a, size_t) {
+void sort_stable_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   int d = (int)wrap_dim(int_arg(a, 2), x.dim);
-  sort_along(x, d, x.dim ? x.sizes[d] : 1, bool_arg(a, 3), true, tensor_arg(a, 4), tensor_arg(a, 5));
+  sort_along(ctx, x, d, x.dim ? x.sizes[d] : 1, bool_arg(a, 3), true, tensor_arg(a, 4), tensor_arg(a, 5));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/out_check.h"
 #include "kernels/registry.h"
 #include "runtime/error.h"
 #include "runtime/evalue.h"

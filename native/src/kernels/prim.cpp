@@ -61,6 +61,7 @@ void et_view(KernelContext& ctx, EValue** a, size_t) {
   auto s = view_shape(x, int_list_arg(ctx, a, 1));
   Tensor& out = tensor_arg(a, 2);
   check_contiguous(x, "et_view input");
+  check_out_dtype(ctx, out, x.dtype);  // a view reinterprets nothing
   out.dim = (int)s.size();
   for (int i = 0; i < out.dim; i++) { out.sizes[i] = s[i]; out.dim_order[i] = (uint8_t)i; }
   out.compute_strides();

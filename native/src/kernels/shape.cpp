@@ -5,8 +5,9 @@
 namespace etnp {
 namespace {
 
-void copy_all(const Tensor& x, Tensor& out) {
-  resize(out, shape_of(x));
+// out = x, same dtype (clone, alias, tril/triu)
+void copy_all(KernelContext& ctx, const Tensor& x, Tensor& out) {
+  prepare_out(ctx, out, x.dtype, shape_of(x));
   copy_view(view_of(x), out);
 }
 
@@ -16,7 +17,7 @@ void view_kernel(KernelContext& ctx, EValue** a, size_t) {
   auto s = view_shape(x, int_list_arg(ctx, a, 1));
   Tensor& out = tensor_arg(a, 2);
   check_contiguous(x, "view input");
-  resize(out, s);
+  prepare_out(ctx, out, x.dtype, s);
   if (out.data != x.data && x.nbytes()) std::memmove(out.data, x.data, x.nbytes());
 }
 
@@ -36,25 +37,25 @@ void permute_kernel(KernelContext& ctx, EValue** a, size_t) {
     v.sizes[i] = s[i] = x.sizes[d];
     v.strides[i] = x.strides[d];
   }
-  resize(out, s);
+  prepare_out(ctx, out, x.dtype, s);
   copy_view(v, out);
 }
 
 // transpose_copy.int_out(self, dim0, dim1, out) / t_copy.out(self, out)
-void transpose_impl(const Tensor& x, int64_t d0, int64_t d1, Tensor& out) {
+void transpose_impl(KernelContext& ctx, const Tensor& x, int64_t d0, int64_t d1, Tensor& out) {
   View v = view_of(x);
   if (x.dim >= 2) {
     int a0 = (int)wrap_dim(d0, x.dim), a1 = (int)wrap_dim(d1, x.dim);
     std::swap(v.sizes[a0], v.sizes[a1]);
     std::swap(v.strides[a0], v.strides[a1]);
   }
-  resize(out, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
+  prepare_out(ctx, out, x.dtype, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
   copy_view(v, out);
 }
-void transpose_kernel(KernelContext&, EValue** a, size_t) {
-  transpose_impl(tensor_arg(a, 0), int_arg(a, 1), int_arg(a, 2), tensor_arg(a, 3));
+void transpose_kernel(KernelContext& ctx, EValue** a, size_t) {
+  transpose_impl(ctx, tensor_arg(a, 0), int_arg(a, 1), int_arg(a, 2), tensor_arg(a, 3));
 }
-void t_kernel(KernelContext&, EValue** a, size_t) { transpose_impl(tensor_arg(a, 0), 0, 1, tensor_arg(a, 1)); }
+void t_kernel(KernelContext& ctx, EValue** a, size_t) { transpose_impl(ctx, tensor_arg(a, 0), 0, 1, tensor_arg(a, 1)); }
 
 // expand_copy.out(self, size, implicit, out)
 void expand_kernel(KernelContext& ctx, EValue** a, size_t) {
@@ -73,7 +74,7 @@ void expand_kernel(KernelContext& ctx, EValue** a, size_t) {
     v.sizes[i] = s[i];
     v.strides[i] = (k >= 0 && xs == s[i]) ? x.strides[k] : 0;
   }
-  resize(out, s);
+  prepare_out(ctx, out, x.dtype, s);
   copy_view(v, out);
 }
 
@@ -94,12 +95,12 @@ void slice_kernel(KernelContext& ctx, EValue** a, size_t) {
   v.offset = start * x.strides[d];
   v.sizes[d] = (end - start + step - 1) / step;
   v.strides[d] = x.strides[d] * step;
-  resize(out, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
+  prepare_out(ctx, out, x.dtype, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
   copy_view(v, out);
 }
 
 // narrow_copy.out(self, dim, start, length, out)
-void narrow_kernel(KernelContext&, EValue** a, size_t) {
+void narrow_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   int d = (int)wrap_dim(int_arg(a, 1), x.dim);
   int64_t start = int_arg(a, 2), len = int_arg(a, 3);
@@ -109,12 +110,12 @@ void narrow_kernel(KernelContext&, EValue** a, size_t) {
   v.offset = start * x.strides[d];
   v.sizes[d] = len;
   Tensor& out = tensor_arg(a, 4);
-  resize(out, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
+  prepare_out(ctx, out, x.dtype, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
   copy_view(v, out);
 }
 
 // select_copy.int_out(self, dim, index, out)
-void select_kernel(KernelContext&, EValue** a, size_t) {
+void select_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   if (x.dim == 0) throw_exec("select: cannot select from a 0-d tensor");
   int d = (int)wrap_dim(int_arg(a, 1), x.dim);
@@ -126,12 +127,12 @@ void select_kernel(KernelContext&, EValue** a, size_t) {
   for (int k = d; k + 1 < x.dim; k++) { v.sizes[k] = v.sizes[k + 1]; v.strides[k] = v.strides[k + 1]; }
   v.dim--;
   Tensor& out = tensor_arg(a, 3);
-  resize(out, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
+  prepare_out(ctx, out, x.dtype, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
   copy_view(v, out);
 }
 
 // unsqueeze_copy.out(self, dim, out)
-void unsqueeze_kernel(KernelContext&, EValue** a, size_t) {
+void unsqueeze_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   int64_t d = int_arg(a, 1);
   if (d < 0) d += x.dim + 1;
@@ -140,25 +141,27 @@ void unsqueeze_kernel(KernelContext&, EValue** a, size_t) {
   s.insert(s.begin() + d, 1);
   Tensor& out = tensor_arg(a, 2);
   check_contiguous(x, "unsqueeze input");
-  resize(out, s);
+  prepare_out(ctx, out, x.dtype, s);
   if (out.data != x.data && x.nbytes()) std::memmove(out.data, x.data, x.nbytes());  // same element order
 }
 
-void squeeze_impl(const Tensor& x, const std::vector<int64_t>& dims, bool all, Tensor& out) {
+void squeeze_impl(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& dims, bool all, Tensor& out) {
   std::vector<int64_t> s;
   for (int i = 0; i < x.dim; i++) {
     bool drop = x.sizes[i] == 1 && all;
     for (auto d : dims) if (wrap_dim(d, x.dim) == i && x.sizes[i] == 1) drop = true;
     if (!drop) s.push_back(x.sizes[i]);
   }
-  resize(out, s);
+  prepare_out(ctx, out, x.dtype, s);
   check_contiguous(x, "squeeze input");
   if (out.data != x.data && x.nbytes()) std::memmove(out.data, x.data, x.nbytes());
 }
 void squeeze_dims_kernel(KernelContext& ctx, EValue** a, size_t) {
-  squeeze_impl(tensor_arg(a, 0), int_list_arg(ctx, a, 1), false, tensor_arg(a, 2));
+  squeeze_impl(ctx, tensor_arg(a, 0), int_list_arg(ctx, a, 1), false, tensor_arg(a, 2));
 }
-void squeeze_all_kernel(KernelContext&, EValue** a, size_t) { squeeze_impl(tensor_arg(a, 0), {}, true, tensor_arg(a, 1)); }
+void squeeze_all_kernel(KernelContext& ctx, EValue** a, size_t) {
+  squeeze_impl(ctx, tensor_arg(a, 0), {}, true, tensor_arg(a, 1));
+}
 
 // cat.out(tensors, dim, out)
 void cat_kernel(KernelContext& ctx, EValue** a, size_t) {
@@ -199,7 +202,7 @@ void stack_kernel(KernelContext& ctx, EValue** a, size_t) {
   auto s = shape_of(r);
   s.insert(s.begin() + d, (int64_t)ts.size());
   Tensor& out = tensor_arg(a, 2);
-  resize(out, s);
+  prepare_out(ctx, out, r.dtype, s);
   int64_t ostr[kMaxDims];
   for (int i = 0, k = 0; i < out.dim; i++) if (i != d) ostr[k++] = out.strides[i];
   for (size_t i = 0; i < ts.size(); i++) {
@@ -208,7 +211,7 @@ void stack_kernel(KernelContext& ctx, EValue** a, size_t) {
   }
 }
 
-void split_into(const Tensor& x, int d, const std::vector<int64_t>& sizes, const std::vector<Tensor*>& outs) {
+void split_into(KernelContext& ctx, const Tensor& x, int d, const std::vector<int64_t>& sizes, const std::vector<Tensor*>& outs) {
   if (sizes.size() != outs.size()) throw_exec("split: number of outputs does not match");
   int64_t off = 0;
   for (size_t i = 0; i < outs.size(); i++) {
@@ -216,7 +219,7 @@ void split_into(const Tensor& x, int d, const std::vector<int64_t>& sizes, const
     v.offset = off * x.strides[d];
     v.sizes[d] = sizes[i];
     if (off + sizes[i] > x.sizes[d] || sizes[i] < 0) throw_exec("split: sizes exceed the dimension");
-    resize(*outs[i], std::vector<int64_t>(v.sizes, v.sizes + v.dim));
+    prepare_out(ctx, *outs[i], x.dtype, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
     copy_view(v, *outs[i]);
     off += sizes[i];
   }
@@ -225,7 +228,7 @@ void split_into(const Tensor& x, int d, const std::vector<int64_t>& sizes, const
 // split_with_sizes_copy.out(self, split_sizes, dim, out[])
 void split_sizes_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
-  split_into(x, (int)wrap_dim(int_arg(a, 2), x.dim), int_list_arg(ctx, a, 1), tensor_list_arg(ctx, a, 3));
+  split_into(ctx, x, (int)wrap_dim(int_arg(a, 2), x.dim), int_list_arg(ctx, a, 1), tensor_list_arg(ctx, a, 3));
 }
 // split_copy.Tensor_out(self, split_size, dim, out[])
 void split_kernel(KernelContext& ctx, EValue** a, size_t) {
@@ -235,7 +238,7 @@ void split_kernel(KernelContext& ctx, EValue** a, size_t) {
   auto outs = tensor_list_arg(ctx, a, 3);
   std::vector<int64_t> sizes;
   for (int64_t r = x.sizes[d]; sizes.size() < outs.size(); r -= ss) sizes.push_back(std::max<int64_t>(0, std::min(ss, r)));
-  split_into(x, d, sizes, outs);
+  split_into(ctx, x, d, sizes, outs);
 }
 // unbind_copy.int_out(self, dim, out[])
 void unbind_kernel(KernelContext& ctx, EValue** a, size_t) {
@@ -248,7 +251,7 @@ void unbind_kernel(KernelContext& ctx, EValue** a, size_t) {
     v.offset = (int64_t)i * x.strides[d];
     for (int k = d; k + 1 < x.dim; k++) { v.sizes[k] = v.sizes[k + 1]; v.strides[k] = v.strides[k + 1]; }
     v.dim--;
-    resize(*outs[i], std::vector<int64_t>(v.sizes, v.sizes + v.dim));
+    prepare_out(ctx, *outs[i], x.dtype, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
     copy_view(v, *outs[i]);
   }
 }
@@ -271,7 +274,7 @@ void repeat_kernel(KernelContext& ctx, EValue** a, size_t) {
     v.sizes[2 * i] = r[i]; v.strides[2 * i] = 0;
     v.sizes[2 * i + 1] = xs; v.strides[2 * i + 1] = k >= 0 ? x.strides[k] : 0;
   }
-  resize(out, s);
+  prepare_out(ctx, out, x.dtype, s);
   int64_t ds[kMaxDims];
   for (int i = 0; i < nd; i++) { ds[2 * i] = v.sizes[2 * i + 1] * out.strides[i]; ds[2 * i + 1] = out.strides[i]; }
   copy_view(v, out, 0, ds);
@@ -288,7 +291,7 @@ void flip_kernel(KernelContext& ctx, EValue** a, size_t) {
     v.strides[d] = -x.strides[d];
   }
   Tensor& out = tensor_arg(a, 2);
-  resize(out, shape_of(x));
+  prepare_out(ctx, out, x.dtype, shape_of(x));
   if (x.numel()) copy_view(v, out);
 }
 
@@ -297,7 +300,7 @@ void roll_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   auto shifts = int_list_arg(ctx, a, 1), dims = int_list_arg(ctx, a, 2);
   Tensor& out = tensor_arg(a, 3);
-  resize(out, shape_of(x));
+  prepare_out(ctx, out, x.dtype, shape_of(x));
   check_contiguous(x, "roll input");
   if (dims.empty()) throw_exec("roll without dims is not supported");
   if (dims.size() != shifts.size()) throw_exec("roll: shifts and dims differ in length");
@@ -319,7 +322,7 @@ void roll_kernel(KernelContext& ctx, EValue** a, size_t) {
 
 // constant_pad_nd.out(self, pad, value, out); reflection/replication pads (self, padding, out)
 enum class PadMode { Constant, Reflect, Replicate };
-void pad_impl(const Tensor& x, const std::vector<int64_t>& pad, PadMode mode, double value, Tensor& out) {
+void pad_impl(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& pad, PadMode mode, double value, Tensor& out) {
   if (pad.size() % 2 || (int)pad.size() / 2 > x.dim) throw_exec("pad: invalid padding length");
   check_contiguous(x, "pad input");
   auto s = shape_of(x);
@@ -332,7 +335,7 @@ void pad_impl(const Tensor& x, const std::vector<int64_t>& pad, PadMode mode, do
     if (mode == PadMode::Reflect && (pad[2 * i] >= x.sizes[d] || pad[2 * i + 1] >= x.sizes[d]))
       throw_exec("reflection pad must be smaller than the input dimension");
   }
-  resize(out, s);
+  prepare_out(ctx, out, x.dtype, s);
   int64_t n = out.numel(), idx[kMaxDims] = {};
   for (int64_t i = 0; i < n; i++) {
     int64_t src = 0;
@@ -356,22 +359,22 @@ void pad_impl(const Tensor& x, const std::vector<int64_t>& pad, PadMode mode, do
   }
 }
 void constant_pad_kernel(KernelContext& ctx, EValue** a, size_t) {
-  pad_impl(tensor_arg(a, 0), int_list_arg(ctx, a, 1), PadMode::Constant, double_arg(a, 2), tensor_arg(a, 3));
+  pad_impl(ctx, tensor_arg(a, 0), int_list_arg(ctx, a, 1), PadMode::Constant, double_arg(a, 2), tensor_arg(a, 3));
 }
 template <PadMode M>
 void pad_kernel(KernelContext& ctx, EValue** a, size_t) {
-  pad_impl(tensor_arg(a, 0), int_list_arg(ctx, a, 1), M, 0, tensor_arg(a, 2));
+  pad_impl(ctx, tensor_arg(a, 0), int_list_arg(ctx, a, 1), M, 0, tensor_arg(a, 2));
 }
 
 // tril.out / triu.out (self, diagonal, out)
 template <bool LOWER>
-void tri_kernel(KernelContext&, EValue** a, size_t) {
+void tri_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   int64_t k = int_arg(a, 1);
   Tensor& out = tensor_arg(a, 2);
   if (x.dim < 2) throw_exec("tril/triu expect at least 2-D input");
   check_contiguous(x, "tril/triu input");
-  copy_all(x, out);
+  copy_all(ctx, x, out);
   int64_t R = x.sizes[x.dim - 2], C = x.sizes[x.dim - 1], B = x.numel() / std::max<int64_t>(R * C, 1);
   size_t es = x.elem_size();
   for (int64_t b = 0; b < B; b++)
@@ -383,9 +386,14 @@ void tri_kernel(KernelContext&, EValue** a, size_t) {
 }
 
 // clone.out(self, memory_format?, out), alias_copy/detach_copy(self, out), _to_copy.out(self, non_blocking, memory_format?, out)
-void clone_kernel(KernelContext&, EValue** a, size_t) { copy_all(tensor_arg(a, 0), tensor_arg(a, 2)); }
-void alias_kernel(KernelContext&, EValue** a, size_t) { copy_all(tensor_arg(a, 0), tensor_arg(a, 1)); }
-void to_copy_kernel(KernelContext&, EValue** a, size_t) { copy_all(tensor_arg(a, 0), tensor_arg(a, 3)); }
+void clone_kernel(KernelContext& ctx, EValue** a, size_t) { copy_all(ctx, tensor_arg(a, 0), tensor_arg(a, 2)); }
+void alias_kernel(KernelContext& ctx, EValue** a, size_t) { copy_all(ctx, tensor_arg(a, 0), tensor_arg(a, 1)); }
+void to_copy_kernel(KernelContext&, EValue** a, size_t) {  // the out's dtype is the requested one: converts
+  const Tensor& x = tensor_arg(a, 0);
+  Tensor& out = tensor_arg(a, 3);
+  resize(out, shape_of(x));
+  copy_view(view_of(x), out);
+}
 // dim_order_ops::_to_dim_order_copy.out / _clone_dim_order.out (self, non_blocking, dim_order?, out):
 // the out tensor carries the requested dim order; copy_view writes through its strides.
 void dim_order_copy_kernel(KernelContext& ctx, EValue** a, size_t) {
@@ -401,10 +409,10 @@ void dim_order_copy_kernel(KernelContext& ctx, EValue** a, size_t) {
   copy_view(view_of(x), out);
 }
 // copy.out(self, src, non_blocking, out): out = broadcast(src)
-void copy_kernel(KernelContext&, EValue** a, size_t) {
+void copy_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor &x = tensor_arg(a, 0), &src = tensor_arg(a, 1);
   Tensor& out = tensor_arg(a, 3);
-  resize(out, shape_of(x));
+  prepare_out(ctx, out, x.dtype, shape_of(x));
   BroadcastStrides bs = broadcast_strides(src, out);
   View v = view_of(src);
   v.dim = bs.dim;

@@ -124,9 +124,13 @@ void etnp_runtime_destroy(etnp_runtime* rt) { delete rt; }
 int etnp_runtime_num_threads(const etnp_runtime* rt) { return rt ? rt->rt->pool().num_threads() : 0; }
 
 int etnp_program_load_file(etnp_runtime* rt, const char* path, etnp_program** out) {
+  return etnp_program_load_file_ex(rt, path, 0, out);
+}
+int etnp_program_load_file_ex(etnp_runtime* rt, const char* path, int flags, etnp_program** out) {
   REQUIRE(rt); REQUIRE(path); REQUIRE(out);
   *out = nullptr;
-  return guard([&] { *out = new etnp_program{Program::from_file(rt->rt, path)}; });
+  if (flags & ~ETNP_LOAD_MMAP) return fail(ETNP_ERR_INVALID_ARGUMENT, "unknown load flags");
+  return guard([&] { *out = new etnp_program{Program::from_file(rt->rt, path, (flags & ETNP_LOAD_MMAP) != 0)}; });
 }
 int etnp_program_load_bytes(etnp_runtime* rt, const void* data, size_t size, etnp_program** out) {
   REQUIRE(rt); REQUIRE(out);
@@ -191,9 +195,10 @@ int etnp_method_load(etnp_program* p, const char* name, etnp_method** out) {
 }
 void etnp_method_destroy(etnp_method* m) {
   if (!m) return;
-  std::lock_guard<std::recursive_mutex> g(m->prog->runtime().mutex());
-  m->m.reset();
-  auto keep = m->prog;  // the runtime (and its mutex) outlive the lock guard
+  // The method may hold the last references to its program and runtime (their handles already
+  // destroyed): keep the runtime, whose mutex is locked here, alive until after the unlock.
+  std::shared_ptr<Runtime> rt = m->prog->runtime_ptr();
+  std::lock_guard<std::recursive_mutex> g(rt->mutex());
   delete m;
 }
 int etnp_method_reset(etnp_method* m) {
@@ -211,6 +216,19 @@ int etnp_method_state_meta(const etnp_method* m, size_t i, etnp_value_meta* out,
   meta_of(m->m->value(st.value), out);
   *name = st.name.c_str();
   return ETNP_OK;
+}
+int etnp_method_set_run_limits(etnp_method* m, double timeout_s, int interruptible) {
+  REQUIRE(m);
+  if (!(timeout_s >= 0)) return fail(ETNP_ERR_INVALID_ARGUMENT, "timeout must be a non-negative number of seconds");
+  m->m->control().timeout_s.store(timeout_s);
+  m->m->control().interruptible.store(interruptible != 0);
+  return ETNP_OK;
+}
+void etnp_method_cancel(etnp_method* m) {
+  if (m) m->m->control().cancel.store(true);
+}
+int etnp_install_interrupt_handler(void) {
+  return install_interrupt_handler() ? ETNP_OK : fail(ETNP_ERR_INTERNAL, "cannot install the SIGINT handler");
 }
 size_t etnp_method_num_inputs(const etnp_method* m) { return m ? m->m->num_inputs() : 0; }
 size_t etnp_method_num_outputs(const etnp_method* m) { return m ? m->m->num_outputs() : 0; }

@@ -14,10 +14,9 @@ namespace {
 enum { EP_NAME = 0, EP_VALUES = 2, EP_INPUTS = 3, EP_OUTPUTS = 4, EP_CHAINS = 5, EP_OPERATORS = 6,
        EP_DELEGATES = 7, EP_BUFFER_SIZES = 8 };
 // Tensor fields
-enum { T_SCALAR_TYPE = 0, T_SIZES = 2, T_DIM_ORDER = 3, T_DATA_BUFFER_IDX = 5, T_ALLOCATION = 6,
+enum { T_SCALAR_TYPE = 0, T_STORAGE_OFFSET = 1, T_SIZES = 2, T_DIM_ORDER = 3, T_DATA_BUFFER_IDX = 5, T_ALLOCATION = 6,
        T_DYNAMISM = 8, T_EXTRA = 9 };
 constexpr uint64_t kMaxBufferBytes = 64ull << 30;
-constexpr int64_t kMaxSteps = 100000000;
 
 std::string op_full_name(const fb::Table& op) {
   std::string n = op.string(0), ov = op.string(1);
@@ -101,6 +100,7 @@ Method::Method(std::shared_ptr<Program> prog, const std::string& name) : prog_(s
     outputs_.push_back(idx);
   }
   prepare_instructions(plan);
+  check_plan_consistency();
   fold_constant_copies();
   collect_state();
 }
@@ -141,6 +141,8 @@ void Method::parse_tensor(const fb::Table& t, EValue& v) {
   if (dyn < 0 || dyn > 2) throw_load("tensor has an unknown shape_dynamism");
   x.dynamism = (Dynamism)dyn;
   size_t nbytes = (size_t)numel * x.elem_size();
+  if (int32_t so = t.scalar<int32_t>(T_STORAGE_OFFSET))  // ExecuTorch supports only 0 (program.fbs)
+    throw_load("tensor has storage_offset " + std::to_string(so) + "; only 0 is supported");
   fb::Table extra = t.table(T_EXTRA);
   uint32_t buf_idx = t.scalar<uint32_t>(T_DATA_BUFFER_IDX);
   fb::Table alloc = t.table(T_ALLOCATION);
@@ -171,8 +173,11 @@ void Method::parse_tensor(const fb::Table& t, EValue& v) {
     if (off % x.elem_size()) throw_load("planned tensor offset " + std::to_string(off) + " is misaligned for its dtype");
     x.data = align64(buffers_[mem_id - 1].get()) + off;
     x.capacity = nbytes;
-    if (buf_idx > 0) {
+    if (buf_idx > 0) {  // a mutable buffer: its initial contents come from mutable_data_segments
       Span init = prog_->mutable_data(buf_idx, nbytes, extra ? extra.scalar<uint64_t>(0) : 0);
+      if (!init.data && nbytes)
+        throw_load("tensor has constant data index " + std::to_string(buf_idx) +
+                   " and a planned allocation, but the program has no mutable data for it");
       if (init.data) std::memcpy(x.data, init.data, nbytes);
       std::string name = extra ? extra.string(1) : std::string();
       state_.push_back(State{(int64_t)(&v - values_.data()), init, name});
@@ -207,7 +212,13 @@ void Method::parse_values(const fb::Table& plan) {
       case Tag::Bool: v.i = val.scalar<uint8_t>(0) != 0; break;
       case Tag::Double: v.d = val.scalar<double>(0); break;
       case Tag::String: v.s = val.string(0); break;
-      case Tag::Tensor: parse_tensor(val, v); break;
+      case Tag::Tensor:
+        try {
+          parse_tensor(val, v);
+        } catch (const Error& e) {  // name the value
+          throw Error(e.code(), "value " + std::to_string(i) + ": " + e.what(), e.detail());
+        }
+        break;
       case Tag::IntList: case Tag::TensorList: case Tag::OptTensorList: {
         bool is_int = v.tag == Tag::IntList;
         fb::Vector it = val.vector(0, is_int ? 8 : 4);
@@ -511,9 +522,10 @@ void Method::execute() {
   ctx.num_values = values_.size();
   int64_t steps = 0;
   size_t pc = 0, n = instructions_.size();
+  control_.begin();
   while (pc < n) {
     Instruction& x = instructions_[pc];
-    if (++steps > kMaxSteps) throw_exec("method '" + name_ + "' exceeded " + std::to_string(kMaxSteps) + " instructions");
+    control_.poll(name_, ++steps);
     size_t next = pc + 1;
     try {
       switch (x.kind) {

@@ -10,6 +10,7 @@
 #include "kernels/registry.h"
 #include "runtime/evalue.h"
 #include "runtime/program.h"
+#include "runtime/run_control.h"
 
 namespace etnp {
 
@@ -46,6 +47,7 @@ class Method {
   void set_inputs(const InputValue* in, size_t n);
   void execute();
   Program& program() { return *prog_; }
+  RunControl& control() { return control_; }
 
   // State: mutable tensors (registered buffers a forward updates, e.g. KV caches) - planned
   // tensors with initial data in the program, or written back by copy_ / index_put_; they keep
@@ -67,6 +69,7 @@ class Method {
   void check_tensor_args(const Instruction& x) const;
   void fold_constant_copies();  // runtime/fold_constants.cpp
   void collect_state();
+  void check_plan_consistency() const;  // runtime/plan_checks.cpp
 
   std::shared_ptr<Program> prog_;
   std::string name_;
@@ -84,6 +87,7 @@ class Method {
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> folded_;  // storage of copies folded at load
   std::vector<std::unique_ptr<DelegateHandle>> delegates_;
   std::vector<std::shared_ptr<const struct CallbackOp>> callback_ops_;  // kept alive while loaded
+  RunControl control_;
 };
 
 // Operator names ("ns::name.overload") and delegate ids used by a plan.

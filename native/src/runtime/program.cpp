@@ -1,13 +1,8 @@
 #include "runtime/program.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 
+#include "os/file_source.h"
 #include "runtime/error.h"
 
 namespace etnp {
@@ -31,37 +26,23 @@ std::shared_ptr<Program> Program::from_bytes(std::shared_ptr<Runtime> rt, const 
   return p;
 }
 
-std::shared_ptr<Program> Program::from_file(std::shared_ptr<Runtime> rt, const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_load("cannot open '" + path + "': " + std::strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw_load("'" + path + "' is not a regular file");
-  }
+std::shared_ptr<Program> Program::from_file(std::shared_ptr<Runtime> rt, const std::string& path, bool map) {
   std::shared_ptr<Program> p(new Program());
   p->runtime_ = std::move(rt);
-  size_t size = (size_t)st.st_size;
-  if (size > 0) {
-    // Private, writable copy-on-write mapping: nothing the program does can touch the file.
-    void* m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) {
-      ::close(fd);
-      throw_load("cannot mmap '" + path + "': " + std::strerror(errno));
-    }
-    p->map_ = m;
-    p->map_size_ = size;
-    p->file_ = (const uint8_t*)m;
+  if (map) {
+    p->map_ = os::FileMapping::open(path);
+    p->file_ = p->map_->data();
+    p->file_size_ = p->map_->size();
+  } else {
+    p->owned_ = os::read_file(path);
+    p->file_ = p->owned_.data();
+    p->file_size_ = p->owned_.size();
   }
-  ::close(fd);
-  p->file_size_ = size;
   p->parse();
   return p;
 }
 
-Program::~Program() {
-  if (map_) munmap(map_, map_size_);
-}
+Program::~Program() = default;
 
 void Program::parse() {
   if (file_size_ < 8) throw_load("file is " + std::to_string(file_size_) + " bytes: too small to be a .pte program");

@@ -1,4 +1,4 @@
-// Program: the loaded .pte file (owned bytes or a private mmap), its extended header,
+// Program: the loaded .pte file (owned bytes, or a private mmap when asked for), its extended header,
 // the Program flatbuffer root and its segments.
 #pragma once
 #include <cstdint>
@@ -12,6 +12,7 @@
 namespace etnp {
 
 class Runtime;
+namespace os { class FileMapping; }
 
 struct Span {
   const uint8_t* data = nullptr;
@@ -20,7 +21,8 @@ struct Span {
 
 class Program {
  public:
-  static std::shared_ptr<Program> from_file(std::shared_ptr<Runtime> rt, const std::string& path);
+  // Reads the file (a private copy), or maps it when `map` is set (see os/file_source.h).
+  static std::shared_ptr<Program> from_file(std::shared_ptr<Runtime> rt, const std::string& path, bool map = false);
   static std::shared_ptr<Program> from_bytes(std::shared_ptr<Runtime> rt, const void* data, size_t size);
   ~Program();
   Program(const Program&) = delete;
@@ -55,8 +57,7 @@ class Program {
 
   std::shared_ptr<Runtime> runtime_;
   std::vector<uint8_t> owned_;
-  void* map_ = nullptr;
-  size_t map_size_ = 0;
+  std::unique_ptr<os::FileMapping> map_;
   const uint8_t* file_ = nullptr;
   size_t file_size_ = 0;
   fb::Buffer fbuf_;

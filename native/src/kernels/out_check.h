@@ -1,0 +1,31 @@
+// The out-tensor contract every kernel checks before it writes: the dtype the op's schema fixes
+// for its out (exactly, as the reference kernels check it) and the shape the op produces,
+// resized within the out's planned memory. A violation is a clean ExecutionError; nothing is
+// written. Byte-copying kernels (view, squeeze, index_select...) rely on it: after
+// prepare_out, out holds exactly numel(shape) elements of dtype `want`.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "kernels/registry.h"
+#include "runtime/error.h"
+#include "runtime/evalue.h"
+
+namespace etnp {
+
+inline void check_out_dtype(const KernelContext& ctx, const Tensor& out, DType want, const char* role = "out") {
+  if (out.dtype != want)
+    throw_exec(std::string(ctx.op && *ctx.op ? ctx.op : "kernel") + ": " + role + " tensor has dtype " +
+               dtype_name(out.dtype) + ", the op produces " + dtype_name(want));
+}
+
+inline void prepare_out(const KernelContext& ctx, Tensor& out, DType want, const std::vector<int64_t>& shape,
+                        const char* role = "out") {
+  check_out_dtype(ctx, out, want, role);
+  resize_tensor(out, (int)shape.size(), shape.data());
+  if (out.numel() > 0 && (!out.data || out.nbytes() > out.capacity))
+    throw_exec(std::string(ctx.op && *ctx.op ? ctx.op : "kernel") + ": " + role + " tensor of shape " + out.shape_str() +
+               " has no memory of its size");
+}
+
+}  // namespace etnp

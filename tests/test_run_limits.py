@@ -1,0 +1,76 @@
+"""Programs that loop: the instruction cap, timeouts, cancel() and Ctrl-C."""
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import executorch_numpy_runtime as en
+from pte_build import F32, Program
+
+N = 1 << 16
+
+
+def looping_program(body=True):
+    """forward(x): out = x + x, then JumpFalse(false) back to the start: never ends."""
+    p = Program()
+    x, alpha, o, cond = p.tensor(F32, [N]), p.int(1), p.tensor(F32, [N], planned=True), p.bool(False)
+    if body:
+        p.call(p.op("aten::add", "out"), [x, x, alpha, o, o])
+    p.jump_false(cond, 0)
+    p.inputs, p.outputs = [x], [o]
+    return p.to_bytes()
+
+
+@pytest.fixture(scope="module")
+def loop_method():
+    return en.Runtime(num_threads=1).load_program(looping_program()).load_method()
+
+
+def test_instruction_cap(rt):
+    m = rt.load_program(looping_program(body=False)).load_method()
+    t = time.monotonic()
+    with pytest.raises(en.ExecutionError, match="exceeded the limit of 10000000 instructions"):
+        m([np.ones(N, np.float32)])
+    assert time.monotonic() - t < 10
+
+
+def test_timeout(loop_method):
+    t = time.monotonic()
+    with pytest.raises(en.ExecutionError, match="timed out"):
+        loop_method([np.ones(N, np.float32)], timeout=0.2)
+    assert time.monotonic() - t < 1.5
+    with pytest.raises(ValueError):
+        loop_method([np.ones(N, np.float32)], timeout=-1)
+
+
+def test_cancel_from_another_thread(loop_method):
+    def cancel_soon():
+        time.sleep(0.3)
+        loop_method.cancel()
+
+    threading.Thread(target=cancel_soon).start()
+    t = time.monotonic()
+    with pytest.raises(en.ExecutionError, match="cancelled"):
+        loop_method([np.ones(N, np.float32)])
+    assert time.monotonic() - t < 1.5
+    # the method stays usable
+    with pytest.raises(en.ExecutionError, match="timed out"):
+        loop_method([np.ones(N, np.float32)], timeout=0.05)
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="needs the main thread")
+def test_ctrl_c_interrupts_a_long_call(loop_method):
+    sent = []
+
+    def interrupt():
+        time.sleep(0.3)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt).start()
+    with pytest.raises(KeyboardInterrupt):
+        loop_method([np.ones(N, np.float32)], timeout=20)
+    assert time.monotonic() - sent[0] < 0.3  # within ~0.1 s (slack for a loaded machine)
