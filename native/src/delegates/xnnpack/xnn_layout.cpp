@@ -69,6 +69,55 @@ bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vect
   return true;
 }
 
+// dst (dense, shape s) = src[base + sum_d idx[d] * st[d]]: the general transpose and slice. Dims
+// of size 1 are dropped and dims that stay adjacent in the source merged; then each row of the
+// innermost dim is one run (a block copy when its source is contiguous, a strided gather
+// otherwise) and rows are split across threads when there are many elements.
+void strided_copy(KernelContext& ctx, const float* src, int64_t base, const std::vector<int64_t>& shape,
+                  const std::vector<int64_t>& strides, float* dst) {
+  int64_t s[8], st[8];
+  int nd = 0;
+  for (size_t d = 0; d < shape.size(); d++) {
+    if (shape[d] == 1) continue;
+    if (shape[d] == 0) return;
+    if (nd > 0 && st[nd - 1] == strides[d] * shape[d]) {  // merges with the previous dim
+      s[nd - 1] *= shape[d];
+      st[nd - 1] = strides[d];
+      continue;
+    }
+    s[nd] = shape[d];
+    st[nd] = strides[d];
+    nd++;
+  }
+  if (nd == 0) {
+    dst[0] = src[base];
+    return;
+  }
+  const int64_t inner = s[nd - 1], ist = st[nd - 1];
+  int64_t rows = 1;
+  for (int d = 0; d < nd - 1; d++) rows *= s[d];
+  parallel(ctx, rows, std::max<int64_t>(1, (1 << 15) / inner), [&](int64_t r0, int64_t r1) {
+    int64_t idx[8] = {}, rem = r0, off = base;
+    for (int d = nd - 2; d >= 0; d--) {
+      idx[d] = rem % s[d];
+      rem /= s[d];
+      off += idx[d] * st[d];
+    }
+    for (int64_t r = r0; r < r1; r++) {
+      float* out = dst + r * inner;
+      const float* in = src + off;
+      if (ist == 1) copy_floats(out, in, inner);
+      else for (int64_t j = 0; j < inner; j++) out[j] = in[j * ist];
+      for (int d = nd - 2; d >= 0; d--) {  // next row
+        off += st[d];
+        if (++idx[d] < s[d]) break;
+        off -= idx[d] * st[d];
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
 void transpose(KernelContext& ctx, Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);
   size_t nd = a.shape.size();
@@ -87,14 +136,7 @@ void transpose(KernelContext& ctx, Graph& g, Node& n) {
   }
   ensure_shape(o, s);
   if (transpose_as_batched_2d(ctx, a, n.ints, o)) return;
-  int64_t total = o.numel(), idx[8] = {};
-  const float* src = a.cdata();
-  for (int64_t k = 0; k < total; k++) {
-    int64_t off = 0;
-    for (size_t d = 0; d < nd; d++) off += idx[d] * st[d];
-    o.data[k] = src[off];
-    for (size_t d = nd; d-- > 0;) { if (++idx[d] < s[d]) break; idx[d] = 0; }
-  }
+  strided_copy(ctx, a.cdata(), 0, s, std::vector<int64_t>(st, st + nd), o.data.data());
 }
 void reshape(Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);
@@ -112,7 +154,7 @@ void reshape(Graph& g, Node& n) {
   ensure_shape(o, s);
   if (&o != &a) copy_floats(o.data.data(), a.data.data(), total);
 }
-void slice(Graph& g, Node& n) {
+void slice(KernelContext& ctx, Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);
   size_t nd = a.shape.size();
   if (n.ints.size() != nd || n.ints2.size() != nd) fail(n, "slice rank mismatch");
@@ -126,13 +168,8 @@ void slice(Graph& g, Node& n) {
     base += off * st[i];
   }
   ensure_shape(o, s);
-  int64_t total = o.numel(), idx[8] = {};
-  for (int64_t k = 0; k < total; k++) {
-    int64_t off = base;
-    for (size_t d = 0; d < nd; d++) off += idx[d] * st[d];
-    o.data[k] = a.data[off];
-    for (size_t d = nd; d-- > 0;) { if (++idx[d] < s[d]) break; idx[d] = 0; }
-  }
+  if (nd > 8) fail(n, "rank " + std::to_string(nd) + " is above 8");
+  strided_copy(ctx, a.cdata(), base, s, st, o.data.data());
 }
 void pad(Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);

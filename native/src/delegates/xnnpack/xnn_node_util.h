@@ -67,7 +67,7 @@ void add_values(KernelContext& ctx, Value& a, Value& b, Value& o);  // o = a + b
 bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vector<int64_t>& perm, Value& o);
 void transpose(KernelContext& ctx, Graph& g, Node& n);
 void reshape(Graph& g, Node& n);
-void slice(Graph& g, Node& n);
+void slice(KernelContext& ctx, Graph& g, Node& n);
 void pad(Graph& g, Node& n);
 void concat(Graph& g, Node& n);
 void resize_bilinear(Graph& g, Node& n);
