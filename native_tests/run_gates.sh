@@ -41,7 +41,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 echo "== kernel check (float and int8 GEMM vs naive loops, every CPU path)"
 for cpu in native avx2 generic; do ETNP_CPU=$cpu "$OUT/asan/kernel_check"; done
-for m in add mlp small_cnn_xnn xnn_ops qlinear_dyn_xnn; do
+for m in add mlp small_cnn_xnn xnn_ops qlinear_dyn_xnn qadd_constant_xnn q8da4w_xnn channels_last_xnn kv_state; do
   "$OUT/asan/leak_harness" "tests/models/$m.pte" 20
 done
 mkdir -p "$OUT/crashes"
@@ -85,7 +85,7 @@ if command -v valgrind >/dev/null 2>&1; then
   echo "== building plain harness for valgrind memcheck"
   build plain "" leak_harness
   for m in mlp_xnn small_cnn_xnn xnn_ops encoder_xnn qcnn_static_xnn qlinear_dyn_xnn mobilenet_v2_xnn small_cnn \
-           ops_conv_norm ops_index ops_mask_index custom_lstm; do
+           ops_conv_norm ops_index ops_mask_index custom_lstm q8da4w_xnn kv_state; do
     valgrind --error-exitcode=9 -q "$OUT/plain/leak_harness" "tests/models/$m.pte" 2
   done
 else

@@ -59,7 +59,8 @@ def worker(args):
 
         t0 = time.perf_counter()
         rt = en.Runtime(num_threads=args.threads) if args.threads and args.worker == "ours" else en.Runtime.get()
-        method = rt.load_program(args.model).load_method("forward")
+        data = [f for f in (args.data_files or "").split(",") if f]
+        method = (rt.load_program(args.model, data_files=data) if data else rt.load_program(args.model)).load_method("forward")
         res["load_ms"] = (time.perf_counter() - t0) * 1e3
         res.update(timings(lambda: method(ins), args.warmup, args.iters))
         res["out"] = np.asarray(method(ins)[0]).ravel()[:8].tolist()
@@ -154,6 +155,7 @@ def main():
                    help="instead: speed-up of N Runtimes called from N threads (ours only)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--inputs", help=argparse.SUPPRESS)
+    p.add_argument("--data-files", help=argparse.SUPPRESS)  # comma-separated .ptd files (tools/bench_zoo.py)
     args = p.parse_args()
     if args.worker:
         return worker(args)

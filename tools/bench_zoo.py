@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Latency of every program of a model zoo in ours and in the reference runtime, side by side, in one
+run, at 1 and 2 threads: the ratio table and its geometric mean (the performance issue's measure).
+
+    python tools/bench_zoo.py [--zoo /work/zoo] [--peer-python PY] [--threads 1,2] [--iters 20]
+                              [--warmup 3] [--markdown FILE] [NAME ...]
+
+The zoo is what tools/zoo_export.py writes (NAME.pte, NAME.npz with `forward:in:i` or the first
+call's `forward:call0:in:i` inputs, NAME*.ptd external weights). Each (program, runtime, thread
+count) runs in its own worker process (tools/bench.py --worker), pinned with `taskset` to the same
+cores for both runtimes (cores 0..T-1; the reference has no thread argument, ours gets
+num_threads=T), the two runtimes alternating per program so machine drift hits both alike.
+Prints median milliseconds and ours/reference per program, then the geometric mean and the worst
+ratio per thread count; programs either runtime cannot run are listed and left out of the means.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def zoo_inputs(npz_path):
+    import numpy as np
+
+    with np.load(npz_path, allow_pickle=False) as z:
+        keys = [k for k in z.files if k.startswith("forward:in:")]
+        if not keys:
+            keys = [k for k in z.files if k.startswith("forward:call0:in:")]
+        keys.sort(key=lambda k: int(k.rsplit(":", 1)[1]))
+        return [z[k] for k in keys]
+
+
+def run_one(py, backend, model, inputs, data_files, threads, iters, warmup, tmp):
+    cmd = [py, os.path.join(HERE, "bench.py"), "--worker", backend, "--model", model, "--inputs", inputs,
+           "--iters", str(iters), "--warmup", str(warmup)]
+    if data_files:
+        cmd += ["--data-files", ",".join(data_files)]
+    if backend == "ours":
+        cmd += ["--threads", str(threads)]
+    if shutil.which("taskset"):
+        cmd = ["taskset", "-c", f"0-{threads - 1}" if threads > 1 else "0"] + cmd
+    env = dict(os.environ)
+    if backend == "peer":
+        env.pop("PYTHONPATH", None)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp, timeout=600)
+    except subprocess.TimeoutExpired:
+        return None, "timeout"
+    line = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
+    if r.returncode != 0 or not line:
+        return None, ((r.stderr.strip().splitlines() or ["failed"])[-1])[:120]
+    return json.loads(line[0][7:]), None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("names", nargs="*")
+    p.add_argument("--zoo", default="/work/zoo")
+    p.add_argument("--ours-python", default=sys.executable)
+    p.add_argument("--peer-python", default=os.environ.get("ETNP_PEER_PYTHON", "/work/envs/ref-venv/bin/python"))
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--markdown", help="also write the table as Markdown to this file")
+    args = p.parse_args()
+    import numpy as np
+
+    threads = [int(t) for t in args.threads.split(",") if t]
+    models = sorted(glob.glob(os.path.join(args.zoo, "*.pte")))
+    if args.names:
+        models = [m for m in models if os.path.splitext(os.path.basename(m))[0] in set(args.names)]
+    rows, skipped = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in models:
+            name = os.path.splitext(os.path.basename(model))[0]
+            npz = os.path.splitext(model)[0] + ".npz"
+            if not os.path.exists(npz):
+                skipped.append((name, "no .npz inputs"))
+                continue
+            inputs = os.path.join(tmp, name + ".inputs.npz")
+            np.savez(inputs, **{f"in_{i}": x for i, x in enumerate(zoo_inputs(npz))})
+            data = sorted(glob.glob(os.path.splitext(model)[0] + "*.ptd"))
+            row = {"name": name}
+            for t in threads:
+                res = {}
+                for be, py in (("ours", args.ours_python), ("peer", args.peer_python)):
+                    r, err = run_one(py, be, model, inputs, data, t, args.iters, args.warmup, tmp)
+                    if err:
+                        skipped.append((f"{name} ({be}, {t} thr)", err))
+                        break
+                    res[be] = r["median"] * 1e3
+                if len(res) == 2:
+                    row[t] = (res["ours"], res["peer"])
+            rows.append(row)
+            cells = "  ".join(f"{t}t {row[t][0]:8.2f} {row[t][1]:8.2f} {row[t][0] / row[t][1]:5.2f}x"
+                              for t in threads if t in row)
+            print(f"{name:32s} {cells}", flush=True)
+    lines = ["| program | " + " | ".join(f"ours {t}t ms | ref {t}t ms | ratio {t}t" for t in threads) + " |",
+             "|---|" + "---|---|---|" * len(threads)]
+    for row in rows:
+        cells = []
+        for t in threads:
+            cells += [f"{row[t][0]:.2f}", f"{row[t][1]:.2f}", f"{row[t][0] / row[t][1]:.2f}x"] if t in row else ["-"] * 3
+        lines.append(f"| {row['name']} | " + " | ".join(cells) + " |")
+    summary = []
+    for t in threads:
+        ratios = [row[t][0] / row[t][1] for row in rows if t in row]
+        if ratios:
+            gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+            worst = max((row[t][0] / row[t][1], row["name"]) for row in rows if t in row)
+            over = sum(r > 1.25 for r in ratios)
+            summary.append(f"{t} thread(s): geometric mean {gm:.2f}x over {len(ratios)} programs, worst "
+                           f"{worst[0]:.2f}x ({worst[1]}), {over} above 1.25x")
+    print()
+    for s in summary:
+        print(s)
+    for name, why in skipped:
+        print(f"not measured: {name}: {why}")
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write("\n".join(lines + [""] + [f"- {s}" for s in summary]) + "\n")
+
+
+if __name__ == "__main__":
+    main()
