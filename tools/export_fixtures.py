@@ -548,6 +548,14 @@ class KVState(nn.Module):
         return self.cache.sum(dim=1) * 2.0, self.total + 0, self.steps * 1
 
 
+class ScalarIO(nn.Module):
+    """0-d tensors in and out of an XNNPACK delegate (the graph holds them as [1]), as in Swin's
+    attention-mask computation."""
+    def forward(self, s, x):
+        t = s * 2.0 + 1.0
+        return t, x * t, t - s
+
+
 class AddConstant(nn.Module):
     """ExecuTorch's test_qs8_add_constant model: lifted constants, a buffer and a parameter become
     delegate inputs whose XNN graph order differs from their external ids (arguments bind by
@@ -659,6 +667,7 @@ def fixtures():
     # state across calls: references for each of several successive calls (M:call{k}:in/out:i)
     f["kv_state"] = dict(methods={"forward": (KVState(), (rnd(1, 1, 4), torch.tensor([0])))},
                          calls=[(rnd(1, 1, 4), torch.tensor([p])) for p in (0, 3, 1, 5)])
+    f["xnn_scalar_io"] = dict(methods={"forward": (ScalarIO(), (rnd(1).reshape(()), rnd(3, 4)))}, xnn=True)
     # weights in an external NAME.ptd file (portable program; XNNPACK delegate with tagged weights)
     f["mlp_external"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, external=True)
     f["mlp_external_xnn"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, xnn=True, external=True)

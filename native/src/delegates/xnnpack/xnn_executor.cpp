@@ -263,7 +263,11 @@ class XnnDelegate : public DelegateHandle {
                    std::to_string(shape.size()) + "-D graph value");
       shape = {v.shape[0], v.shape[3], v.shape[1], v.shape[2]};
     }
-    resize_tensor(t, (int)shape.size(), shape.data());
+    if ((size_t)t.dim != shape.size() && t.numel() == v.numel()) {
+      // e.g. a 0-d scalar output the graph holds as [1] (as for inputs): same elements, the tensor's shape
+    } else {
+      resize_tensor(t, (int)shape.size(), shape.data());
+    }
     int64_t n = t.numel();
     if (n != v.numel()) throw_exec("XNNPACK delegate output " + std::to_string(k) + ": size mismatch");
     const float* d = v.data.data();
