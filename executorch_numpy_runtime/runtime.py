@@ -42,6 +42,9 @@ class ValueMeta:
     dtype: Optional[str] = None
     shape: Optional[Tuple[int, ...]] = None
     dynamic: bool = False
+    # the program's memory order of the dims when it is not the default, e.g. (0, 2, 3, 1) for
+    # channels-last; arrays still cross the API with their logical values (NCHW-shaped)
+    dim_order: Optional[Tuple[int, ...]] = None
 
     @property
     def dynamic_dims(self) -> Optional[Tuple[Optional[int], ...]]:
@@ -85,7 +88,9 @@ def _meta(m) -> ValueMeta:
     kind = _KIND_NAMES.get(m.kind, str(m.kind))
     if m.kind != _KIND_TENSOR:
         return ValueMeta(kind)
-    return ValueMeta(kind, dtypes.dtype_name(m.dtype), tuple(int(m.sizes[i]) for i in range(m.ndim)), m.dynamic != 0)
+    order = tuple(int(m.dim_order[i]) for i in range(m.ndim))
+    return ValueMeta(kind, dtypes.dtype_name(m.dtype), tuple(int(m.sizes[i]) for i in range(m.ndim)), m.dynamic != 0,
+                     None if order == tuple(range(m.ndim)) else order)
 
 
 def _check_not_inside_op(lock: Any, what: str) -> None:

@@ -146,3 +146,17 @@ def test_channels_last_portable_is_a_clear_error(rt):
     method = rt.load_program(model_path("channels_last")).load_method("forward")
     with pytest.raises(en.ExecutionError, match="convolution.*dim order"):
         method(method_inputs(ref, "forward"))
+
+
+def test_channels_last_inputs_take_logical_arrays(rt):
+    """A channels-last program input reports its dim order and takes arrays by their logical
+    values: a C-contiguous NCHW array and an NCHW view with NHWC strides give the same outputs."""
+    ref = reference("channels_last_xnn")
+    method = rt.load_program(model_path("channels_last_xnn")).load_method("forward")
+    assert method.metadata.inputs[0].dim_order == (0, 2, 3, 1)
+    assert method.metadata.inputs[1].dim_order is None
+    x, y = method_inputs(ref, "forward")
+    view = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    assert not view.flags.c_contiguous
+    for inp in (np.ascontiguousarray(x), view):
+        assert_matches(method([inp, y]), method_outputs(ref, "forward"), 1e-4, 1e-4, "channels_last_xnn")

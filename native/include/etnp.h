@@ -84,6 +84,9 @@ typedef struct etnp_value_meta {
   int64_t int_value;              /* INT / BOOL scalars */
   double double_value;            /* DOUBLE scalars */
   size_t nbytes;                  /* tensor data size in bytes */
+  uint8_t dim_order[16];          /* tensors: the memory order of the dims (0, 1, ... when contiguous;
+                                     0, 2, 3, 1 for channels-last). Inputs and outputs cross the API
+                                     in logical row-major order whatever it is. */
 } etnp_value_meta;
 
 /* One input passed to etnp_method_run. For tensors, data must be C-contiguous

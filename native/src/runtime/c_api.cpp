@@ -59,6 +59,7 @@ void meta_of(const EValue& v, etnp_value_meta* out) {
     out->dtype = (int)v.t.dtype;
     out->ndim = v.t.dim;
     for (int i = 0; i < v.t.dim; i++) out->sizes[i] = v.t.sizes[i];
+    for (int i = 0; i < v.t.dim; i++) out->dim_order[i] = v.t.dim_order[i];
     out->dynamic = (int)v.t.dynamism;
     out->nbytes = v.t.nbytes();
   } else if (v.tag == Tag::Int || v.tag == Tag::Bool) {

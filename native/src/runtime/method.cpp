@@ -69,6 +69,9 @@ EValue plan_io_value(const fb::Table& plan, bool output, size_t i) {
   }
   int8_t dyn = t.scalar<int8_t>(T_DYNAMISM);
   v.t.dynamism = dyn == 1 ? Dynamism::Bound : dyn == 2 ? Dynamism::Unbound : Dynamism::Static;
+  fb::Vector order = t.vector(T_DIM_ORDER, 1);
+  bool valid = order.size() == (uint32_t)v.t.dim;
+  for (int k = 0; k < v.t.dim; k++) v.t.dim_order[k] = valid ? order.at<uint8_t>((uint32_t)k) : (uint8_t)k;
   return v;
 }
 
