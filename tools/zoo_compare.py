@@ -12,7 +12,8 @@ per runtime in a worker subprocess (this same file with ``--worker``) under a ti
 or a hang is a table row, not a failure of the tool. The worker loads the program (passing
 ``data_files=[...]`` to load_program when the program has .ptd files), loads ``forward`` and makes
 every recorded call in order on that one method (successive KV-cache steps; one call per shape for
-dynamic-shape programs), then hands back its outputs.
+dynamic-shape programs), then hands back its outputs. Inputs of programs with a channels-last
+dim order (meta in_dim_orders) are passed in ExecuTorch's layout: data in dim order, logical shape.
 
   --ours-python  interpreter whose ``executorch_numpy_runtime`` is ours   (default /work/main/.venv/bin/python)
   --ref-python   interpreter with the reference wheel (upstream ExecuTorch) (default /work/envs/ref-venv/bin/python)
@@ -76,6 +77,14 @@ def load_ref(npz_path):
     return meta, calls
 
 
+def in_dim_order(x, order):
+    """An input whose program dim order is not contiguous (channels-last), laid out as ExecuTorch
+    lays it out: the data in dim order, the shape logical (what the reference runtime expects)."""
+    if order is None or list(order) == list(range(np.ndim(x))):
+        return x
+    return np.ascontiguousarray(np.transpose(x, order)).reshape(np.shape(x))
+
+
 def worker(pte, npz, out_path):
     """Run one program in this interpreter's executorch_numpy_runtime; write outputs and a status."""
     status = {"ok": False, "stage": "import"}
@@ -92,9 +101,10 @@ def worker(pte, npz, out_path):
         method = prog.load_method("forward")
         status["load_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
+        orders = meta.get("in_dim_orders") or []
         for k, (ins, _) in enumerate(calls):
             status["stage"] = f"call {k}"
-            res = method(list(ins))
+            res = method([in_dim_order(x, orders[i] if i < len(orders) else None) for i, x in enumerate(ins)])
             for i, r in enumerate(res):
                 outs[f"call{k}:out:{i}"] = np.asarray(r)
         status["run_s"] = time.perf_counter() - t0

@@ -14,7 +14,8 @@ For every program NAME it writes, into the output directory (never the repositor
                    first call (the layout of tools/export_fixtures.py); programs called more than once
                    (KV-cache decoders: successive calls on one loaded method; dynamic shapes: one call
                    per shape) also hold ``forward:call{k}:in:i`` / ``forward:call{k}:out:i`` for every
-                   call k; ``meta`` is a JSON string: recipe, number of calls, stateful, data_files and
+                   call k; ``meta`` is a JSON string: recipe, number of calls, stateful, data_files,
+                   in_dim_orders (each input's torch dim order; inputs are stored in logical layout) and
                    ``out_steps`` (the quantisation step of each output when it leaves a quantised op,
                    else null).
 The eager reference is the model the program was exported from: for PT2E recipes the converted
@@ -30,7 +31,8 @@ Recipes (the name prefix says which):
                    weights in groups of 32 / int8 per-channel weights (ao_*)
   kv-cache-*       llama-architecture decoders with a KV-cache buffer mutated in forward (kv_*)
   dynamic-xnn      a dynamic batch or sequence dimension, one reference per shape (dyn_*)
-  channels-last-xnn  model and input in torch.channels_last (cl_*)
+  channels-last-xnn  inputs in torch.channels_last, so the program's inputs have dim order NHWC (cl_*;
+                   weights stay contiguous: XNNPACK's lowering asserts NCHW constant weights)
   ext-*            ExecutorchBackendConfig(external_constants=True): weights in a .ptd (ext_*); for
                    XNNPACK the delegate's constants are tagged too (delegate_external_constants_pass_
                    unlifted, as export_llama does), which only moves quantised (torchao) weights
@@ -116,6 +118,16 @@ def tv_swin_mini():
                            window_size=[7, 7], num_classes=100)
 
 
+def tv_regnet():
+    """regnet_y_400mf with its blocks renamed "blockS_i": ExecuTorch 1.3.1's XNNPACK FuseBatchNormPass
+    fails on torchvision's "blockS-i" names ("..._weight_fused_bn is not in list")."""
+    from collections import OrderedDict
+    m = tv("regnet_y_400mf", num_classes=100)
+    for stage in m.trunk_output:
+        stage._modules = OrderedDict((k.replace("-", "_"), v) for k, v in stage._modules.items())
+    return m
+
+
 TV_CNN = {  # name: (constructor, kwargs, input resolution)
     "resnet18": (lambda: tv("resnet18", num_classes=100), 128),
     "mobilenet_v2": (lambda: tv("mobilenet_v2", num_classes=100), 128),
@@ -125,7 +137,7 @@ TV_CNN = {  # name: (constructor, kwargs, input resolution)
     "shufflenet_v2": (lambda: tv("shufflenet_v2_x1_0", num_classes=100), 128),
     "squeezenet": (lambda: tv("squeezenet1_1", num_classes=100), 128),
     "densenet121": (lambda: tv("densenet121", num_classes=100), 96),
-    "regnet_y_400mf": (lambda: tv("regnet_y_400mf", num_classes=100), 128),
+    "regnet_y_400mf": (tv_regnet, 128),
     "mnasnet0_5": (lambda: tv("mnasnet0_5", num_classes=100), 128),
     "googlenet": (lambda: tv("googlenet", num_classes=100, aux_logits=False, init_weights=True), 128),
     "convnext_mini": (tv_convnext_mini, 128),
@@ -395,9 +407,9 @@ def export_one(name, entry, outdir):
     recipe, stateful = entry["recipe"], entry.get("stateful", False)
     spec = entry["build"]()
     model, calls, dyn = prepare(spec["model"]), spec["calls"], spec.get("dyn")
-    if recipe.startswith("channels-last"):
-        model = model.to(memory_format=torch.channels_last)
+    if recipe.startswith("channels-last"):  # the inputs only: XNNPACK's ChannelsLastTaggedReshapePass
         calls = [tuple(t.to(memory_format=torch.channels_last) if t.dim() == 4 else t for t in c) for c in calls]
+        # asserts NCHW constant weights, so the model itself stays contiguous
     with torch.no_grad():
         if recipe.startswith("int8-"):
             model = pt2e(model, calls[0], recipe.startswith("int8-dyn"), dyn)
@@ -444,6 +456,7 @@ def export_one(name, entry, outdir):
         if key.startswith("forward:call0:"):
             ref["forward:" + key[len("forward:call0:"):]] = ref[key]
     meta = dict(recipe=recipe, calls=len(calls), stateful=stateful, data_files=data_files,
+                in_dim_orders=[list(t.dim_order()) if isinstance(t, torch.Tensor) else None for t in calls[0]],
                 out_steps=out_steps(model, len(outs[0])) if recipe.startswith("int8-static") else [None] * len(outs[0]))
     np.savez(os.path.join(outdir, name + ".npz"), meta=np.array(json.dumps(meta)), **ref)
     return len(et.buffer)
