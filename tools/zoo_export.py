@@ -219,9 +219,14 @@ def bert_tiny():
               intermediate_size=512, vocab_size=1000, max_position_embeddings=128)
 
 
-def hf_bert(seq=32):
-    return dict(model=Pick(bert_tiny(), "last_hidden_state", "pooler_output"),
-                calls=[(ids(1, seq), torch.ones(1, seq, dtype=torch.long))])
+def with_mask(n, mask):
+    """Token ids [1, n] and, when `mask`, an all-ones attention mask (PT2E's prepare_pt2e breaks the
+    integer index arithmetic of transformers' mask construction, so int8-dyn programs take ids only)."""
+    return (ids(1, n), torch.ones(1, n, dtype=torch.long)) if mask else (ids(1, n),)
+
+
+def hf_bert(mask=True):
+    return dict(model=Pick(bert_tiny(), "last_hidden_state", "pooler_output"), calls=[with_mask(32, mask)])
 
 
 def hf_gpt2():
@@ -238,7 +243,8 @@ def hf_whisper():
     import transformers
     cfg = transformers.WhisperConfig(d_model=128, encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=256,
                                      decoder_layers=1, decoder_attention_heads=2, decoder_ffn_dim=256,
-                                     num_mel_bins=40, max_source_positions=100, vocab_size=1000)
+                                     num_mel_bins=40, max_source_positions=100, vocab_size=1000, pad_token_id=0,
+                                     bos_token_id=1, eos_token_id=2, decoder_start_token_id=1)
     m = transformers.WhisperModel(cfg).get_encoder().eval()
     return dict(model=Pick(m, "last_hidden_state"), calls=[(torch.randn(1, 40, 200),)])
 
@@ -250,17 +256,17 @@ def hf_wav2vec2():
     return dict(model=Pick(m, "last_hidden_state"), calls=[(torch.randn(1, 4000),)])
 
 
-def hf_mobilebert():
+def hf_mobilebert(mask=True):
     m = hf("MobileBertModel", "MobileBertConfig", hidden_size=128, embedding_size=64, intermediate_size=256,
            num_hidden_layers=2, num_attention_heads=2, intra_bottleneck_size=64, true_hidden_size=64,
            vocab_size=1000, max_position_embeddings=128)
-    return dict(model=Pick(m, "last_hidden_state"), calls=[(ids(1, 32), torch.ones(1, 32, dtype=torch.long))])
+    return dict(model=Pick(m, "last_hidden_state"), calls=[with_mask(32, mask)])
 
 
-def hf_distilbert():
+def hf_distilbert(mask=True):
     m = hf("DistilBertModel", "DistilBertConfig", dim=128, n_layers=2, n_heads=2, hidden_dim=256, vocab_size=1000,
            max_position_embeddings=128)
-    return dict(model=Pick(m, "last_hidden_state"), calls=[(ids(1, 32), torch.ones(1, 32, dtype=torch.long))])
+    return dict(model=Pick(m, "last_hidden_state"), calls=[with_mask(32, mask)])
 
 
 def hf_llama():
@@ -279,7 +285,7 @@ zoo("ext_bert_tiny_portable", "ext-portable")(hf_bert)
 zoo("ext_8da4w_llama_tiny", "ext-8da4w-xnn")(hf_llama)  # XNNPACK puts tagged quantised weights in the .ptd
 for _n, _f in dict(bert_tiny=hf_bert, t5_encoder=hf_t5, whisper_encoder=hf_whisper, mobilebert_tiny=hf_mobilebert,
                    distilbert_tiny=hf_distilbert).items():
-    zoo(f"q8d_{_n}", "int8-dyn-xnn")(_f)
+    zoo(f"q8d_{_n}", "int8-dyn-xnn")(lambda _f=_f: _f(mask=False) if _f in (hf_bert, hf_mobilebert, hf_distilbert) else _f())
 for _r in ("8da4w", "8da8w"):
     zoo(f"ao{_r}_bert_tiny", f"{_r}-xnn")(hf_bert)
     zoo(f"ao{_r}_llama_tiny", f"{_r}-xnn")(hf_llama)
@@ -290,7 +296,7 @@ def _():
     s = Dim("seq", min=2, max=64)
     return dict(model=Pick(bert_tiny(), "last_hidden_state"),
                 calls=[(ids(1, 16), torch.ones(1, 16, dtype=torch.long)), (ids(1, 27), torch.ones(1, 27, dtype=torch.long))],
-                dyn=({1: s}, {1: s}))
+                dyn=(({1: s}, {1: s}),))  # Pick.forward(*args): one varargs parameter
 
 
 # ------------------------------------------------------------ KV-cache decoders
@@ -352,7 +358,9 @@ def pt2e(model, inputs, dynamic, dyn):
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
         XNNPACKQuantizer, get_symmetric_quantization_config)
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-    q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True, is_dynamic=dynamic))
+    cfg = get_symmetric_quantization_config(is_per_channel=True, is_dynamic=dynamic)
+    # dynamic: linears only (set_global would also annotate the index inputs of embeddings)
+    q = XNNPACKQuantizer().set_module_type(nn.Linear, cfg) if dynamic else XNNPACKQuantizer().set_global(cfg)
     m = prepare_pt2e(export(model, inputs, dynamic_shapes=dyn, strict=False).module(), q)
     m(*inputs)
     return convert_pt2e(m)
