@@ -13,7 +13,8 @@ or a hang is a table row, not a failure of the tool. The worker loads the progra
 ``data_files=[...]`` to load_program when the program has .ptd files), loads ``forward`` and makes
 every recorded call in order on that one method (successive KV-cache steps; one call per shape for
 dynamic-shape programs), then hands back its outputs. Inputs of programs with a channels-last
-dim order (meta in_dim_orders) are passed in ExecuTorch's layout: data in dim order, logical shape.
+dim order (meta in_dim_orders) are given to ours by logical value and to the reference in its
+convention (the data in dim order under the logical shape: it reads the raw buffer).
 
   --ours-python  interpreter whose ``executorch_numpy_runtime`` is ours   (default /work/main/.venv/bin/python)
   --ref-python   interpreter with the reference wheel (upstream ExecuTorch) (default /work/envs/ref-venv/bin/python)
@@ -77,10 +78,11 @@ def load_ref(npz_path):
     return meta, calls
 
 
-def in_dim_order(x, order):
-    """An input whose program dim order is not contiguous (channels-last), laid out as ExecuTorch
-    lays it out: the data in dim order, the shape logical (what the reference runtime expects)."""
-    if order is None or list(order) == list(range(np.ndim(x))):
+def in_dim_order(x, order, raw_bytes):
+    """An input whose program dim order is not contiguous (channels-last), as each runtime takes it:
+    ours by its logical values (any numpy layout); the reference reads the raw buffer as if it were
+    in the program's dim order, so it gets the data in dim order under the logical shape."""
+    if not raw_bytes or order is None or list(order) == list(range(np.ndim(x))):
         return x
     return np.ascontiguousarray(np.transpose(x, order)).reshape(np.shape(x))
 
@@ -104,7 +106,9 @@ def worker(pte, npz, out_path):
         orders = meta.get("in_dim_orders") or []
         for k, (ins, _) in enumerate(calls):
             status["stage"] = f"call {k}"
-            res = method([in_dim_order(x, orders[i] if i < len(orders) else None) for i, x in enumerate(ins)])
+            meta_cls = getattr(en, "ValueMeta", None)  # the published wheel has none (and reads raw buffers)
+            raw = "dim_order" not in getattr(meta_cls, "__dataclass_fields__", {})
+            res = method([in_dim_order(x, orders[i] if i < len(orders) else None, raw) for i, x in enumerate(ins)])
             for i, r in enumerate(res):
                 outs[f"call{k}:out:{i}"] = np.asarray(r)
         status["run_s"] = time.perf_counter() - t0
