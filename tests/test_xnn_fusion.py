@@ -28,7 +28,8 @@ for threads in (1, 2):
 print("ok")
 """
 
-MODELS = ["mobilenet_v2_xnn", "conv_inputs_xnn", "small_cnn_xnn", "encoder_xnn", "mlp_xnn", "qmlp_dyn_xnn", "qcnn_static_xnn"]
+MODELS = ["mobilenet_v2_xnn", "conv_inputs_xnn", "small_cnn_xnn", "encoder_xnn", "mlp_xnn", "qmlp_dyn_xnn", "qcnn_static_xnn",
+          "qadd_constant_xnn"]
 
 
 def run(mode, models, profile=False):
@@ -68,4 +69,13 @@ def test_input_convolutions_read_nchw_in_place():
     r = run("on", ["conv_inputs_xnn"], profile=True)
     assert r.returncode == 0, r.stderr[-3000:]
     # every convolution reads its network input through a fused transpose (one delegate, 2 runtimes)
-    assert r.stderr.count("XNNStaticTranspose+Conv2d ") == 8, r.stderr[-3000:]
+    assert r.stderr.count("XNNStaticTranspose+Conv2d") == 8, r.stderr[-3000:]
+    # the clamp after the last convolution is its output range (a Clamp node fused in)
+    assert r.stderr.count("XNNStaticTranspose+Conv2d+Clamp ") == 2, r.stderr[-3000:]
+
+
+def test_static_int8_clamp_joins_its_convolution():
+    r = run("on", ["qcnn_static_xnn"], profile=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    # the hardtanh after the second convolution (a separate Clamp node in int8 graphs)
+    assert "XNNConv2d+Clamp " in r.stderr and "XNNClamp " not in r.stderr, r.stderr[-3000:]

@@ -1,4 +1,5 @@
 // Load-time fusion of XNNPACK graph nodes whose intermediate value is read by nothing else:
+//  - any node -> Clamp: the node clamps its own output (its output range narrowed);
 //  - Conv2d / FullyConnected -> Add (a residual connection): the GEMM adds the other operand to
 //    each output tile while it is in cache, so the intermediate is never written and re-read;
 //  - StaticTranspose NCHW -> NHWC -> Conv2d (the network input): the convolution's zero-padded
@@ -8,6 +9,7 @@
 //    images stay in cache instead of going through memory.
 // Each fused node keeps the intermediate value so that it can fall back to the two steps
 // (xnn_ops.cpp), and its inputs list every value it reads, for the buffer planner.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -54,6 +56,38 @@ bool static_dims(const Value& v) {
 bool private_link(const Graph& g, const Uses& u, uint32_t id, size_t from) {
   return id < g.values.size() && u.producer[id] == (int64_t)from && u.readers[id] == 1 && !is_graph_io(g, id) &&
          plain_f32(g.values[id]);
+}
+
+// Node i -> Clamp j on its result (static int8 graphs keep ReLU/ReLU6 as separate Clamp nodes):
+// node i clamps its own output to the intersection of both ranges and writes the clamp's output.
+// For quantized values both must be on the same grid (then snapping before or after the clamp
+// gives the same points, the grid's zero being one of them).
+bool fuse_clamp(Graph& g, const Uses& u, size_t j) {
+  Node& cl = g.nodes[j];
+  if (cl.type != Clamp || cl.inputs.size() != 1 || cl.output >= g.values.size()) return false;
+  uint32_t x = cl.inputs[0];
+  if (x >= g.values.size() || x == cl.output || u.producer[x] < 0 || u.producer[cl.output] != (int64_t)j) return false;
+  const size_t i = (size_t)u.producer[x];
+  Node& p = g.nodes[i];
+  if (i >= j || u.readers[x] != 1 || is_graph_io(g, x) || p.output != x || p.output2 != kInvalidId ||
+      p.residual != kInvalidId || p.pre || p.post || p.type == ArgMaxPooling2d)
+    return false;
+  const Value &vx = g.values[x], &vo = g.values[cl.output];
+  if (vx.is_constant || vo.is_constant || vx.dtype != vo.dtype || vx.quant != vo.quant || vx.dims != vo.dims) return false;
+  if (vx.quant == Quant::PerTensor) {
+    if (vx.scale != vo.scale || vx.zero_point != vo.zero_point) return false;
+  } else if (vx.quant != Quant::None) {
+    return false;
+  }
+  // nothing before the clamp may read its output (a well-formed graph never does)
+  for (size_t k = 0; k < j; k++)
+    for (uint32_t id : g.nodes[k].inputs)
+      if (id == cl.output) return false;
+  p.out_min = std::max(p.out_min, cl.out_min);
+  p.out_max = std::min(p.out_max, cl.out_max);
+  p.output = cl.output;
+  p.clamp_fused = true;
+  return true;
 }
 
 // Conv2d/FullyConnected i -> Add j. The add's other operand must be ready before i runs.
@@ -214,6 +248,7 @@ FusionMode fusion_mode() {
 
 void fuse_nodes(Graph& g) {
   if (fusion_mode() == FusionMode::Off) return;
+  fuse_pass(g, fuse_clamp);
   // residual adds first: a projection takes its add along when it joins a depthwise node
   fuse_pass(g, [](Graph& gg, const Uses& u, size_t k) { return fuse_residual(gg, u, k) || fuse_input_transpose(gg, u, k); });
   fuse_pass(g, fuse_expand_depthwise);
@@ -223,6 +258,7 @@ void fuse_nodes(Graph& g) {
 std::string node_display_name(const Node& n) {
   std::string s = node_type_name(n.type);
   if (n.nchw_transposed != kInvalidId) s = "XNNStaticTranspose+" + s.substr(3);
+  if (n.clamp_fused) s += "+Clamp";
   if (n.residual != kInvalidId) s += "+Add";
   if (n.pre) s = node_display_name(*n.pre) + "+" + s.substr(3);
   if (n.post) s += "+" + node_display_name(*n.post).substr(3);

@@ -93,6 +93,7 @@ struct Node {
   // `nchw_transposed` the transpose's result, written only when the conv cannot read NCHW itself.
   uint32_t nchw_transposed = kInvalidId;
   bool residual_pending = false;  // during a call: the add is still to be applied (shapes differed)
+  bool clamp_fused = false;       // a Clamp after it was fused into out_min/out_max (profiles say so)
   // A DepthwiseConv2d that absorbed the pointwise Conv2d producing its input (the expansion of an
   // inverted-residual block): `pre` is that node (its output, inputs[0] here, is written only when
   // the band pipeline cannot run); its input is also inputs[3] here, for the buffer planner.
