@@ -5,7 +5,10 @@
 // ETNP_FUZZ_LOAD_ONLY=1 stops after method load (program, memory plan, kernels, XNNPACK graph
 // and weight packing): many times more executions per second on the readers, without the
 // inputs whose declared work (a huge convolution, say) is legal but slow to run.
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "harness_util.h"
 
@@ -26,9 +29,33 @@ static etnp_runtime* runtime() {
   return rt;
 }
 
+// A .ptd (FlatTensor, "FT01") input is fuzzed as the external weights of a fixed program whose
+// weights live outside it (tests/models/mlp_external.pte, read once from the working directory).
+static const std::vector<uint8_t>& external_program() {
+  static const std::vector<uint8_t> bytes = [] {
+    std::vector<uint8_t> b;
+    if (FILE* f = std::fopen("tests/models/mlp_external.pte", "rb")) {
+      int c;
+      while ((c = std::fgetc(f)) != EOF) b.push_back((uint8_t)c);
+      std::fclose(f);
+    }
+    return b;
+  }();
+  return bytes;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   etnp_program* prog = nullptr;
-  if (etnp_program_load_bytes(runtime(), data, size, &prog) != ETNP_OK) return 0;
+  if (size >= 8 && std::memcmp(data + 4, "FT01", 4) == 0) {
+    const std::vector<uint8_t>& pte = external_program();
+    if (pte.empty() || etnp_program_load_bytes(runtime(), pte.data(), pte.size(), &prog) != ETNP_OK) return 0;
+    if (etnp_program_add_data(prog, data, size, "fuzz.ptd") != ETNP_OK) {
+      etnp_program_destroy(prog);
+      return 0;
+    }
+  } else if (etnp_program_load_bytes(runtime(), data, size, &prog) != ETNP_OK) {
+    return 0;
+  }
   for (size_t k = 0; k < etnp_program_num_methods(prog); k++) {
     const char* name = etnp_program_method_name(prog, k);
     for (int side = 0; side < 2; side++) {  // the signature reader, on plans that may not load
@@ -42,7 +69,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     InputSet s;
     if (!load_only() && make_inputs(m, s, 1 << 22)) {
       etnp_result* r = nullptr;
-      if (etnp_method_run(m, s.inputs.data(), s.inputs.size(), &r) == ETNP_OK) etnp_result_destroy(r);
+      if (etnp_method_run(m, s.inputs.data(), s.inputs.size(), &r) == ETNP_OK) {
+        etnp_result_destroy(r);
+        // state back to its initial values, and a second call on it
+        if (etnp_method_reset(m) == ETNP_OK && etnp_method_run(m, s.inputs.data(), s.inputs.size(), &r) == ETNP_OK)
+          etnp_result_destroy(r);
+      }
     }
     etnp_method_destroy(m);
   }

@@ -62,7 +62,7 @@ if command -v clang++ >/dev/null 2>&1 && echo 'extern "C" int LLVMFuzzerTestOneI
   mkdir -p "$CORPUS" "$OUT/libfuzzer-crashes"
   SEEDS="$OUT/libfuzzer-seeds"
   rm -rf "$SEEDS"; mkdir -p "$SEEDS"
-  find tests/models tests/fuzz_corpus -type f -size -1024k \( -name '*.pte' -o -name 'crash-*' -o -name 'seed-*' \) -exec cp {} "$SEEDS/" \;
+  find tests/models tests/fuzz_corpus -type f -size -1024k \( -name '*.pte' -o -name '*.ptd' -o -name 'crash-*' -o -name 'seed-*' \) -exec cp {} "$SEEDS/" \;
   # huge planned buffers are legal in the format: the allocator refuses them (-> ProgramLoadError)
   ASAN_OPTIONS=max_allocation_size_mb=2048:allocator_may_return_null=1:detect_leaks=1 \
   # -seed and -runs make the run reproducible (same mutations on every machine); the time stays a cap
