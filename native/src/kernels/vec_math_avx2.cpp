@@ -1,7 +1,19 @@
 // vec_math's AVX2+FMA path: the algorithms of vec_math_impl.h over 8-lane __m256.
 #if defined(__x86_64__)
-#pragma GCC target("avx2,fma")
 #include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+// Everything defined below (vec_math_impl.h's templates included) is compiled for this path's
+// instruction set; the function-level attribute, so the rest of the build stays portable.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC target("avx2,fma")
+#endif
 
 #include "kernels/vec_math_impl.h"
 
@@ -59,4 +71,8 @@ void vec_gelu_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::
 void vec_softmax_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::softmax(x, y, n); }
 
 }  // namespace etnp
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #endif

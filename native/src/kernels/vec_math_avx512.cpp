@@ -1,7 +1,19 @@
 // vec_math's AVX-512 path: the algorithms of vec_math_impl.h over 16-lane __m512.
 #if defined(__x86_64__)
-#pragma GCC target("avx512f,avx2,fma")
 #include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+// Everything defined below (vec_math_impl.h's templates included) is compiled for this path's
+// instruction set; the function-level attribute, so the rest of the build stays portable.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
+#else
+#pragma GCC target("avx512f,avx2,fma")
+#endif
 
 #include "kernels/vec_math_impl.h"
 
@@ -55,4 +67,8 @@ void vec_gelu_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx51
 void vec_softmax_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512>::softmax(x, y, n); }
 
 }  // namespace etnp
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #endif
