@@ -27,6 +27,7 @@ class XnnDelegate : public DelegateHandle {
     if (prof && *prof && *prof != '0') profile_ = std::make_unique<std::vector<double>>(g_.nodes.size(), 0.0);
     plan_buffer_reuse();
     plan_borrowing();
+    plan_moves();
     // Constant filters used only through packed weights need not be kept twice.
     std::vector<int> uses(g_.values.size(), 0), packed_uses(g_.values.size(), 0);
     auto count = [&](const Node& n) {
@@ -71,8 +72,12 @@ class XnnDelegate : public DelegateHandle {
     BorrowGuard borrowed{this};
     for (size_t k = 0; k < ni; k++) load_input(*args[g_.input_args[k]], g_.values[g_.input_ids[k]], k, borrowable_[k]);
     SwapGuard guard{this};
+    scratch_.moves.clear();
     for (size_t i = 0; i < g_.nodes.size(); i++) {
-      for (; guard.done < reuse_end_[i]; guard.done++) swap_buffers(reuse_[guard.done]);
+      for (; guard.done < reuse_end_[i]; guard.done++) {
+        swap_buffers(reuse_[guard.done]);
+        scratch_.moves.emplace_back(reuse_[guard.done].taker, reuse_[guard.done].giver);
+      }
       if (profile_) {
         auto t0 = std::chrono::steady_clock::now();
         run_node(ctx, g_, g_.nodes[i], scratch_);
@@ -95,11 +100,16 @@ class XnnDelegate : public DelegateHandle {
     uint32_t taker, giver;
   };
   void swap_buffers(const Reuse& r) { g_.values[r.taker].data.swap(g_.values[r.giver].data); }
+  // Every buffer exchange of a call - the planned swaps and the reshapes' moves (xnn_layout.cpp)
+  // - goes into one log (Scratch::moves) in the order made; undoing it newest first restores the
+  // initial assignment, so every call starts from it.
   struct SwapGuard {
     XnnDelegate* d;
     size_t done = 0;
     ~SwapGuard() {
-      while (done > 0) d->swap_buffers(d->reuse_[--done]);
+      auto& mv = d->scratch_.moves;
+      for (size_t k = mv.size(); k-- > 0;) d->g_.values[mv[k].first].data.swap(d->g_.values[mv[k].second].data);
+      mv.clear();
     }
   };
 
@@ -155,6 +165,34 @@ class XnnDelegate : public DelegateHandle {
       }
       reuse_end_[i] = reuse_.size();
       for (uint32_t id : dies_after[i]) free_ids.push_back(id);
+    }
+  }
+
+  // A StaticReshape whose input nothing else reads takes over the input's buffer instead of
+  // copying it (xnn_layout.cpp): values internal to the graph (not inputs, outputs or constants)
+  // of one datatype and grid. (A later planned swap may hand a moved buffer on; the buffers then
+  // grow where needed on the first call, and the log puts them back after every call.)
+  void plan_moves() {
+    const size_t nv = g_.values.size();
+    std::vector<int> readers(nv, 0);
+    auto count = [&](const Node& n) {
+      for (uint32_t id : n.inputs) if (id < nv) readers[id]++;
+    };
+    for (const Node& n : g_.nodes) {
+      count(n);
+      if (n.pre) count(*n.pre);
+      if (n.post) count(*n.post);
+    }
+    for (uint32_t id : g_.input_ids) readers[id] += 2;
+    for (uint32_t id : g_.output_ids) readers[id] += 2;
+    for (Node& n : g_.nodes) {
+      if (n.type != StaticReshape || n.inputs.size() != 1 || n.inputs[0] >= nv || n.output >= nv) continue;
+      uint32_t a = n.inputs[0], o = n.output;
+      const Value &va = g_.values[a], &vo = g_.values[o];
+      n.move_input = readers[a] == 1 && !va.is_constant && !vo.is_constant &&
+                     va.external_id == kInvalidId && va.dtype == vo.dtype && va.quant == vo.quant &&
+                     va.scale == vo.scale && va.zero_point == vo.zero_point && va.quant != Quant::PerToken &&
+                     va.dtype != QDINT8 && readers[o] < 2;
     }
   }
 

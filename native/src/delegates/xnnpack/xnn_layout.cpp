@@ -138,7 +138,7 @@ void transpose(KernelContext& ctx, Graph& g, Node& n) {
   if (transpose_as_batched_2d(ctx, a, n.ints, o)) return;
   strided_copy(ctx, a.cdata(), 0, s, std::vector<int64_t>(st, st + nd), o.data.data());
 }
-void reshape(Graph& g, Node& n) {
+void reshape(Graph& g, Node& n, Scratch& sc) {
   Value &a = in(g, n, 0), &o = out(g, n);
   std::vector<int64_t> s = n.ints;
   int64_t known = 1, infer = -1;
@@ -151,6 +151,12 @@ void reshape(Graph& g, Node& n) {
   for (auto d : s)
     if (__builtin_mul_overflow(total, d, &total)) fail(n, "invalid reshape size");
   if (total != a.numel()) fail(n, "cannot reshape " + shape_str(a.shape) + " to " + shape_str(s));
+  if (n.move_input && &o != &a) {  // nothing else reads the input: its buffer becomes the output's
+    o.data.swap(a.data);
+    sc.moves.emplace_back(n.output, n.inputs[0]);
+    ensure_shape(o, s);
+    return;
+  }
   ensure_shape(o, s);
   if (&o != &a) copy_floats(o.data.data(), a.data.data(), total);
 }

@@ -147,7 +147,7 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
 void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
   if (!run_elementwise(ctx, g, n)) switch (n.type) {
     case StaticTranspose: transpose(ctx, g, n); break;
-    case StaticReshape: reshape(g, n); break;
+    case StaticReshape: reshape(g, n, s); break;
     case StaticSlice: slice(ctx, g, n); break;
     case StaticConstantPad: pad(g, n); break;
     case Concatenate2: case Concatenate3: case Concatenate4: case Concatenate5: concat(g, n); break;

@@ -2,6 +2,7 @@
 #pragma once
 #include "delegates/xnnpack/xnn_graph.h"
 #include <cstring>
+#include <utility>
 
 #include "kernels/registry.h"
 
@@ -15,6 +16,8 @@ struct Scratch {
   std::vector<int32_t> conv_koff;
   std::vector<float> row_scale;
   std::vector<int32_t> row_zp;
+  // buffers moved between values during a call (a reshape taking its input's), undone after it
+  std::vector<std::pair<uint32_t, uint32_t>> moves;
 };
 
 // Prepare weights of a node whose filter is constant (packing for the GEMM).
