@@ -10,25 +10,33 @@
 namespace etnp {
 namespace vec_impl {
 
-// e^x for x in [-104, 88.72] after clamping (subnormal results included); the caller fixes the
-// out-of-range and NaN lanes. 2^k is applied as 2^k1 2^k2 (k1 = floor(k/2)): each factor stays a
-// normal float for k in [-150, 128].
+// x = k ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts, so r is exact); returns e^r - 1 by a
+// degree-7 polynomial, and k.
 template <class S>
-inline typename S::V exp_core(typename S::V x) {
+inline typename S::V expm1_reduced(typename S::V x, typename S::V& k) {
   using V = typename S::V;
   const V log2e = S::set1(1.44269504088896341f), ln2_hi = S::set1(0.693359375f), ln2_lo = S::set1(-2.12194440e-4f);
-  x = S::min(S::max(x, S::set1(-104.f)), S::set1(88.7228f));
-  V k = S::round(S::mul(x, log2e));
+  k = S::round(S::mul(x, log2e));
   V r = S::fnmadd(k, ln2_hi, x);
   r = S::fnmadd(k, ln2_lo, r);
-  // e^r = 1 + r + r^2 (1/2 + r (1/6 + r (1/24 + r (1/120 + r (1/720 + r / 5040)))))
+  // r + r^2 (1/2 + r (1/6 + r (1/24 + r (1/120 + r (1/720 + r / 5040)))))
   V p = S::set1(1.f / 5040);
   p = S::fmadd(p, r, S::set1(1.f / 720));
   p = S::fmadd(p, r, S::set1(1.f / 120));
   p = S::fmadd(p, r, S::set1(1.f / 24));
   p = S::fmadd(p, r, S::set1(1.f / 6));
   p = S::fmadd(p, r, S::set1(0.5f));
-  p = S::fmadd(p, S::mul(r, r), r);
+  return S::fmadd(p, S::mul(r, r), r);
+}
+
+// e^x for x in [-104, 88.7228] after clamping (subnormal results included); the caller fixes
+// the out-of-range and NaN lanes. 2^k is applied as 2^k1 2^k2 (k1 = floor(k/2)): each factor
+// stays a normal float for k in [-150, 128].
+template <class S>
+inline typename S::V exp_core(typename S::V x) {
+  using V = typename S::V;
+  V k;
+  V p = expm1_reduced<S>(S::min(S::max(x, S::set1(-104.f)), S::set1(88.7228f)), k);
   V k1 = S::round(S::sub(S::mul(k, S::set1(0.5f)), S::set1(0.25f)));
   return S::mul(S::mul(S::add(p, S::set1(1.f)), S::pow2(k1)), S::pow2(S::sub(k, k1)));
 }
@@ -46,18 +54,8 @@ inline typename S::V exp_full(typename S::V x) {
 template <class S>
 inline typename S::V expm1_neg(typename S::V y) {
   using V = typename S::V;
-  const V log2e = S::set1(1.44269504088896341f), ln2_hi = S::set1(0.693359375f), ln2_lo = S::set1(-2.12194440e-4f);
-  y = S::max(y, S::set1(-87.3f));
-  V k = S::round(S::mul(y, log2e));
-  V r = S::fnmadd(k, ln2_hi, y);
-  r = S::fnmadd(k, ln2_lo, r);
-  V p = S::set1(1.f / 5040);
-  p = S::fmadd(p, r, S::set1(1.f / 720));
-  p = S::fmadd(p, r, S::set1(1.f / 120));
-  p = S::fmadd(p, r, S::set1(1.f / 24));
-  p = S::fmadd(p, r, S::set1(1.f / 6));
-  p = S::fmadd(p, r, S::set1(0.5f));
-  p = S::fmadd(p, S::mul(r, r), r);  // e^r - 1
+  V k;
+  V p = expm1_reduced<S>(S::max(y, S::set1(-87.3f)), k);
   V t = S::pow2(k);
   return S::add(S::mul(t, p), S::sub(t, S::set1(1.f)));
 }
