@@ -84,6 +84,41 @@ void layer_norm_kernel(KernelContext& ctx, EValue** a, size_t) {
   for (int i = x.dim - k; i < x.dim; i++) ms[i] = 1;
   resize(mo, ms);
   resize(ro, ms);
+  auto f32 = [&](const Tensor* t, int64_t n) { return !t || (t->dtype == DType::F32 && t->numel() >= n && t->data); };
+  if (x.dtype == DType::F32 && out.dtype == DType::F32 && out.default_dim_order() && f32(w, len) && f32(b, len) &&
+      (!mo.data || mo.dtype == DType::F32) && (!ro.data || ro.dtype == DType::F32) && len > 0) {
+    // float32 rows (the transformer case, between delegates): the same double-precision
+    // arithmetic as normalize_runs without its per-element dtype dispatch, rows across threads
+    const float* xp = x.ptr<float>();
+    const float* wp = w ? w->ptr<float>() : nullptr;
+    const float* bp = b ? b->ptr<float>() : nullptr;
+    float* yp = out.ptr<float>();
+    float* mp = mo.data && mo.numel() >= groups ? mo.ptr<float>() : nullptr;
+    float* rp = ro.data && ro.numel() >= groups ? ro.ptr<float>() : nullptr;
+    parallel(ctx, groups, std::max<int64_t>(1, 8192 / len), [&](int64_t g0, int64_t g1) {
+      for (int64_t g = g0; g < g1; g++) {
+        const float* xr = xp + g * len;
+        float* yr = yp + g * len;
+        double sum = 0, ss = 0;
+        for (int64_t i = 0; i < len; i++) sum += xr[i];
+        const double m = sum / (double)len;
+        for (int64_t i = 0; i < len; i++) {
+          double d = xr[i] - m;
+          ss += d * d;
+        }
+        const double rstd = 1.0 / std::sqrt(ss / (double)len + eps);
+        for (int64_t i = 0; i < len; i++) {
+          double v = (xr[i] - m) * rstd;
+          if (wp) v *= wp[i];
+          if (bp) v += bp[i];
+          yr[i] = (float)v;
+        }
+        if (mp) mp[g] = (float)m;
+        if (rp) rp[g] = (float)rstd;
+      }
+    });
+    return;
+  }
   normalize_runs(x, out, groups, len, eps, &mo, &ro,
                  [&](int64_t, int64_t i, double v) { return v * at_or(w, i, 1.0) + at_or(b, i, 0.0); });
 }
