@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple, Union
@@ -114,6 +115,13 @@ class _holding:
 
     def __exit__(self, *exc: Any) -> None:
         self.lock.release()
+
+
+_sigint_seen: List[Any] = [object()]  # Python's SIGINT handler when the core last chained to it
+try:  # the C function: signal.getsignal wraps it in enum conversions costing microseconds a call
+    from _signal import getsignal as _getsignal
+except ImportError:  # pragma: no cover
+    _getsignal = signal.getsignal
 
 
 class Runtime:
@@ -440,8 +448,11 @@ class Method:
             if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
                 raise ValueError("timeout must be a positive number of seconds or None")
         main = threading.get_ident() == _MAIN_THREAD
-        if main:  # (re)chains to the current SIGINT handler, e.g. after signal.signal()
-            lib.etnp_install_interrupt_handler()
+        if main:  # (re)chains to the current SIGINT handler when Python's changed (signal.signal())
+            handler = _getsignal(signal.SIGINT)
+            if handler is not _sigint_seen[0]:
+                lib.etnp_install_interrupt_handler()
+                _sigint_seen[0] = handler
         limits = (float(timeout or 0.0), main)
         if limits != self._limits:
             check(lib.etnp_method_set_run_limits(self._ptr, limits[0], int(main)))
