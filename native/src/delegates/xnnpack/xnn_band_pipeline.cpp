@@ -48,6 +48,10 @@ bool band_pipeline(KernelContext& ctx, Graph& g, Node& n) {
   GemmEpilogue ep_post = n.post ? epilogue(*n.post, bias_of(g, *n.post, OC)) : GemmEpilogue();
   if (n.post) with_residual(ep_post, *n.post, res, 0, OC);
   const float* bias = bias_of(g, n, C);
+  // static int8 graphs: the expanded rows and the depthwise rows snap to their values' grids, as
+  // the steps' finalize_value does (the projection's output is snapped by run_node)
+  const Value* e_grid = n.pre && on_int8_grid(g.values[n.inputs[0]]) ? &g.values[n.inputs[0]] : nullptr;
+  const Value* d_grid = n.post && on_int8_grid(g.values[n.post->inputs[0]]) ? &g.values[n.post->inputs[0]] : nullptr;
   const float* wd = w.data.data();
   const float* X = src.cdata();
   float* Y = o.data.data();
@@ -89,6 +93,7 @@ bool band_pipeline(KernelContext& ctx, Graph& g, Node& n) {
             if (hi > filled) {
               sgemm_packed(nullptr, (hi - filled) * W, Xb + filled * W * Cin, Cin, 1, *pw, S + (filled - base) * row, C,
                            ep_pre);
+              if (e_grid) snap_to_grid(*e_grid, S + (filled - base) * row, (hi - filled) * row);
               filled = hi;
             }
             rows = S;
@@ -99,6 +104,7 @@ bool band_pipeline(KernelContext& ctx, Graph& g, Node& n) {
           const int64_t out_row = (bn * OH + oh) * OW;  // first output pixel of the step
           if (pp) {
             depthwise_nhwc_f32(dg, rows, wd, bias, dbuf.data(), 0, ob);
+            if (d_grid) snap_to_grid(*d_grid, dbuf.data(), ob * OW * C);
             GemmEpilogue ep = ep_post;
             if (ep.residual) ep.residual += out_row * OC;
             sgemm_packed(nullptr, ob * OW, dbuf.data(), C, 1, *pp, Y + out_row * OC, OC, ep);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "delegates/xnnpack/xnn_graph.h"
+#include "delegates/xnnpack/xnn_ops.h"
 
 namespace etnp::xnn {
 namespace {
@@ -56,6 +57,13 @@ bool static_dims(const Value& v) {
 bool private_link(const Graph& g, const Uses& u, uint32_t id, size_t from) {
   return id < g.values.size() && u.producer[id] == (int64_t)from && u.readers[id] == 1 && !is_graph_io(g, id) &&
          plain_f32(g.values[id]);
+}
+
+// The same for the band pipeline, which also snaps static-int8 intermediates to their grids.
+bool band_link(const Graph& g, const Uses& u, uint32_t id, size_t from) {
+  if (id >= g.values.size() || u.producer[id] != (int64_t)from || u.readers[id] != 1 || is_graph_io(g, id)) return false;
+  const Value& v = g.values[id];
+  return plain_f32(v) || (!v.is_constant && on_int8_grid(v));
 }
 
 // Node i -> Clamp j on its result (static int8 graphs keep ReLU/ReLU6 as separate Clamp nodes):
@@ -166,7 +174,7 @@ bool fuse_expand_depthwise(Graph& g, const Uses& u, size_t i) {
   Node& pc = g.nodes[i];
   if (!packed_pointwise(pc) || pc.residual != kInvalidId || pc.inputs.size() > 3) return false;
   uint32_t e = pc.output, x = pc.inputs[0];
-  if (x >= g.values.size() || u.producer[x] == -2 || !private_link(g, u, e, i) || g.values[e].dims.size() != 4 ||
+  if (x >= g.values.size() || u.producer[x] == -2 || !band_link(g, u, e, i) || g.values[e].dims.size() != 4 ||
       !static_dims(g.values[e]))
     return false;  // (the input is read later than before: it must not be written twice)
   if (!worth_banding(g.values[e])) return false;
@@ -198,7 +206,7 @@ bool fuse_project(Graph& g, const Uses& u, size_t k) {
   if (d >= g.values.size() || u.producer[d] < 0) return false;
   const size_t j = (size_t)u.producer[d];
   Node& dw = g.nodes[j];
-  if (dw.type != DepthwiseConv2d || dw.post || !private_link(g, u, d, j) || !worth_banding(g.values[d]) ||
+  if (dw.type != DepthwiseConv2d || dw.post || !band_link(g, u, d, j) || !worth_banding(g.values[d]) ||
       dw.inputs.size() < 2)
     return false;
   const Value& w = g.values[dw.inputs[1]];

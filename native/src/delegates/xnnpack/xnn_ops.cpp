@@ -57,6 +57,24 @@ void ensure_shape(Value& v, const std::vector<int64_t>& shape) {
   if (v.data.size() < n) v.data.resize(n);
 }
 
+bool on_int8_grid(const Value& v) { return v.quant == Quant::PerTensor && (v.dtype == QINT8 || v.dtype == QUINT8); }
+
+void snap_to_grid(const Value& v, float* d, int64_t n) {
+  // q = clamp(round(x / scale) + zp) and back, as clamp(x / scale, qmin - zp, qmax - zp) rounded
+  // to nearest even by adding and subtracting 1.5 * 2^23 (exact for |t| < 2^22): a loop the
+  // compiler vectorises (NaN stays NaN)
+  const float zp = (float)v.zero_point, lo = (v.dtype == QINT8 ? -128.f : 0.f) - zp,
+              hi = (v.dtype == QINT8 ? 127.f : 255.f) - zp, inv = 1.f / v.scale, scale = v.scale;
+  const float magic = 12582912.f;
+  for (int64_t i = 0; i < n; i++) {
+    float t = d[i] * inv;
+    t = t < lo ? lo : t;
+    t = t > hi ? hi : t;
+    t = (t + magic) - magic;
+    d[i] = t * scale;
+  }
+}
+
 void finalize_value(Value& v) {
   int64_t n = v.numel();
   float* d = v.data.data();
@@ -64,20 +82,8 @@ void finalize_value(Value& v) {
     for (int64_t i = 0; i < n; i++) d[i] = half_to_float(float_to_half(d[i]));
   } else if (v.dtype == BF16) {
     for (int64_t i = 0; i < n; i++) d[i] = bf16_to_float(float_to_bf16(d[i]));
-  } else if (v.quant == Quant::PerTensor && (v.dtype == QINT8 || v.dtype == QUINT8)) {
-    // q = clamp(round(x / scale) + zp) and back, as clamp(x / scale, qmin - zp, qmax - zp) rounded
-    // to nearest even by adding and subtracting 1.5 * 2^23 (exact for |t| < 2^22): a loop the
-    // compiler vectorises (NaN stays NaN, as before)
-    const float zp = (float)v.zero_point, lo = (v.dtype == QINT8 ? -128.f : 0.f) - zp,
-                hi = (v.dtype == QINT8 ? 127.f : 255.f) - zp, inv = 1.f / v.scale, scale = v.scale;
-    const float magic = 12582912.f;
-    for (int64_t i = 0; i < n; i++) {
-      float t = d[i] * inv;
-      t = t < lo ? lo : t;
-      t = t > hi ? hi : t;
-      t = (t + magic) - magic;
-      d[i] = t * scale;
-    }
+  } else if (on_int8_grid(v)) {
+    snap_to_grid(v, d, n);
   } else if (v.quant == Quant::PerToken || v.dtype == QDINT8) {
     // Dynamic asymmetric int8 per token (rows of the trailing `nonbatch_dims` dims).
     int nb = std::max(1, std::min<int>(v.nonbatch_dims, (int)v.shape.size()));
