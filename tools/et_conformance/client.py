@@ -62,6 +62,8 @@ class WorkerClient:
             self.stop()
             raise
         self.info = header
+        with open(self.log_path, "a") as f:  # which runtime answered, for the record
+            f.write(f"[et_conformance] worker ready: {header}\n")
 
     def stop(self):
         proc, self.proc = self.proc, None
