@@ -143,6 +143,13 @@ int etnp_program_method_num_io(const etnp_program *prog, const char *method, int
 int etnp_program_method_io_meta(const etnp_program *prog, const char *method, int output, size_t i,
                                 etnp_value_meta *out);
 
+/* The container metadata of a method (ContainerMetadata in program.fbs): the pytree spec of its
+ * inputs (output = 0: encoded_inp_str) or outputs (output = 1: encoded_out_str) as the exporter
+ * wrote it (JSON), or "" when absent. Valid until the thread's next call of this function. */
+int etnp_program_method_container_meta(const etnp_program *prog, const char *method, int output, const char **str);
+/* The program file's bytes as loaded (owned copy or mapping), valid while PROG lives. */
+int etnp_program_data(const etnp_program *prog, const void **data, size_t *size);
+
 /* ---- method ---- */
 int etnp_method_load(etnp_program *prog, const char *name, etnp_method **out);
 void etnp_method_destroy(etnp_method *m);
@@ -173,6 +180,24 @@ int etnp_method_set_run_limits(etnp_method *m, double timeout_s, int interruptib
 void etnp_method_cancel(etnp_method *m);
 /* Installs (once) a SIGINT handler that counts interrupts, then calls the handler it replaced. */
 int etnp_install_interrupt_handler(void);
+
+/* ---- profiling ----
+ * With profiling on, each call of M records one event per kernel or delegate instruction (depth 0)
+ * and, inside XNNPACK delegate calls, one per node (depth 1; name with what was fused into it,
+ * e.g. "XNNConv2d+Add", and the node's output shape). The events of a call replace the previous
+ * call's. Off (the default) it costs one pointer test per instruction. */
+typedef struct etnp_profile_event {
+  const char *name;     /* operator, delegate id or XNNPACK node; valid until M's next call */
+  const char *shape;    /* a node's output shape ("1x32x112x112"), or "" */
+  int64_t start_ns;     /* from the start of the call */
+  int64_t duration_ns;
+  int instruction;      /* the instruction index (a node's: its delegate call's) */
+  int depth;            /* 0: instruction, 1: a node inside a delegate call */
+  int node;             /* the node index inside its delegate, -1 for instructions */
+} etnp_profile_event;
+int etnp_method_set_profiling(etnp_method *m, int enabled);
+size_t etnp_method_num_profile_events(const etnp_method *m);
+int etnp_method_profile_event(const etnp_method *m, size_t i, etnp_profile_event *out);
 
 /* ---- result ---- */
 size_t etnp_result_num_outputs(const etnp_result *r);

@@ -15,6 +15,7 @@ struct KernelContext {
   ThreadPool* pool = nullptr;
   const char* op = "";
   const void* user = nullptr;  // per-instruction data (a callback op's CallbackOp)
+  struct Profiler* profiler = nullptr;  // set while a profiled call runs (runtime/profiler.h)
 };
 
 using KernelFn = void (*)(KernelContext& ctx, EValue** args, size_t nargs);

@@ -167,6 +167,26 @@ int etnp_program_method_io_meta(const etnp_program* p, const char* method, int o
   });
 }
 
+int etnp_program_method_container_meta(const etnp_program* p, const char* method, int output, const char** str) {
+  REQUIRE(p); REQUIRE(method); REQUIRE(str);
+  *str = "";
+  return guard([&] {
+    thread_local std::string cache;
+    fb::Table plan = p->prog->plan(method);
+    cache.clear();
+    if (plan.has(1)) cache = plan.table(1).string(output ? 1 : 0);  // ExecutionPlan.container_meta_type
+    *str = cache.c_str();
+  });
+}
+
+int etnp_program_data(const etnp_program* p, const void** data, size_t* size) {
+  REQUIRE(p); REQUIRE(data); REQUIRE(size);
+  Span b = p->prog->bytes();
+  *data = b.data;
+  *size = b.size;
+  return ETNP_OK;
+}
+
 static int list_item(const etnp_program* p, const char* method, size_t i, const char** name, bool ops) {
   REQUIRE(p); REQUIRE(method); REQUIRE(name);
   *name = nullptr;
@@ -320,6 +340,31 @@ int etnp_method_run_into(etnp_method* m, const etnp_input* inputs, size_t n, voi
       if (nb) copy_contiguous(v.t, static_cast<uint8_t*>(out_data[i]));
     }
   });
+}
+
+int etnp_method_set_profiling(etnp_method* m, int enabled) {
+  REQUIRE(m);
+  return guard([&] {
+    std::lock_guard<std::recursive_mutex> g(m->prog->runtime().mutex());
+    if ((m->m->profiler() != nullptr) != (enabled != 0)) m->m->set_profiling(enabled != 0);
+  });
+}
+size_t etnp_method_num_profile_events(const etnp_method* m) {
+  return m && m->m->profiler() ? m->m->profiler()->events.size() : 0;
+}
+int etnp_method_profile_event(const etnp_method* m, size_t i, etnp_profile_event* out) {
+  REQUIRE(m); REQUIRE(out);
+  const Profiler* p = m->m->profiler();
+  if (!p || i >= p->events.size()) return fail(ETNP_ERR_INVALID_ARGUMENT, "profile event index out of range");
+  const ProfileEvent& e = p->events[i];
+  out->name = e.name.c_str();
+  out->shape = e.shape.c_str();
+  out->start_ns = e.start_ns;
+  out->duration_ns = e.duration_ns;
+  out->instruction = e.instruction;
+  out->depth = e.depth;
+  out->node = e.node;
+  return ETNP_OK;
 }
 
 size_t etnp_result_num_outputs(const etnp_result* r) { return r ? r->outs.size() : 0; }

@@ -526,6 +526,9 @@ void Method::execute() {
   int64_t steps = 0;
   size_t pc = 0, n = instructions_.size();
   control_.begin();
+  Profiler* prof = profiler_.get();
+  ctx.profiler = prof;
+  if (prof) prof->begin_call();
   while (pc < n) {
     Instruction& x = instructions_[pc];
     control_.poll(name_, ++steps);
@@ -536,12 +539,29 @@ void Method::execute() {
           ctx.op = x.op;
           ctx.user = x.user;
           check_tensor_args(x);
-          x.fn(ctx, x.args.data(), x.args.size());
+          if (prof) {
+            prof->instruction = (int32_t)pc;
+            int64_t t = Profiler::now();
+            x.fn(ctx, x.args.data(), x.args.size());
+            prof->add(x.op, t, Profiler::now(), 0);
+          } else {
+            x.fn(ctx, x.args.data(), x.args.size());
+          }
           break;
         case Instruction::Delegate:
           ctx.op = x.op;
           check_tensor_args(x);
-          x.delegate->execute(ctx, x.args.data(), x.args.size());
+          if (prof) {  // the delegate's steps are recorded inside it: the call's event goes before them
+            prof->instruction = (int32_t)pc;
+            size_t at = prof->events.size();
+            int64_t t = Profiler::now();
+            x.delegate->execute(ctx, x.args.data(), x.args.size());
+            int64_t end = Profiler::now();
+            prof->add(x.op, t, end, 0);
+            std::rotate(prof->events.begin() + (std::ptrdiff_t)at, prof->events.end() - 1, prof->events.end());
+          } else {
+            x.delegate->execute(ctx, x.args.data(), x.args.size());
+          }
           break;
         case Instruction::Move:
           values_[x.b] = values_[x.a];

@@ -9,6 +9,7 @@
 #include "delegates/backend.h"
 #include "kernels/registry.h"
 #include "runtime/evalue.h"
+#include "runtime/profiler.h"
 #include "runtime/program.h"
 #include "runtime/run_control.h"
 
@@ -61,6 +62,9 @@ class Method {
   const EValue& value(int64_t i) const { return values_.at((size_t)i); }
   // Puts every state tensor back to its initial contents.
   void reset_state();
+  // Profiling of the following calls (null: off); the events of the last call.
+  void set_profiling(bool on) { profiler_.reset(on ? new Profiler() : nullptr); }
+  const Profiler* profiler() const { return profiler_.get(); }
 
  private:
   void parse_values(const fb::Table& plan);
@@ -88,6 +92,7 @@ class Method {
   std::vector<std::unique_ptr<DelegateHandle>> delegates_;
   std::vector<std::shared_ptr<const struct CallbackOp>> callback_ops_;  // kept alive while loaded
   RunControl control_;
+  std::unique_ptr<Profiler> profiler_;
 };
 
 // Operator names ("ns::name.overload") and delegate ids used by a plan.

@@ -31,6 +31,7 @@ class Program {
   const std::vector<std::string>& method_names() const { return method_names_; }
   fb::Table plan(const std::string& name) const;  // throws if absent
   const fb::Table& root() const { return root_; }
+  Span bytes() const { return {file_, file_size_}; }  // the whole file as loaded
   Runtime& runtime() const { return *runtime_; }
   const std::shared_ptr<Runtime>& runtime_ptr() const { return runtime_; }
 

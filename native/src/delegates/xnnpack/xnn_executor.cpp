@@ -10,6 +10,7 @@
 #include "delegates/xnnpack/xnn_graph.h"
 #include "delegates/xnnpack/xnn_ops.h"
 #include "kernels/kernel_util.h"
+#include "runtime/profiler.h"
 #include "runtime/runtime.h"
 
 namespace etnp {
@@ -78,10 +79,12 @@ class XnnDelegate : public DelegateHandle {
         swap_buffers(reuse_[guard.done]);
         scratch_.moves.emplace_back(reuse_[guard.done].taker, reuse_[guard.done].giver);
       }
-      if (profile_) {
-        auto t0 = std::chrono::steady_clock::now();
+      if (profile_ || ctx.profiler) {
+        int64_t t0 = Profiler::now();
         run_node(ctx, g_, g_.nodes[i], scratch_);
-        profile_->at(i) += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        int64_t t1 = Profiler::now();
+        if (profile_) profile_->at(i) += (double)(t1 - t0) * 1e-9;
+        if (ctx.profiler) profile_event(*ctx.profiler, i, t0, t1);
       } else {
         run_node(ctx, g_, g_.nodes[i], scratch_);
       }
@@ -317,6 +320,15 @@ class XnnDelegate : public DelegateHandle {
       double s = v.quant == Quant::PerTensor ? v.scale : 1.0, z = v.quant == Quant::PerTensor ? v.zero_point : 0;
       for (int64_t i = 0; i < n; i++) store_i64(t.data, t.dtype, i, f2i(std::nearbyint(d[i] / s + z)));
     }
+  }
+
+  // method.profile(): the node's time, name (with what was fused into it) and output shape
+  void profile_event(Profiler& p, size_t i, int64_t t0, int64_t t1) const {
+    const Node& n = g_.nodes[i];
+    std::string shape;
+    if (n.output < g_.values.size())
+      for (int64_t d : g_.values[n.output].shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    p.add(node_display_name(n), t0, t1, 1, (int32_t)i, std::move(shape));
   }
 
   Graph g_;
