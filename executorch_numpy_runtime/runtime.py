@@ -9,7 +9,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import custom_ops, dtypes
+from . import custom_ops, dtypes, named_io, sources
 from ._native import check, ffi, lib, names
 from .errors import ExecuTorchError, ExecutionError, ProgramLoadError
 
@@ -156,7 +156,8 @@ class Runtime:
 
     def load_program(self, source: ProgramSource, data_files: Optional[Sequence[ProgramSource]] = None,
                      data_path: Optional[ProgramSource] = None, *, mmap: bool = False) -> "Program":
-        """Load a .pte program from a path or from bytes-like data (copied).
+        """Load a .pte program from a path, bytes-like data (bytes, bytearray, memoryview, mmap:
+        copied) or a binary file object (read). A bundled program (.bpte) loads the program it bundles.
 
         A path is read into memory: later changes to the file do not affect the program.
         ``mmap=True`` maps the file instead (less memory, faster for big files), at a risk:
@@ -170,28 +171,24 @@ class Runtime:
             files.append(data_path)
         blobs = [_read_data_file(f) for f in files]
         out = ffi.new("etnp_program **")
-        if isinstance(source, (str, os.PathLike)):
-            path = os.fsencode(source)
-            if b"\0" in path:
-                raise ValueError("embedded null byte in the program path")
-            with _holding(self._lock, "load a program"):
-                check(lib.etnp_program_load_file_ex(self._ptr, path, 1 if mmap else 0, out),
-                      f"loading {os.fsdecode(path)!r}")
-        elif mmap:
-            raise ValueError("mmap=True needs a path, not bytes")
-        elif isinstance(source, (bytes, bytearray, memoryview)):
-            buf = memoryview(source).cast("B") if isinstance(source, memoryview) else source
-            data = ffi.from_buffer(buf)
-            with _holding(self._lock, "load a program"):
+        kind, src = sources.normalize(source, mmap)
+        with _holding(self._lock, "load a program"):
+            if kind == "path":
+                check(lib.etnp_program_load_file_ex(self._ptr, src, 1 if mmap else 0, out),
+                      f"loading {os.fsdecode(src)!r}")
+            else:
+                data = ffi.from_buffer(src)
                 check(lib.etnp_program_load_bytes(self._ptr, data, len(data), out), "loading program bytes")
-        else:
-            raise TypeError(f"load_program() takes a path or bytes-like object, not {type(source).__name__}")
         ptr = ffi.gc(out[0], lib.etnp_program_destroy)
         for label, blob in blobs:
             with _holding(self._lock, "load a data file"):
                 check(lib.etnp_program_add_data(ptr, ffi.from_buffer(blob), len(blob), label.encode("utf-8", "replace")),
                       f"loading data file {label}")
-        return Program(self, ptr)
+        prog = Program(self, ptr)
+        # how to load it again in another process (pickle): the path, or the bytes the core holds
+        prog._origin = (os.fsdecode(src), bool(mmap)) if kind == "path" else None
+        prog._data_sources = [f if isinstance(f, (str, os.PathLike, bytes)) else bytes(f) for f in files]
+        return prog
 
     def __repr__(self) -> str:
         return f"Runtime(num_threads={self.num_threads})"
@@ -221,6 +218,8 @@ class Program:
         self._use_lock = threading.Lock()
         self._users = 0
         self._closed = False
+        self._origin: Optional[Tuple[str, bool]] = None  # (path, mmap) when loaded from a path
+        self._data_sources: List[Any] = []
         n = lib.etnp_program_num_methods(ptr)
         self._method_names = tuple(
             ffi.string(lib.etnp_program_method_name(ptr, i)).decode("utf-8", "replace") for i in range(n))
@@ -309,6 +308,29 @@ class Program:
             check(status, f"listing {method!r}")
             out.append(ffi.string(name[0]).decode())
             i += 1
+
+    def io_names(self, method: str = "forward") -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+        """(input names, output names) of a method: keyword inputs and dict outputs keep the names
+        they were exported with, others are ``input_<i>`` / ``output_<i>`` (see named_io)."""
+        name, s = _name_bytes(method), ffi.new("const char **")
+        ptr = self._acquire()
+        try:
+            specs = []
+            for output in (0, 1):
+                check(lib.etnp_program_method_container_meta(ptr, name, output, s), f"reading {method!r}")
+                specs.append(ffi.string(s[0]).decode("utf-8", "replace"))
+            counts = []
+            for output in (0, 1):
+                n = ffi.new("size_t *")
+                check(lib.etnp_program_method_num_io(ptr, name, output, n), f"reading {method!r}")
+                counts.append(n[0])
+        finally:
+            self._release()
+        return named_io.io_names(specs[0], specs[1], counts[0], counts[1])
+
+    def __reduce__(self):
+        from .pickling import reduce_program
+        return reduce_program(self)
 
     def close(self) -> None:
         """Release the program (methods already loaded keep working). Calls in progress on other
@@ -409,6 +431,41 @@ class Method:
         return self._meta
 
     @property
+    def input_names(self) -> Tuple[str, ...]:
+        """Names for dict/keyword feeds: the exported keyword names, else ``input_<i>``."""
+        return self._io_names()[0]
+
+    @property
+    def output_names(self) -> Tuple[str, ...]:
+        """The exported dict keys of the outputs, else ``output_<i>``."""
+        return self._io_names()[1]
+
+    def _io_names(self) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+        names = self.__dict__.get("_names")
+        if names is None:
+            try:
+                names = self._program.io_names(self.name)
+            except ExecuTorchError:  # the program was closed: positional names
+                names = named_io.io_names("", "", len(self._meta.inputs), len(self._meta.outputs))
+            self._names = names
+        return names
+
+    def run_named(self, inputs: Any = (), **feeds: Any) -> dict:
+        """Runs the method (inputs as a sequence, a dict of name -> value, or keywords) and
+        returns a dict of output name -> value."""
+        return dict(zip(self.output_names, self(inputs, **feeds)))
+
+    def profile(self, inputs: Any = (), *, repeat: int = 1, **feeds: Any):
+        """Runs the method ``repeat`` times with profiling on; returns a ``Profile`` of the last
+        call (per-instruction times and per-node times inside XNNPACK delegate calls)."""
+        from .profiling import profile_method
+        return profile_method(self, inputs, feeds, repeat)
+
+    def __reduce__(self):
+        from .pickling import reduce_method
+        return reduce_method(self)
+
+    @property
     def program(self) -> Program:
         return self._program
 
@@ -458,10 +515,21 @@ class Method:
             check(lib.etnp_method_set_run_limits(self._ptr, limits[0], int(main)))
             self._limits = limits
 
-    def __call__(self, inputs: Sequence[Any] = (), *, timeout: Optional[float] = None) -> List[Any]:
-        """Run the method. ``timeout`` (seconds) stops a call that runs longer (ExecutionError);
-        Ctrl-C stops a call made from the main thread (KeyboardInterrupt); every call stops after
-        10**7 instructions (a program that loops)."""
+    def __call__(self, inputs: Sequence[Any] = (), *, timeout: Optional[float] = None,
+                 outputs: Optional[Sequence[np.ndarray]] = None, **feeds: Any) -> List[Any]:
+        """Run the method. ``inputs`` is a sequence, or a dict of input name -> value (also as
+        keywords: ``method(image=x)``; see ``input_names``). ``outputs``: arrays of the outputs'
+        dtypes and shapes to fill in place (returned). ``timeout`` (seconds) stops a call that
+        runs longer (ExecutionError); Ctrl-C stops a call made from the main thread
+        (KeyboardInterrupt); every call stops after 10**7 instructions (a program that loops)."""
+        if feeds or isinstance(inputs, dict):
+            inputs = named_io.order_feeds(self.input_names, self.name, dict(inputs or {}, **feeds))
+        dests = None
+        if outputs is not None:
+            from .out_arrays import copy_into, destinations
+            dests = destinations(self, outputs)  # the arrays' uint16/etc. carriers; None: dynamic outputs
+            if dests is None:
+                return copy_into(self, outputs, self(inputs, timeout=timeout))
         if not isinstance(inputs, (list, tuple)):
             raise TypeError("a Method takes a list or tuple of inputs")
         n = len(inputs)
@@ -509,7 +577,7 @@ class Method:
             if static is not None:  # static output shapes: one call runs and fills fresh arrays
                 ptrs, outs, bufs = self._out_ptrs, [], []  # bufs keeps the cdata alive over the call
                 for j, (shape, dt, carrier, nbytes) in enumerate(static):
-                    arr = np.empty(shape, dtype=carrier)
+                    arr = np.empty(shape, dtype=carrier) if dests is None else dests[j]
                     if nbytes:
                         b = ffi.from_buffer(arr)
                         bufs.append(b)
@@ -524,7 +592,7 @@ class Method:
                     tls.lock, tls.owner = outer, owner
                 if status:
                     self._raise_run_error(status)
-                return outs
+                return outs if dests is None else list(outputs)
             tls.lock, owner, tls.owner = self._lock, tls.owner, (self._ptr, keep)
             try:
                 status = lib.etnp_method_run(self._ptr, cin, n, self._res)

@@ -1,0 +1,214 @@
+"""Bundled programs (.bpte): a program with test cases, as ExecuTorch's devtools write them.
+
+The file is a flatbuffer with identifier ``BP08`` (``executorch/devtools/bundled_program/schema/
+bundled_program_schema.fbs``): ``BundledProgram{version, method_test_suites, program}``, each suite
+``{method_name, test_cases: [{inputs, expected_outputs}]}``, each value a union of Tensor
+(``scalar_type, sizes, data, dim_order``), Int, Bool or Double. This module reads it (bounds-checked,
+no flatbuffers dependency): ``load_program`` loads the inner program, ``verify`` runs the cases.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import dtypes
+from .errors import ExecuTorchError, ProgramLoadError
+
+IDENTIFIER = b"BP08"
+
+
+def is_bundled(head: bytes) -> bool:
+    """Whether the first 8 bytes of a file are a bundled program's."""
+    return len(head) >= 8 and bytes(head[4:8]) == IDENTIFIER
+
+
+class _Reader:
+    def __init__(self, data) -> None:
+        self.b = memoryview(data).cast("B")
+        self.n = len(self.b)
+
+    def _need(self, pos: int, size: int) -> None:
+        if pos < 0 or pos + size > self.n:
+            raise ProgramLoadError("bundled program: offset outside the file (truncated or corrupt)")
+
+    def u32(self, pos: int) -> int:
+        self._need(pos, 4)
+        return struct.unpack_from("<I", self.b, pos)[0]
+
+    def fmt(self, f: str, pos: int):
+        self._need(pos, struct.calcsize(f))
+        return struct.unpack_from("<" + f, self.b, pos)[0]
+
+    def field(self, table: int, i: int) -> int:
+        """Absolute position of field i of the table at `table`, or 0 when absent."""
+        vt = table - self.fmt("i", table)
+        vsize = self.fmt("H", vt)
+        if 4 + 2 * i + 2 > vsize:
+            return 0
+        off = self.fmt("H", vt + 4 + 2 * i)
+        return table + off if off else 0
+
+    def ref(self, pos: int) -> int:
+        return pos + self.u32(pos)
+
+    def table(self, table: int, i: int) -> Optional[int]:
+        f = self.field(table, i)
+        return self.ref(f) if f else None
+
+    def vector(self, table: int, i: int) -> Tuple[int, int]:
+        """(position of the first element, length) of a vector field; (0, 0) when absent."""
+        f = self.field(table, i)
+        if not f:
+            return 0, 0
+        v = self.ref(f)
+        return v + 4, self.u32(v)
+
+    def tables(self, table: int, i: int) -> List[int]:
+        start, n = self.vector(table, i)
+        self._need(start, 4 * n)
+        return [self.ref(start + 4 * k) for k in range(n)]
+
+    def string(self, table: int, i: int) -> str:
+        start, n = self.vector(table, i)
+        self._need(start, n)
+        return bytes(self.b[start:start + n]).decode("utf-8", "replace")
+
+    def scalar(self, table: int, i: int, f: str, default=0):
+        pos = self.field(table, i)
+        return self.fmt(f, pos) if pos else default
+
+
+@dataclass
+class TestCase:
+    inputs: List[Any]
+    expected_outputs: List[Any]
+
+
+@dataclass
+class TestSuite:
+    method_name: str
+    test_cases: List[TestCase]
+
+
+@dataclass
+class BundledProgram:
+    version: int
+    program: memoryview  # the inner .pte's bytes (a view into the bundled file's data)
+    suites: List[TestSuite]
+
+
+def _value(r: _Reader, table: int) -> Any:
+    kind = r.scalar(table, 0, "B")
+    val = r.table(table, 1)
+    if val is None:
+        raise ProgramLoadError("bundled program: a value without data")
+    if kind == 1:  # Tensor
+        code = r.scalar(val, 0, "b")
+        start, n = r.vector(val, 1)
+        r._need(start, 4 * n)
+        sizes = [r.fmt("i", start + 4 * k) for k in range(n)]
+        dstart, dn = r.vector(val, 2)
+        r._need(dstart, dn)
+        ostart, on = r.vector(val, 3)
+        r._need(ostart, on)
+        order = list(r.b[ostart:ostart + on]) or list(range(len(sizes)))
+        if code not in dtypes._CODE_TO_NP:
+            raise ProgramLoadError(f"bundled program: tensor of unsupported dtype {dtypes.dtype_name(code)}")
+        dt = dtypes.to_numpy(code)
+        if sorted(order) != list(range(len(sizes))) or any(s < 0 for s in sizes):
+            raise ProgramLoadError("bundled program: bad tensor sizes or dim order")
+        count = int(np.prod(sizes, dtype=np.int64))
+        if count * dt.itemsize != dn:
+            raise ProgramLoadError(f"bundled program: tensor of sizes {sizes} has {dn} bytes of data")
+        raw = np.frombuffer(bytes(r.b[dstart:dstart + dn]), dtype=dtypes._CODE_TO_NP[code])
+        arr = raw.reshape([sizes[d] for d in order]).transpose(np.argsort(order))
+        arr = np.ascontiguousarray(arr)
+        return arr.view(dt) if dt != arr.dtype else arr
+    if kind == 2:
+        return r.scalar(val, 0, "q")
+    if kind == 3:
+        return bool(r.scalar(val, 0, "B"))
+    if kind == 4:
+        return r.scalar(val, 0, "d", 0.0)
+    raise ProgramLoadError(f"bundled program: value of unknown kind {kind}")
+
+
+def parse(data) -> BundledProgram:
+    """Reads a bundled program (raises ProgramLoadError when it is not one or is malformed)."""
+    r = _Reader(data)
+    if r.n < 8 or not is_bundled(r.b[:8]):
+        raise ProgramLoadError(f"not a bundled program (identifier {bytes(r.b[4:8])!r}, expected {IDENTIFIER!r})")
+    root = r.u32(0)
+    try:
+        version = r.scalar(root, 0, "I")
+        start, n = r.vector(root, 2)
+        r._need(start, n)
+        if n == 0:
+            raise ProgramLoadError("bundled program: it holds no program")
+        suites = []
+        for s in r.tables(root, 1):
+            cases = [TestCase([_value(r, v) for v in r.tables(c, 0)], [_value(r, v) for v in r.tables(c, 1)])
+                     for c in r.tables(s, 1)]
+            suites.append(TestSuite(r.string(s, 0), cases))
+    except (struct.error, ValueError, OverflowError) as e:
+        raise ProgramLoadError(f"bundled program: malformed ({e})") from None
+    return BundledProgram(version, r.b[start:start + n], suites)
+
+
+@dataclass
+class CaseResult:
+    method: str
+    index: int
+    passed: bool
+    max_abs_error: float
+    message: str = ""
+
+
+def _compare(got: Sequence[Any], want: Sequence[Any], rtol: float, atol: float) -> Tuple[bool, float, str]:
+    if len(got) != len(want):
+        return False, float("inf"), f"{len(got)} outputs, {len(want)} expected"
+    ok, worst = True, 0.0
+    for i, (g, w) in enumerate(zip(got, want)):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.shape != w.shape:
+            return False, float("inf"), f"output {i}: shape {list(g.shape)}, expected {list(w.shape)}"
+        if g.size == 0:
+            continue
+        g64 = g.astype(np.float64) if g.dtype.kind != "c" else g.astype(np.complex128)
+        w64 = w.astype(np.float64) if w.dtype.kind != "c" else w.astype(np.complex128)
+        err = float(np.max(np.abs(g64 - w64)))
+        worst = max(worst, err)
+        ok = ok and bool(np.allclose(g64, w64, rtol=rtol, atol=atol, equal_nan=True))
+    return ok, worst, ""
+
+
+def verify(runtime, source, rtol: float = 1e-5, atol: float = 1e-6) -> List[CaseResult]:
+    """Runs every test case of a bundled program (path or bytes) on ``runtime``: one CaseResult
+    each (``passed`` = outputs allclose to the expected ones within rtol/atol)."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = source
+    else:
+        with open(source, "rb") as fh:
+            data = fh.read()
+    bp = parse(data)
+    prog = runtime.load_program(bp.program)
+    results = []
+    for suite in bp.suites:
+        try:
+            method = prog.load_method(suite.method_name)
+        except ExecuTorchError as e:
+            results += [CaseResult(suite.method_name, k, False, float("inf"), str(e)) for k in range(len(suite.test_cases))]
+            continue
+        for k, case in enumerate(suite.test_cases):
+            try:
+                method.reset() if method.metadata.state else None
+                got = method(list(case.inputs))
+            except ExecuTorchError as e:
+                results.append(CaseResult(suite.method_name, k, False, float("inf"), str(e)))
+                continue
+            ok, err, msg = _compare(got, case.expected_outputs, rtol, atol)
+            results.append(CaseResult(suite.method_name, k, ok, err, msg))
+    return results
