@@ -4,7 +4,9 @@
     etnp info MODEL.pte                  methods, inputs/outputs, operators, delegates
     etnp run MODEL.pte --inputs in.npz --out out.npz [--method forward]
     etnp batch MODEL.pte --inputs DIR_OR_NPZ --out DIR [--method forward]
-    etnp bench MODEL.pte [--iters 50] [--threads N]
+    etnp bench MODEL.pte [--iters 50] [--threads N] [--profile [--top N] [--trace T.json]]
+    etnp verify MODEL.bpte [--rtol R] [--atol A]   run a bundled program's test cases
+    etnp --version
 """
 from __future__ import annotations
 
@@ -16,9 +18,10 @@ from typing import List
 
 import numpy as np
 
-from . import runtime_info
+from . import cli_extra, runtime_info
 from .errors import ExecuTorchError
 from .npz_inputs import InputsError, read_inputs
+from .progress import Progress
 from .runtime import Runtime
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples")
@@ -41,6 +44,10 @@ def _save_npz(path: str, outs) -> None:
 
 def cmd_example(args) -> int:
     path = os.path.join(EXAMPLES, "mlp.pte")
+    if args.save:  # a copy to try the README's example on
+        import shutil
+        shutil.copyfile(path, args.save)
+        print(f"wrote {args.save} (the example program: an XNNPACK-lowered MLP, forward(float32[4, 16]))")
     method = Runtime.get().load_program(path).load_method("forward")
     with np.load(os.path.join(EXAMPLES, "mlp.npz")) as z:
         x, want = z["forward:in:0"], z["forward:out:0"]
@@ -86,16 +93,6 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _progress(done: int, total: int) -> None:
-    if sys.stderr.isatty():
-        width = 30
-        k = width * done // max(total, 1)
-        sys.stderr.write(f"\r[{'#' * k}{'.' * (width - k)}] {done}/{total}")
-        if done == total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
 def cmd_batch(args) -> int:
     if not os.path.exists(args.inputs):
         raise UsageError(f"--inputs {args.inputs}: no such file or directory")
@@ -117,6 +114,7 @@ def cmd_batch(args) -> int:
         for k in range(len(stacked[0]) if stacked else 0):
             work.append((f"item_{k:05d}", None, stacked, k))
     failures = 0
+    bar = Progress(len(work))
     for done, (name, path, stacked, k) in enumerate(work, 1):
         try:
             if stacked is None:
@@ -127,8 +125,8 @@ def cmd_batch(args) -> int:
             _save_npz(os.path.join(args.out, name + ".npz"), outs)
         except Exception as e:  # each item's failure is reported; the batch goes on
             failures += 1
-            print(f"{name}: FAILED: {e}", file=sys.stderr)
-        _progress(done, len(work))
+            bar.note(f"{name}: FAILED: {e}")
+        bar.update(done)
     print(f"{len(work) - failures} ok, {failures} failed -> {args.out}")
     return 0 if failures == 0 else 2
 
@@ -163,6 +161,12 @@ def cmd_bench(args) -> int:
     med = ts[len(ts) // 2]
     print(f"{args.model} [{args.method}] threads={rt.num_threads}: load {load_ms:.2f} ms, "
           f"min {ts[0] * 1e3:.3f} ms, median {med * 1e3:.3f} ms, {1 / med:.1f} it/s")
+    if args.profile:  # after the timed calls: profiling does not touch the figures above
+        prof = method.profile(ins, repeat=min(args.iters, 10))
+        print(prof.table(args.top))
+        if args.trace:
+            prof.to_chrome_trace(args.trace)
+            print(f"Chrome trace: {args.trace}")
     return 0
 
 
@@ -174,7 +178,8 @@ class _Parser(argparse.ArgumentParser):
 def main(argv=None) -> int:
     p = _Parser(prog="etnp", description="Run ExecuTorch .pte programs with numpy.")
     sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("example", help="run the bundled example model")
+    sub.add_parser("example", help="run the bundled example model").add_argument(
+        "--save", metavar="PATH", help="also copy the example program to PATH (e.g. model.pte)")
     s = sub.add_parser("info", help="describe a program")
     s.add_argument("model")
     for name in ("run", "batch"):
@@ -189,8 +194,13 @@ def main(argv=None) -> int:
     s.add_argument("--iters", type=int, default=50)
     s.add_argument("--warmup", type=int, default=5)
     s.add_argument("--threads", type=int, default=None)
+    s.add_argument("--profile", action="store_true", help="then profile the method and print its top operators")
+    s.add_argument("--top", type=int, default=15, help="operators shown by --profile")
+    s.add_argument("--trace", help="with --profile: write a Chrome trace (JSON) here")
+    extra = cli_extra.add_commands(p, sub)
     args = p.parse_args(argv)
-    fn = {"example": cmd_example, "info": cmd_info, "run": cmd_run, "batch": cmd_batch, "bench": cmd_bench}[args.cmd]
+    fn = {"example": cmd_example, "info": cmd_info, "run": cmd_run, "batch": cmd_batch, "bench": cmd_bench,
+          **extra}[args.cmd]
     try:
         return fn(args)
     except UsageError as e:

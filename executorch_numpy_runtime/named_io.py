@@ -73,13 +73,18 @@ def io_names(encoded_inputs: str, encoded_outputs: str, num_inputs: int, num_out
     return tuple(ins), tuple(outs)
 
 
-def order_feeds(names: Sequence[str], method: str, feeds: Mapping[str, Any]) -> List[Any]:
-    """The inputs, in the method's order, from a mapping of input name -> value. ``input_<i>``
-    names every input by position, whatever its own name."""
+def order_feeds(names: Sequence[str], method: str, feeds: Any, keywords: Mapping[str, Any]) -> List[Any]:
+    """The inputs, in the method's order, from a mapping of input name -> value (``feeds``: a dict,
+    or an empty sequence) and keyword arguments. ``input_<i>`` names every input by position,
+    whatever its own name."""
+    if not isinstance(feeds, Mapping):
+        if len(feeds):
+            raise TypeError("give inputs either as a sequence or by name (a dict or keywords), not both")
+        feeds = {}
     values: List[Any] = [None] * len(names)
     given = [False] * len(names)
     index: Dict[str, int] = {n: i for i, n in enumerate(names)}
-    for key, value in feeds.items():
+    for key, value in list(feeds.items()) + list(keywords.items()):
         if not isinstance(key, str):
             raise TypeError(f"input names must be str, not {type(key).__name__}")
         i = index.get(key)

@@ -6,6 +6,7 @@ program (.bpte, identifier BP08) stands for the program it bundles.
 """
 from __future__ import annotations
 
+import io
 import mmap as _mmap
 import os
 from typing import Any, Tuple, Union
@@ -46,6 +47,8 @@ def normalize(source: Any, mmap: bool) -> Tuple[str, Union[bytes, Any]]:
     if isinstance(source, BUFFER_TYPES):
         buf = _as_buffer(source)
     elif hasattr(source, "read"):
+        if isinstance(source, io.TextIOBase):
+            raise TypeError("load_program() needs a file object opened in binary mode ('rb')")
         try:
             buf = source.read()
         except OSError as e:
