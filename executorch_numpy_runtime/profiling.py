@@ -127,13 +127,16 @@ def profile_method(method: Any, inputs: Any, feeds: Dict[str, Any], repeat: int)
     if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
         raise ValueError("repeat must be a positive int")
     calls, outs, wall = [], [], 0.0
+    from .runtime import _holding
+
     check(lib.etnp_method_set_profiling(method._ptr, 1), "turning profiling on")
     try:
         for _ in range(repeat):
             t = time.perf_counter()
             outs = method(inputs, **feeds)
             wall += time.perf_counter() - t
-            calls.append(_read_events(method._ptr))
+            with _holding(method._lock, "profile a method"):  # no other call of it meanwhile
+                calls.append(_read_events(method._ptr))
     finally:
         lib.etnp_method_set_profiling(method._ptr, 0)
     return Profile(method.name, calls, outs, wall / repeat * 1e6)

@@ -394,7 +394,8 @@ class Method:
 
     def profile(self, inputs: Any = (), *, repeat: int = 1, **feeds: Any):
         """Runs the method ``repeat`` times with profiling on; returns a ``Profile`` of the last
-        call (per-instruction times and per-node times inside XNNPACK delegate calls)."""
+        call (per-instruction times and per-node times inside XNNPACK delegate calls). Calls of this
+        method made meanwhile from other threads are profiled too (and may be the ones read)."""
         from .profiling import profile_method
         return profile_method(self, inputs, feeds, repeat)
 

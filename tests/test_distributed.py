@@ -102,3 +102,14 @@ def test_ray_map_batches_local_cluster():
     finally:
         ray.shutdown()
     print(f"ray test: {time.perf_counter() - t0:.1f} s")
+
+
+def test_dask_bag_processes():
+    db = pytest.importorskip("dask.bag")
+    ref = reference("mlp")
+    x = method_inputs(ref, "forward")[0]
+    pred = Predictor(model_path("mlp"))  # pickled to the worker processes, loaded again there
+    batches = [{"x": x}, {"x": x * 2}, {"x": x[:3]}]
+    got = db.from_sequence(batches, npartitions=3).map(pred).compute(scheduler="processes", num_workers=2)
+    for b, g in zip(batches, got):
+        np.testing.assert_allclose(g["output_0"], pred(b)["output_0"], rtol=1e-6)

@@ -187,7 +187,8 @@ int etnp_install_interrupt_handler(void);
  * e.g. "XNNConv2d+Add", and the node's output shape). The events of a call replace the previous
  * call's. Off (the default) it costs one pointer test per instruction. */
 typedef struct etnp_profile_event {
-  const char *name;     /* operator, delegate id or XNNPACK node; valid until M's next call */
+  const char *name;     /* operator, delegate id or XNNPACK node; valid until M's next call (read the
+                           events of a call before another thread can call M again) */
   const char *shape;    /* a node's output shape ("1x32x112x112"), or "" */
   int64_t start_ns;     /* from the start of the call */
   int64_t duration_ns;

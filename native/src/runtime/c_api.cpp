@@ -350,10 +350,13 @@ int etnp_method_set_profiling(etnp_method* m, int enabled) {
   });
 }
 size_t etnp_method_num_profile_events(const etnp_method* m) {
-  return m && m->m->profiler() ? m->m->profiler()->events.size() : 0;
+  if (!m) return 0;
+  std::lock_guard<std::recursive_mutex> g(m->prog->runtime().mutex());
+  return m->m->profiler() ? m->m->profiler()->events.size() : 0;
 }
 int etnp_method_profile_event(const etnp_method* m, size_t i, etnp_profile_event* out) {
   REQUIRE(m); REQUIRE(out);
+  std::lock_guard<std::recursive_mutex> g(m->prog->runtime().mutex());
   const Profiler* p = m->m->profiler();
   if (!p || i >= p->events.size()) return fail(ETNP_ERR_INVALID_ARGUMENT, "profile event index out of range");
   const ProfileEvent& e = p->events[i];
