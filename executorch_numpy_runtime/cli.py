@@ -5,6 +5,7 @@
     etnp run MODEL.pte --inputs in.npz --out out.npz [--method forward]
     etnp batch MODEL.pte --inputs DIR_OR_NPZ --out DIR [--method forward]
     etnp bench MODEL.pte [--iters 50] [--threads N]
+    etnp generate MODEL.pte --tokenizer tokenizer.json --prompt "..."   (cli_generate.py)
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import List
 import numpy as np
 
 from . import runtime_info
+from .cli_generate import add_generate_parser, cmd_generate
 from .errors import ExecuTorchError
 from .npz_inputs import InputsError, read_inputs
 from .runtime import Runtime
@@ -189,8 +191,10 @@ def main(argv=None) -> int:
     s.add_argument("--iters", type=int, default=50)
     s.add_argument("--warmup", type=int, default=5)
     s.add_argument("--threads", type=int, default=None)
+    add_generate_parser(sub)
     args = p.parse_args(argv)
-    fn = {"example": cmd_example, "info": cmd_info, "run": cmd_run, "batch": cmd_batch, "bench": cmd_bench}[args.cmd]
+    fn = {"example": cmd_example, "info": cmd_info, "run": cmd_run, "batch": cmd_batch, "bench": cmd_bench,
+          "generate": cmd_generate}[args.cmd]
     try:
         return fn(args)
     except UsageError as e:
