@@ -2,7 +2,7 @@
 """Prefill and decode tokens/s of a KV-cache LLM program (tokens [1, n], input_pos [1]) with
 plain Method calls, so the same script times this runtime and the reference one (same API):
 
-    taskset -c 0 .venv/bin/python tools/bench_llm.py tests/models/llm_fp32_kv.pte
+    taskset -c 0 .venv/bin/python tools/bench_llm.py tests/models/llm_fp32_kv.pte --threads 1
     taskset -c 0 /work/envs/ref-venv/bin/python tools/bench_llm.py tests/models/llm_fp32_kv.pte
 
 Greedy decoding from a fixed prompt; each repeat loads a fresh method (an empty cache); the best
@@ -22,8 +22,10 @@ if __name__ == "__main__":
     ap.add_argument("--prompt-len", type=int, default=32)
     ap.add_argument("--decode", type=int, default=15)
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=None, help="this runtime only (the reference has no such knob)")
     a = ap.parse_args()
-    prog = en.Runtime.get().load_program(a.model)
+    rt = en.Runtime(num_threads=a.threads) if a.threads else en.Runtime.get()
+    prog = rt.load_program(a.model)
     prompt = (np.arange(a.prompt_len, dtype=np.int64) * 37 + 5) % 250 + 3
     best_p, best_d, toks = float("inf"), float("inf"), None
     for r in range(a.repeats + 1):
