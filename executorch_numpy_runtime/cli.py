@@ -6,6 +6,7 @@
     etnp batch MODEL.pte --inputs DIR_OR_NPZ --out DIR [--method forward]
     etnp bench MODEL.pte [--iters 50] [--threads N] [--profile [--top N] [--trace T.json]]
     etnp verify MODEL.bpte [--rtol R] [--atol A]   run a bundled program's test cases
+    etnp generate MODEL.pte --tokenizer tokenizer.json --prompt "..."   (cli_generate.py)
     etnp --version
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import List
 import numpy as np
 
 from . import cli_extra, runtime_info
+from .cli_generate import add_generate_parser, cmd_generate
 from .errors import ExecuTorchError
 from .npz_inputs import InputsError, read_inputs
 from .progress import Progress
@@ -198,9 +200,10 @@ def main(argv=None) -> int:
     s.add_argument("--top", type=int, default=15, help="operators shown by --profile")
     s.add_argument("--trace", help="with --profile: write a Chrome trace (JSON) here")
     extra = cli_extra.add_commands(p, sub)
+    add_generate_parser(sub)
     args = p.parse_args(argv)
     fn = {"example": cmd_example, "info": cmd_info, "run": cmd_run, "batch": cmd_batch, "bench": cmd_bench,
-          **extra}[args.cmd]
+          "generate": cmd_generate, **extra}[args.cmd]
     try:
         return fn(args)
     except UsageError as e:

@@ -35,6 +35,7 @@ KernelRegistry::KernelRegistry() {
   register_logit_shift_kernels(*this);
   register_quantized_embedding_kernels(*this);
   register_fft_kernels(*this);
+  register_llm_kernels(*this);
   std::sort(entries_.begin(), entries_.end(), [](const KernelEntry& a, const KernelEntry& b) { return a.name < b.name; });
 }
 

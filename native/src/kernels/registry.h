@@ -66,5 +66,6 @@ void register_batch_stats_kernels(KernelRegistry& r);
 void register_logit_shift_kernels(KernelRegistry& r);
 void register_quantized_embedding_kernels(KernelRegistry& r);
 void register_fft_kernels(KernelRegistry& r);
+void register_llm_kernels(KernelRegistry& r);  // native/src/llm/
 
 }  // namespace etnp

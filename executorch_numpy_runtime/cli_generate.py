@@ -1,0 +1,65 @@
+"""``etnp generate``: stream text (or token ids) from an LLM program (see llm.py).
+
+    etnp generate MODEL.pte --tokenizer tokenizer.json --prompt "Once upon a time" [--max-new-tokens N]
+        [--temperature T] [--top-k K] [--top-p P] [--seed S] [--data-file X.ptd] [--threads N]
+    etnp generate MODEL.pte --prompt-ids 1,2,3 ...       token ids in, token ids out (no tokenizer)
+
+The continuation goes to stdout as it is generated; prefill and decode speeds go to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_generate_parser(sub) -> None:
+    s = sub.add_parser("generate", help="generate text with an LLM program (KV cache or not)")
+    s.add_argument("model")
+    s.add_argument("--tokenizer", help="a Hugging Face tokenizer.json (needs the 'tokenizers' package)")
+    g = s.add_mutually_exclusive_group(required=True)
+    g.add_argument("--prompt", help="prompt text (needs --tokenizer)")
+    g.add_argument("--prompt-ids", help="prompt token ids, e.g. 1,2,3 (no tokenizer needed)")
+    s.add_argument("--max-new-tokens", type=int, default=64)
+    s.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy")
+    s.add_argument("--top-k", type=int, default=None)
+    s.add_argument("--top-p", type=float, default=None)
+    s.add_argument("--seed", type=int, default=None)
+    s.add_argument("--data-file", action="append", default=[], help="external weights (.ptd); repeatable")
+    s.add_argument("--threads", type=int, default=None)
+    s.add_argument("--no-bos", action="store_true", help="do not prepend the program's bos id to --prompt")
+    s.add_argument("--ignore-eos", action="store_true", help="keep going past end-of-sequence tokens")
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from .cli import UsageError
+    from .llm import Generator
+    from .runtime import Runtime
+    from .tokenizer import IdTokenizer
+
+    if args.prompt is not None and not args.tokenizer:
+        raise UsageError("--prompt needs --tokenizer (or give --prompt-ids)")
+    if args.threads is not None and args.threads < 1:
+        raise UsageError("--threads must be >= 1")
+    try:
+        runtime = Runtime(num_threads=args.threads) if args.threads else Runtime.get()
+        gen = Generator(args.model, args.tokenizer, data_files=args.data_file, runtime=runtime)
+        opts = dict(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
+                    ignore_eos=args.ignore_eos)
+        if args.prompt is not None:
+            stream = gen.generate_text(args.prompt, args.max_new_tokens, add_bos=not args.no_bos, **opts)
+        else:
+            ids = IdTokenizer.parse(args.prompt_ids)
+            stream = (f" {t}" if i else str(t) for i, t in enumerate(gen.generate(ids, args.max_new_tokens, **opts)))
+        for piece in stream:
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+    except ImportError as e:
+        raise UsageError(str(e)) from None
+    except ValueError as e:  # a bad prompt or sampling setting
+        raise UsageError(str(e)) from None
+    sys.stdout.write("\n")
+    st = gen.stats
+    print(f"prefill: {st.prompt_tokens} tokens in {st.prefill_s * 1e3:.1f} ms ({st.prefill_tokens_per_s:.1f} tokens/s); "
+          f"decode: {st.decode_steps} steps in {st.decode_s * 1e3:.1f} ms ({st.decode_tokens_per_s:.1f} tokens/s)",
+          file=sys.stderr)
+    return 0
