@@ -30,9 +30,10 @@ void check_f32_4d(const KernelContext& ctx, const Tensor& t, const char* what) {
   if (t.numel() && !t.data) throw_exec(std::string(ctx.op) + ": " + what + " has no memory");
 }
 
-// The shared body: q [B,S,Hq,D] against caches k/v [B,max_seq,Hkv,D] -> out.
-void run_sdpa(KernelContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, int64_t start_pos,
-              const Tensor* mask, bool causal, EValue* scale_arg, Tensor& out) {
+// Validates q [B,S,Hq,D] against caches k/v [B,max_seq,Hkv,D] (and the mask) and returns the
+// attention's shape; nothing is written.
+AttentionShape plan_sdpa(const KernelContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                         int64_t start_pos, const Tensor* mask, bool causal, EValue* scale_arg) {
   std::string op = ctx.op;
   check_f32_4d(ctx, q, "query");
   check_f32_4d(ctx, k, "key cache");
@@ -67,6 +68,11 @@ void run_sdpa(KernelContext& ctx, const Tensor& q, const Tensor& k, const Tensor
   double scale = opt_present(&scale_arg, 0) ? double_arg(&scale_arg, 0) : 1.0 / std::sqrt((double)s.head_dim);
   if (!std::isfinite(scale)) throw_exec(op + ": scale is not finite");
   s.scale = (float)scale;
+  return s;
+}
+
+void run_sdpa(KernelContext& ctx, const AttentionShape& s, const Tensor& q, const Tensor& k, const Tensor& v,
+              const Tensor* mask, Tensor& out) {
   prepare_out(ctx, out, DType::F32, shape_of(q));
   check_contiguous(out, ctx.op);
   if (out.numel() == 0) return;
@@ -76,8 +82,10 @@ void run_sdpa(KernelContext& ctx, const Tensor& q, const Tensor& k, const Tensor
 }  // namespace
 
 void custom_sdpa_kernel(KernelContext& ctx, EValue** a, size_t) {
-  run_sdpa(ctx, tensor_arg(a, 0), tensor_arg(a, 1), tensor_arg(a, 2), int_arg(a, 3), opt_tensor_arg(a, 4),
-           bool_arg(a, 6), a[7], tensor_arg(a, 8));
+  const Tensor &q = tensor_arg(a, 0), &k = tensor_arg(a, 1), &v = tensor_arg(a, 2);
+  const Tensor* mask = opt_tensor_arg(a, 4);
+  AttentionShape s = plan_sdpa(ctx, q, k, v, int_arg(a, 3), mask, bool_arg(a, 6), a[7]);
+  run_sdpa(ctx, s, q, k, v, mask, tensor_arg(a, 8));
 }
 
 void sdpa_with_kv_cache_kernel(KernelContext& ctx, EValue** a, size_t) {
@@ -91,10 +99,12 @@ void sdpa_with_kv_cache_kernel(KernelContext& ctx, EValue** a, size_t) {
                k.shape_str() + " and value " + v.shape_str());
   check_cache_write(ctx, k, kc, start_pos, "key", "key cache");
   check_cache_write(ctx, v, vc, start_pos, "value", "value cache");
-  if (kc.dtype != DType::F32) throw_exec(op + ": the caches must be float32, got " + dtype_name(kc.dtype));
+  const Tensor* mask = opt_tensor_arg(a, 7);
+  AttentionShape s = plan_sdpa(ctx, q, kc, vc, start_pos, mask, bool_arg(a, 9), a[10]);  // all checked first
+  prepare_out(ctx, tensor_arg(a, 11), DType::F32, shape_of(q));
   write_cache_rows(k, kc, start_pos);
   write_cache_rows(v, vc, start_pos);
-  run_sdpa(ctx, q, kc, vc, start_pos, opt_tensor_arg(a, 7), bool_arg(a, 9), a[10], tensor_arg(a, 11));
+  run_sdpa(ctx, s, q, kc, vc, mask, tensor_arg(a, 11));
 }
 
 }  // namespace llm
