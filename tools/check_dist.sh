@@ -12,7 +12,7 @@ ls dist
 .venv-dist/bin/python -m pip install -q "$(ls dist/*.whl)" pytest ml_dtypes
 # run the tests from a copy outside the tree so `import executorch_numpy_runtime` is the wheel
 T=$(mktemp -d)
-cp -r tests tools "$T/"
+cp -r tests tools README.md "$T/"  # the README tests run its examples
 (cd "$T" && "$OLDPWD/.venv-dist/bin/python" -m pytest -q -p no:cacheprovider tests)
 rm -rf "$T"
 echo "dist check: OK ($(cd dist && ls | tr '\n' ' '))"
