@@ -25,6 +25,17 @@ def method_outputs(ref, method):
     return [ref[f"{method}:out:{i}"] for i in range(n)]
 
 
+def method_calls(ref, method="forward"):
+    """(inputs, outputs) of each recorded successive call `M:call{k}:in/out:i` of a stateful method."""
+    k = 0
+    while f"{method}:call{k}:in:0" in ref:
+        n_in = len([x for x in ref if x.startswith(f"{method}:call{k}:in:")])
+        n_out = len([x for x in ref if x.startswith(f"{method}:call{k}:out:")])
+        yield ([ref[f"{method}:call{k}:in:{i}"] for i in range(n_in)],
+               [ref[f"{method}:call{k}:out:{i}"] for i in range(n_out)])
+        k += 1
+
+
 def assert_matches(outs, refs, atol, rtol, what=""):
     assert len(outs) == len(refs), f"{what}: {len(outs)} outputs, expected {len(refs)}"
     for i, (o, r) in enumerate(zip(outs, refs)):

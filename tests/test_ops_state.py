@@ -7,17 +7,7 @@ import numpy as np
 import pytest
 
 import executorch_numpy_runtime as en
-from conftest import method_inputs, model_path, reference
-
-
-def _calls(ref, method="forward"):
-    k = 0
-    while f"{method}:call{k}:in:0" in ref:
-        n_in = len([key for key in ref if key.startswith(f"{method}:call{k}:in:")])
-        n_out = len([key for key in ref if key.startswith(f"{method}:call{k}:out:")])
-        yield ([ref[f"{method}:call{k}:in:{i}"] for i in range(n_in)],
-               [ref[f"{method}:call{k}:out:{i}"] for i in range(n_out)])
-        k += 1
+from conftest import method_calls, method_inputs, model_path, reference
 
 
 def test_kv_cache_state_over_successive_calls(rt):
@@ -27,7 +17,7 @@ def test_kv_cache_state_over_successive_calls(rt):
     ops = set(en.runtime_info()["operators"])
     assert {"aten::index_put_", "aten::copy_"} <= ops
     m = prog.load_method("forward")
-    calls = list(_calls(ref))
+    calls = list(method_calls(ref))
     assert len(calls) == 3
     for k, (ins, outs) in enumerate(calls):
         got = m(ins)

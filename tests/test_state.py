@@ -4,27 +4,17 @@ per loaded method, and go back to the initial data on Method.reset()."""
 import numpy as np
 import pytest
 
-from conftest import assert_matches, model_path, reference
-
-
-def calls(ref, method="forward"):
-    k = 0
-    while f"{method}:call{k}:in:0" in ref:
-        n_in = len([x for x in ref if x.startswith(f"{method}:call{k}:in:")])
-        n_out = len([x for x in ref if x.startswith(f"{method}:call{k}:out:")])
-        yield ([ref[f"{method}:call{k}:in:{i}"] for i in range(n_in)],
-               [ref[f"{method}:call{k}:out:{i}"] for i in range(n_out)])
-        k += 1
+from conftest import method_calls, assert_matches, model_path, reference
 
 
 def run_calls(method, ref, what):
-    for k, (ins, outs) in enumerate(calls(ref)):
+    for k, (ins, outs) in enumerate(method_calls(ref)):
         assert_matches(method(ins), outs, 1e-6, 1e-6, f"{what} call {k}")
 
 
 def test_state_persists_across_calls_and_resets(rt):
     ref = reference("kv_state")
-    assert len(list(calls(ref))) >= 3
+    assert len(list(method_calls(ref))) >= 3
     prog = rt.load_program(model_path("kv_state"))
     method = prog.load_method("forward")
     state = method.metadata.state
@@ -32,7 +22,7 @@ def test_state_persists_across_calls_and_resets(rt):
     assert all(s.name for s in state)
     run_calls(method, ref, "first run")
     # without reset, the state goes on: the first call's outputs are not repeated
-    first_in, first_out = next(calls(ref))
+    first_in, first_out = next(method_calls(ref))
     again = method(first_in)
     assert not np.array_equal(again[2], first_out[2])  # the step counter went on
     method.reset()
