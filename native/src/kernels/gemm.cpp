@@ -92,7 +92,10 @@ __attribute__((target("avx2,fma"), always_inline)) inline void tile_row_avx2(flo
 // C[i][j] = clamp(sum_k A[i][k] * b[k][j] + bias_row[i] + bias_col[j] (+ C[i][j])).
 __attribute__((target("avx2,fma"))) void tile_avx2(int64_t K, const float* A, int64_t rsa, const float* b, float* C,
                                                    int64_t ldc, const float* bias_row, const float* bias_col,
-                                                   bool accumulate, float lo, float hi) {
+                                                   bool accumulate, const float* lohi) {
+  // (the clamp bounds come by pointer: float arguments arrive in vector registers, and keeping
+  // them live across the loop made GCC spill an accumulator to the stack - a store/load chain
+  // on every k that halved the kernel's speed)
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
          c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   const float *a0 = A, *a1 = A + rsa, *a2 = A + 2 * rsa, *a3 = A + 3 * rsa, *a4 = A + 4 * rsa, *a5 = A + 5 * rsa;
@@ -111,7 +114,7 @@ __attribute__((target("avx2,fma"))) void tile_avx2(int64_t K, const float* A, in
     x = _mm256_broadcast_ss(a5 + k);
     c50 = _mm256_fmadd_ps(x, b0, c50); c51 = _mm256_fmadd_ps(x, b1, c51);
   }
-  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  const __m256 vlo = _mm256_broadcast_ss(lohi), vhi = _mm256_broadcast_ss(lohi + 1);
   __m256 bc0 = bias_col ? _mm256_loadu_ps(bias_col) : _mm256_setzero_ps();
   __m256 bc1 = bias_col ? _mm256_loadu_ps(bias_col + 8) : _mm256_setzero_ps();
 #define ETNP_TILE_ROW(i, v0, v1) tile_row_avx2(C + (i) * ldc, v0, v1, bc0, bc1, bias_row ? bias_row + (i) : nullptr, accumulate, vlo, vhi)
@@ -359,6 +362,7 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
   const int64_t mb = (M + MR - 1) / MR, nb = (N + NR - 1) / NR;
   const GemmTasks grid = gemm_tasks(mb, nb, tp);
   const int64_t col_split = grid.split, cols_per = grid.per;
+  const float lohi[2] = {ep.min, ep.max};
   auto tasks = [&](int64_t b, int64_t e) {
     alignas(32) float acc[MR * NR];
     thread_local std::vector<float> pa;  // this thread's packed A panel, grows only
@@ -375,7 +379,7 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
           if (N - n0 < NR) break;  // the ragged last column panel goes through the packed path
           tile_avx2(K, A + m0 * rsa, rsa, B.data.data() + pn * NR * K, C + m0 * ldc + n0, ldc,
                     ep.bias_row ? ep.bias_row + m0 : nullptr, ep.bias_col ? ep.bias_col + n0 : nullptr, ep.accumulate,
-                    ep.min, ep.max);
+                    lohi);
           if (ep.residual) add_residual(ep, C, ldc, m0, MR, n0, NR);
           pn0 = pn + 1;
         }
