@@ -92,7 +92,7 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
 
 // The thread pool: every index of [0, n) run exactly once for assorted sizes, grains and thread
 // counts; a parallel_for inside a region runs inline; an exception thrown on the caller's share
-// propagates after the region is closed, and the pool keeps working.
+// or on a worker's propagates from parallel_for after the region is closed, and the pool keeps working.
 static void check_pool() {
   for (int threads : {1, 2, 3, 5}) {
     ThreadPool pool(threads);
@@ -119,7 +119,7 @@ static void check_pool() {
     const std::thread::id caller = std::this_thread::get_id();
     try {
       pool.parallel_for(1000, 1, [&](int64_t, int64_t) {
-        if (std::this_thread::get_id() != caller) return;  // (a worker's exception would end the process)
+        if (std::this_thread::get_id() != caller) return;
         caller_ran = true;
         throw std::runtime_error("boom");
       });
@@ -130,6 +130,25 @@ static void check_pool() {
     pool.parallel_for(1000, 1, [&](int64_t b, int64_t e) { after += e - b; });
     if ((caught != caller_ran.load() || after != 1000) && failures++ < 5)
       std::printf("pool threads=%d: exception not contained\n", threads);
+    // an exception on a worker's share reaches the caller too (once the region is closed)
+    bool caught_worker = false;
+    std::atomic<bool> worker_threw{false};
+    try {
+      pool.parallel_for(100000, 1, [&](int64_t, int64_t) {
+        if (std::this_thread::get_id() == caller) {  // keep the caller busy so a worker gets chunks
+          for (int spin = 0; spin < 2000 && !worker_threw; spin++) std::this_thread::yield();
+          return;
+        }
+        worker_threw = true;
+        throw std::runtime_error("worker boom");
+      });
+    } catch (const std::runtime_error&) {
+      caught_worker = true;
+    }
+    after = 0;
+    pool.parallel_for(1000, 1, [&](int64_t b, int64_t e) { after += e - b; });
+    if ((caught_worker != worker_threw.load() || after != 1000) && failures++ < 5)
+      std::printf("pool threads=%d: a worker's exception was not handed to the caller\n", threads);
   }
 }
 

@@ -1,26 +1,48 @@
 // Binary elementwise kernels: arithmetic, comparisons, logical/bitwise ops, where, clamp.
 #include "kernels/elementwise.h"
 
+#include "kernels/broadcast_f32.h"
+
 #include <limits>
 
 namespace etnp {
+
+namespace {
+bool binary_f32_broadcast(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, BinaryD fd);
+}
 
 void binary_apply(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, BinaryD fd, BinaryI fi) {
   resize(out, broadcast_shapes(a, b));
   bool fl = is_floating(a.dtype) || is_floating(b.dtype) || is_floating(out.dtype) || !fi;
   if (fl && !fd) throw_exec(std::string(ctx.op) + " is not defined for floating-point dtypes");
-  int64_t n = out.numel();
   bool contig = a.default_dim_order() && b.default_dim_order() && out.default_dim_order();
   if (fl && contig && a.dtype == DType::F32 && b.dtype == DType::F32 && out.dtype == DType::F32 &&
-      (a.numel() == n || a.numel() == 1) && (b.numel() == n || b.numel() == 1)) {
-    const float* x = a.ptr<float>();
-    const float* y = b.ptr<float>();
-    float* z = out.ptr<float>();
-    int64_t sx = a.numel() == 1 ? 0 : 1, sy = b.numel() == 1 ? 0 : 1;
-    parallel(ctx, n, 1 << 14, [&](int64_t s, int64_t e) {
-      for (int64_t i = s; i < e; i++) z[i] = (float)fd((double)x[i * sx], (double)y[i * sy]);
-    });
+      binary_f32_broadcast(ctx, a, b, out, fd))
     return;
+  if (contig && out.dtype == DType::Bool && a.dtype == b.dtype && (a.dtype == DType::F32 || (a.dtype == DType::I64 && !fl))) {
+    // comparisons and logical ops into bool: one typed loop (no per-element dtype dispatch)
+    BroadcastPlan p;
+    if (plan_broadcast(shape_of(a), shape_of(b), shape_of(out), p)) {
+      uint8_t* z = out.ptr<uint8_t>();
+      if (a.dtype == DType::F32)
+        broadcast_binary(ctx.pool, p, a.ptr<float>(), b.ptr<float>(), z,
+                         [fd](float u, float v) -> uint8_t { return fd((double)u, (double)v) != 0; });
+      else
+        broadcast_binary(nullptr, p, a.ptr<int64_t>(), b.ptr<int64_t>(), z,  // (integer ops may throw: this thread)
+                         [fi](int64_t u, int64_t v) -> uint8_t { return fi(u, v) != 0; });
+      return;
+    }
+  }
+  if (contig && !fl && a.dtype == b.dtype && a.dtype == out.dtype && (a.dtype == DType::I64 || a.dtype == DType::Bool)) {
+    BroadcastPlan p;  // integer ops may throw (division by zero): on this thread only
+    if (plan_broadcast(shape_of(a), shape_of(b), shape_of(out), p)) {
+      if (a.dtype == DType::I64)
+        broadcast_binary(nullptr, p, a.ptr<int64_t>(), b.ptr<int64_t>(), out.ptr<int64_t>(), fi);
+      else
+        broadcast_binary(nullptr, p, a.ptr<uint8_t>(), b.ptr<uint8_t>(), out.ptr<uint8_t>(),
+                         [fi](uint8_t u, uint8_t v) -> uint8_t { return fi(u != 0, v != 0) != 0; });
+      return;
+    }
   }
   const Tensor* ins[2] = {&a, &b};
   if (fl) {
@@ -42,6 +64,30 @@ void unary_apply(KernelContext& ctx, const Tensor& a, Tensor& out, UnaryD fd, Un
     return;
   }
   resize(out, shape_of(a));
+  if (a.dtype == out.dtype && a.default_dim_order() && out.default_dim_order()) {  // typed loop, no per-element dispatch
+    const int64_t n = a.numel();
+    switch (a.dtype) {
+      case DType::Bool: {
+        const uint8_t* x = a.ptr<uint8_t>();
+        uint8_t* y = out.ptr<uint8_t>();
+        for (int64_t i = 0; i < n; i++) y[i] = fi(x[i] ? 1 : 0) != 0;
+        return;
+      }
+      case DType::I64: {
+        const int64_t* x = a.ptr<int64_t>();
+        int64_t* y = out.ptr<int64_t>();
+        for (int64_t i = 0; i < n; i++) y[i] = fi(x[i]);
+        return;
+      }
+      case DType::I32: {
+        const int32_t* x = a.ptr<int32_t>();
+        int32_t* y = out.ptr<int32_t>();
+        for (int64_t i = 0; i < n; i++) y[i] = (int32_t)fi(x[i]);
+        return;
+      }
+      default: break;
+    }
+  }
   const Tensor* ins[1] = {&a};
   for_each_broadcast(out, ins, 1, [&](int64_t o, const int64_t* off) {
     store_i64(out.data, out.dtype, o, fi(load_i64(a.data, a.dtype, off[0])));
@@ -121,6 +167,35 @@ BIN(floordiv, std::floor(x / y), safe_div_floor(x, y))
 BIN(truncdiv, std::trunc(x / y), safe_div_trunc(x, y))
 #undef BIN
 double div_d(double x, double y) { return x / y; }
+
+// All-float32 contiguous operands, any broadcast (kernels/broadcast_f32.h). + - * / computed in
+// float32 equal the double result rounded to float (double holds the exact product/quotient to
+// well past float's rounding point), as do max/min with their NaN rule; other functions go
+// through `fd` in double, one call an element.
+bool binary_f32_broadcast(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, BinaryD fd) {
+  BroadcastPlan p;
+  if (!plan_broadcast(shape_of(a), shape_of(b), shape_of(out), p)) return false;
+  const float* x = a.ptr<float>();
+  const float* y = b.ptr<float>();
+  float* z = out.ptr<float>();
+  ThreadPool* pool = ctx.pool;
+  if (fd == add_d) broadcast_binary_f32(pool, p, x, y, z, [](float u, float v) { return u + v; });
+  else if (fd == sub_d) broadcast_binary_f32(pool, p, x, y, z, [](float u, float v) { return u - v; });
+  else if (fd == mul_d) broadcast_binary_f32(pool, p, x, y, z, [](float u, float v) { return u * v; });
+  else if (fd == div_d) broadcast_binary_f32(pool, p, x, y, z, [](float u, float v) { return u / v; });
+  else if (fd == maximum_d)
+    broadcast_binary_f32(pool, p, x, y, z, [](float u, float v) { return u != u || v != v ? NAN : (u > v ? u : v); });
+  else if (fd == minimum_d)
+    broadcast_binary_f32(pool, p, x, y, z, [](float u, float v) { return u != u || v != v ? NAN : (u < v ? u : v); });
+  // x ** 2 and x ** 3 (GELU's tanh approximation, variances): products in double are the
+  // (correctly rounded) double power, without a pow call an element
+  else if (fd == pow_d && b.numel() == 1 && *y == 2.f)
+    broadcast_binary_f32(pool, p, x, y, z, [](float u, float) { return (float)((double)u * u); });
+  else if (fd == pow_d && b.numel() == 1 && *y == 3.f)
+    broadcast_binary_f32(pool, p, x, y, z, [](float u, float) { return (float)((double)u * u * u); });
+  else broadcast_binary_f32(pool, p, x, y, z, [fd](float u, float v) { return (float)fd((double)u, (double)v); });
+  return true;
+}
 double atan2_d(double x, double y) { return std::atan2(x, y); }
 double hypot_d(double x, double y) { return std::hypot(x, y); }
 double copysign_d(double x, double y) { return std::copysign(x, y); }
@@ -221,8 +296,18 @@ void where_kernel(KernelContext& ctx, EValue** a, size_t) {
   resize(out, broadcast_shapes(tmp, y));
   const Tensor* ins[3] = {&c, &x, &y};
   if (c.dtype == DType::Bool && x.dtype == out.dtype && y.dtype == out.dtype) {
-    size_t es = out.elem_size();
     const uint8_t* cp = c.ptr<uint8_t>();
+    auto pick = [&](auto* o_, const auto* x_, const auto* y_) {  // typed element copies
+      for_each_broadcast(out, ins, 3, [&](int64_t o, const int64_t* off) { o_[o] = cp[off[0]] ? x_[off[1]] : y_[off[2]]; });
+    };
+    switch (out.elem_size()) {
+      case 1: pick((uint8_t*)out.data, (const uint8_t*)x.data, (const uint8_t*)y.data); return;
+      case 2: pick((uint16_t*)out.data, (const uint16_t*)x.data, (const uint16_t*)y.data); return;
+      case 4: pick((uint32_t*)out.data, (const uint32_t*)x.data, (const uint32_t*)y.data); return;
+      case 8: pick((uint64_t*)out.data, (const uint64_t*)x.data, (const uint64_t*)y.data); return;
+      default: break;
+    }
+    const size_t es = out.elem_size();
     for_each_broadcast(out, ins, 3, [&](int64_t o, const int64_t* off) {
       const Tensor& src = cp[off[0]] ? x : y;
       std::memmove((uint8_t*)out.data + o * es, (const uint8_t*)src.data + off[cp[off[0]] ? 1 : 2] * es, es);

@@ -97,20 +97,37 @@ void for_each_broadcast(const Tensor& out, const Tensor* const* ins, int n, F&& 
     }
     return;
   }
-  int64_t idx[kMaxDims] = {}, off[3] = {0, 0, 0};
-  for (int64_t i = 0; i < total; i++) {
-    int64_t o = 0;
-    for (int d = 0; d < out.dim; d++) o += idx[d] * out.strides[d];
-    for (int k = 0; k < n; k++) {
-      int64_t x = 0;
-      for (int d = 0; d < out.dim; d++) x += idx[d] * bs[k].strides[d];
-      off[k] = x;
+  if (total == 0) return;
+  const int D = out.dim;
+  if (D == 0) {
+    int64_t off[3] = {0, 0, 0};
+    f(0, off);
+    return;
+  }
+  // rows of the innermost dim: offsets advance by constant strides along a row and are carried
+  // across the outer dims between rows (no per-element index arithmetic)
+  const int64_t inner = out.sizes[D - 1], so = out.strides[D - 1];
+  int64_t si[3] = {0, 0, 0};
+  for (int k = 0; k < n; k++) si[k] = bs[k].strides[D - 1];
+  int64_t idx[kMaxDims] = {}, base_o = 0, base[3] = {0, 0, 0}, off[3];
+  for (;;) {
+    int64_t o = base_o;
+    for (int k = 0; k < n; k++) off[k] = base[k];
+    for (int64_t j = 0; j < inner; j++) {
+      f(o, off);
+      o += so;
+      for (int k = 0; k < n; k++) off[k] += si[k];
     }
-    f(o, off);
-    for (int d = out.dim - 1; d >= 0; d--) {
+    int d = D - 2;
+    for (; d >= 0; d--) {
+      base_o += out.strides[d];
+      for (int k = 0; k < n; k++) base[k] += bs[k].strides[d];
       if (++idx[d] < out.sizes[d]) break;
+      base_o -= out.strides[d] * out.sizes[d];
+      for (int k = 0; k < n; k++) base[k] -= bs[k].strides[d] * out.sizes[d];
       idx[d] = 0;
     }
+    if (d < 0) return;
   }
 }
 

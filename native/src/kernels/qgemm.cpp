@@ -88,41 +88,68 @@ __attribute__((target("avx512f,avx512vnni"))) void tile_vnni(int64_t m0, int64_t
   }
 }
 
-// AVX2: int8 -> int16 and vpmaddwd (exact, no saturation), ROWS rows x one 16-column panel in
-// four 4-column accumulators a row ([c, k0+k1], [c, k2+k3] pairs, reduced at the end).
+// AVX2: int8 -> int16 and vpmaddwd (exact, no saturation). One tile is ROWS (<= 6) rows x one
+// half (8 columns) of a 16-column panel: a group of 4 k of columns 4q..4q+3 is 16 bytes of the
+// panel, widened to 16 int16 = (column, k-pair) lanes; the activations, widened to int16 once per
+// call (xw), are broadcast 4 k at a time (vpbroadcastq), so each vpmaddwd adds 2 k of 4 columns.
+// 2 accumulators a row (12 + 2 weights + 1 activation registers: no spill), reduced at the end.
 template <int ROWS>
-__attribute__((target("avx2"))) void tile_avx2(int64_t m0, int64_t p0, const QActivations& a, const PackedQ8& w,
-                                               const float* bias, float lo, float hi, float* C, int64_t ldc) {
-  const int64_t G = w.Kp / 4;
-  __m256i acc[ROWS][4];
-  for (int i = 0; i < ROWS; i++)
-    for (int q = 0; q < 4; q++) acc[i][q] = _mm256_setzero_si256();
-  const uint8_t* x = a.data + m0 * w.Kp;
-  const int8_t* b = w.data.data() + p0 * G * NR * 4;
+__attribute__((target("avx2,fma"))) void tile_avx2(int64_t m0, int64_t p0, int half, const int16_t* xw,
+                                                   const QActivations& a, const PackedQ8& w, const float* bias,
+                                                   const float* lohi, float* C, int64_t ldc) {
+  const int64_t G = w.Kp / 4, Kp = w.Kp;
+  __m256i acc[ROWS][2];
+#pragma GCC unroll 6
+  for (int i = 0; i < ROWS; i++) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+  const int16_t* x = xw + m0 * Kp;
+  const int8_t* b = w.data.data() + p0 * G * NR * 4 + half * 32;
   for (int64_t g = 0; g < G; g++, b += NR * 4) {
-    __m256i wq[4];  // columns 4q..4q+3, k0..k3 each, as int16
-    for (int q = 0; q < 4; q++) wq[q] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(b + 16 * q)));
+    const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)b));
+    const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(b + 16)));
+#pragma GCC unroll 6
     for (int i = 0; i < ROWS; i++) {
-      int32_t four;
-      std::memcpy(&four, x + i * w.Kp + g * 4, 4);
-      const __m256i xa = _mm256_cvtepu8_epi16(_mm_set1_epi32(four));
-      for (int q = 0; q < 4; q++) acc[i][q] = _mm256_add_epi32(acc[i][q], _mm256_madd_epi16(xa, wq[q]));
+      int64_t four;
+      std::memcpy(&four, x + i * Kp + g * 4, 8);
+      const __m256i xa = _mm256_set1_epi64x(four);
+      acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(xa, w0));
+      acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(xa, w1));
     }
   }
-  const int64_t n0 = p0 * NR, cols = std::min<int64_t>(NR, w.N - n0);
+  const int64_t n0 = p0 * NR + half * 8, cols = std::min<int64_t>(8, w.N - n0);
+  if (cols <= 0) return;
+  const __m256 vlo = _mm256_broadcast_ss(lohi), vhi = _mm256_broadcast_ss(lohi + 1);
+  alignas(32) int32_t cs8[8] = {};
+  alignas(32) float sw8[8] = {}, b8[8] = {};
+  for (int64_t j = 0; j < cols; j++) {
+    cs8[j] = w.col_sum[n0 + j];
+    sw8[j] = w.scale[n0 + j];
+    b8[j] = bias ? bias[n0 + j] : 0.f;
+  }
+  const __m256i cs = _mm256_load_si256((const __m256i*)cs8);
+  const __m256 sw = _mm256_load_ps(sw8), bv = _mm256_load_ps(b8);
+#pragma GCC unroll 6
   for (int i = 0; i < ROWS; i++) {
-    // pairs -> columns: hadd gives [c0 c1 c4 c5 | c2 c3 c6 c7]; 0xD8 puts them in order
-    __m256i lo8 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][0], acc[i][1]), 0xD8);
-    __m256i hi8 = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][2], acc[i][3]), 0xD8);
-    alignas(32) int32_t sums[16];
-    _mm256_store_si256((__m256i*)sums, lo8);
-    _mm256_store_si256((__m256i*)(sums + 8), hi8);
-    const int32_t offset = 128 + a.zero_point[m0 + i];
-    for (int64_t j = 0; j < cols; j++)
-      C[(m0 + i) * ldc + n0 + j] =
-          finish(sums[j], offset, w.col_sum[n0 + j], a.scale[m0 + i], w.scale[n0 + j], bias ? bias[n0 + j] : 0.f, lo, hi);
+    // (column, k-pair) lanes -> columns: hadd gives [c0 c1 c4 c5 | c2 c3 c6 c7]; 0xD8 orders them
+    const __m256i sums = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][0], acc[i][1]), 0xD8);
+    const __m256i off = _mm256_set1_epi32(128 + a.zero_point[m0 + i]);
+    const __m256i q = _mm256_sub_epi32(sums, _mm256_mullo_epi32(off, cs));
+    const __m256 s = _mm256_mul_ps(_mm256_set1_ps(a.scale[m0 + i]), sw);
+    const __m256 r = _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, bv)));
+    float* c = C + (m0 + i) * ldc + n0;
+    if (cols == 8) {
+      _mm256_storeu_ps(c, r);
+    } else {
+      alignas(32) float tmp[8];
+      _mm256_store_ps(tmp, r);
+      for (int64_t j = 0; j < cols; j++) c[j] = tmp[j];
+    }
   }
 }
+
+using TileQ2 = void (*)(int64_t, int64_t, int, const int16_t*, const QActivations&, const PackedQ8&, const float*,
+                        const float*, float*, int64_t);
+const std::array<TileQ2, 6> kAvx2 = {&tile_avx2<1>, &tile_avx2<2>, &tile_avx2<3>,
+                                     &tile_avx2<4>, &tile_avx2<5>, &tile_avx2<6>};
 
 using TileQ = void (*)(int64_t, int64_t, const QActivations&, const PackedQ8&, const float*, float, float, float*,
                        int64_t);
@@ -132,8 +159,6 @@ constexpr std::array<TileQ, sizeof...(R)> tiles_vnni(std::integer_sequence<int, 
 }
 const std::array<TileQ, 8> kVnni2 = tiles_vnni<2>(std::make_integer_sequence<int, 8>());
 const std::array<TileQ, 8> kVnni1 = tiles_vnni<1>(std::make_integer_sequence<int, 8>());
-
-const std::array<TileQ, 4> kAvx2 = {&tile_avx2<1>, &tile_avx2<2>, &tile_avx2<3>, &tile_avx2<4>};
 
 bool cpu_has_vnni() {
   static const bool v = cpu_has_avx512f() && __builtin_cpu_supports("avx512vnni");
@@ -165,9 +190,35 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
               float hi, float* C, int64_t ldc) {
   if (M <= 0 || w.N <= 0) return;
   const int64_t panels = (w.N + NR - 1) / NR;
+  ThreadPool* tp = gemm_pool(pool, M, w.N, w.K);
+#if defined(__x86_64__)
+  if (!cpu_has_vnni() && cpu_has_avx2_fma()) {
+    // activations widened to int16 once (the tiles broadcast 4 of them at a time)
+    thread_local std::vector<int16_t> xw;
+    const int64_t total = M * w.Kp;
+    if (xw.size() < (size_t)total) xw.resize((size_t)total);
+    for (int64_t i = 0; i < total; i++) xw[(size_t)i] = a.data[i];
+    const float lohi[2] = {lo, hi};
+    constexpr int64_t MB = 6;
+    const int64_t rb = (M + MB - 1) / MB;
+    const GemmTasks grid = gemm_tasks(rb, panels, tp);
+    const int64_t split = grid.split, per = grid.per;
+    const int16_t* x16 = xw.data();
+    auto blocks = [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; t++) {
+        const int64_t m0 = (t / split) * MB, mm = std::min(MB, M - m0);
+        const int64_t p0 = (t % split) * per, p1 = std::min(panels, p0 + per);
+        for (int64_t p = p0; p < p1; p++)
+          for (int h = 0; h < 2; h++) kAvx2[mm - 1](m0, p, h, x16, a, w, bias, lohi, C, ldc);
+      }
+    };
+    if (tp) tp->parallel_for(rb * split, 1, blocks);
+    else blocks(0, rb * split);
+    return;
+  }
+#endif
   constexpr int64_t MB = 8;
   const int64_t rb = (M + MB - 1) / MB;
-  ThreadPool* tp = gemm_pool(pool, M, w.N, w.K);
   const GemmTasks grid = gemm_tasks(rb, panels, tp);
   const int64_t split = grid.split, per = grid.per;
   auto blocks = [&](int64_t b, int64_t e) {
@@ -179,11 +230,6 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
         int64_t p = p0;
         for (; p + 2 <= p1; p += 2) kVnni2[mm - 1](m0, p, a, w, bias, lo, hi, C, ldc);
         if (p < p1) kVnni1[mm - 1](m0, p, a, w, bias, lo, hi, C, ldc);
-        continue;
-      }
-      if (cpu_has_avx2_fma()) {
-        for (int64_t i = 0; i < mm; i += 4)
-          for (int64_t p = p0; p < p1; p++) kAvx2[std::min<int64_t>(4, mm - i) - 1](m0 + i, p, a, w, bias, lo, hi, C, ldc);
         continue;
       }
 #endif

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/cpu_features.h"
 
@@ -49,10 +50,31 @@ __attribute__((target("avx2,fma"))) int64_t rows_avx2(const float* x, int64_t n,
     v = _mm256_add_pd(_mm256_round_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
     v = _mm256_min_pd(hi, _mm256_max_pd(lo, v));
     _mm_storeu_ps(grid + i, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_sub_pd(v, z), s)));
-    alignas(16) int32_t q[4];
-    _mm_store_si128((__m128i*)q, _mm_add_epi32(_mm_max_epi32(_mm256_cvtpd_epi32(v), _mm_set1_epi32(-128)),
-                                               _mm_set1_epi32(128)));
-    for (int t = 0; t < 4; t++) u8[i + t] = (uint8_t)q[t];
+    // q + 128 in [0, 255] (NaN: INT_MIN -> -128 -> 0), packed to 4 bytes
+    const __m128i q = _mm_add_epi32(_mm_max_epi32(_mm256_cvtpd_epi32(v), _mm_set1_epi32(-128)), _mm_set1_epi32(128));
+    const __m128i b = _mm_packus_epi16(_mm_packs_epi32(q, q), _mm_setzero_si128());
+    const int32_t four = _mm_cvtsi128_si32(b);
+    std::memcpy(u8 + i, &four, 4);
+  }
+  return i;
+}
+
+__attribute__((target("avx2,fma"))) int64_t min_max_avx2(const float* x, int64_t n, float& mn, float& mx) {
+  __m256 lo0 = _mm256_set1_ps(mn), hi0 = _mm256_set1_ps(mx), lo1 = lo0, hi1 = hi0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
+    lo0 = _mm256_min_ps(v0, lo0);  // NaN in v: the accumulator (second operand) is kept
+    hi0 = _mm256_max_ps(v0, hi0);
+    lo1 = _mm256_min_ps(v1, lo1);
+    hi1 = _mm256_max_ps(v1, hi1);
+  }
+  alignas(32) float l[8], h[8];
+  _mm256_store_ps(l, _mm256_min_ps(lo0, lo1));
+  _mm256_store_ps(h, _mm256_max_ps(hi0, hi1));
+  for (int t = 0; t < 8; t++) {
+    mn = std::min(mn, l[t]);
+    mx = std::max(mx, h[t]);
   }
   return i;
 }
@@ -76,8 +98,9 @@ __attribute__((target("avx512f"))) int64_t min_max_avx512(const float* x, int64_
 void row_min_max(const float* x, int64_t n, float& mn, float& mx) {
   int64_t i = 0;
 #if defined(__x86_64__)
-  static const bool avx512 = cpu_has_avx512f();
+  static const bool avx512 = cpu_has_avx512f(), avx2 = cpu_has_avx2_fma();
   if (avx512) i = min_max_avx512(x, n, mn, mx);
+  else if (avx2) i = min_max_avx2(x, n, mn, mx);
 #endif
   for (; i < n; i++) {
     mn = std::min(mn, x[i]);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <fstream>
 #include <set>
 #include <string>
@@ -84,7 +85,15 @@ void ThreadPool::worker_loop(int self) {
   uint64_t seen = 0;
   for (uint64_t s; (s = wait_for_region(seen)) != 0; seen = s) {
     active_.fetch_add(1);  // seq_cst: the caller's close and this registration are ordered
-    if (state_.load() == s) run_ranges(self);  // still open: the job and ranges are this region's
+    if (state_.load() == s) {  // still open: the job and ranges are this region's
+      try {
+        run_ranges(self);
+      } catch (...) {  // handed to the caller, which rethrows it once the region is closed
+        std::lock_guard<std::mutex> g(error_mu_);
+        if (!error_) error_ = std::current_exception();
+        for (int t = 0; t < nthreads_; t++) ranges_[t].next.store(ranges_[t].end, std::memory_order_relaxed);
+      }
+    }
     active_.fetch_sub(1, std::memory_order_release);
   }
 }
@@ -99,6 +108,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   }
   job_ = &fn;
   grain_ = grain;
+  error_ = nullptr;  // (left over when the caller's own share threw last time)
   for (int t = 0; t < nt; t++) {  // contiguous shares
     ranges_[t].next.store(n * t / nt, std::memory_order_relaxed);
     ranges_[t].end = n * (t + 1) / nt;
@@ -122,9 +132,17 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
       }
       p->job_ = nullptr;
     }
-  } close{this, open + 1};
-  t_in_region = true;
-  run_ranges(0);
+  };
+  {
+    Close close{this, open + 1};
+    t_in_region = true;
+    run_ranges(0);
+  }
+  if (error_) {  // a worker's exception (the caller's own propagated before reaching here)
+    std::exception_ptr e;
+    std::swap(e, error_);
+    std::rethrow_exception(e);
+  }
 }
 
 int physical_cores() {

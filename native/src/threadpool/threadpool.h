@@ -13,11 +13,14 @@
 // calls follow each other) for up to 1 ms, then sleep on a condition variable; the caller
 // notifies only when someone sleeps.
 // One pool per Runtime; calls are serialised by the Runtime, so one region runs at a time. A
-// parallel_for from inside a region (a worker, or the caller's own share) runs inline.
+// parallel_for from inside a region (a worker, or the caller's own share) runs inline. An
+// exception thrown by fn on any thread ends the region early (remaining chunks are dropped) and
+// is rethrown by parallel_for on the caller.
 #pragma once
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -54,6 +57,8 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;
+  std::mutex error_mu_;
+  std::exception_ptr error_;  // the first exception a worker's share threw in the current region
 };
 
 int physical_cores();

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/broadcast_f32.h"
 #include "kernels/kernel_util.h"
 #include "kernels/elementwise.h"
 #include "kernels/vec_math.h"
@@ -17,49 +18,14 @@ namespace etnp::xnn {
 namespace {
 
 // ---- elementwise ----
-// Elements of `v` repeat with period `len` along the output when v is one element (len 1) or its
-// shape, leading 1s dropped, is a suffix of the output's shape (len = v's element count); 0 otherwise.
-int64_t repeat_period(const Value& v, const std::vector<int64_t>& out_shape) {
-  int64_t nv = v.numel();
-  if (nv == 1) return 1;
-  size_t lead = 0;
-  while (lead < v.shape.size() && v.shape[lead] == 1) lead++;
-  size_t rank = v.shape.size() - lead;
-  if (rank > out_shape.size()) return 0;
-  for (size_t k = 0; k < rank; k++)
-    if (v.shape[lead + k] != out_shape[out_shape.size() - rank + k]) return 0;
-  return nv;
-}
-
-// float32 loops for the common layouts (same shape, a scalar, or a trailing block such as a
-// per-channel vector); false leaves other broadcasts to the generic path. The arithmetic is
-// float32's: for + - * / min max that equals the generic path's double result rounded to float.
+// float32 over every broadcast pattern (kernels/broadcast_f32.h); false leaves shapes that do not
+// broadcast to the generic path (which reports them). The arithmetic is float32's: for + - * /
+// min max that equals the generic path's double result rounded to float.
 template <typename F>
 bool binary_f32(KernelContext& ctx, Value& a, Value& b, Value& o, F f) {
-  int64_t n = o.numel(), pa = repeat_period(a, o.shape), pb = repeat_period(b, o.shape);
-  if (n == 0) return true;
-  if (!pa || !pb || (pa != n && pb != n) || (pa != n && n % pa) || (pb != n && n % pb)) return false;
-  const float* x = a.data.data();
-  const float* y = b.data.data();
-  float* z = o.data.data();
-  if (pa == n && pb == n) {
-    parallel(ctx, n, 1 << 18, [&](int64_t s, int64_t e) {  // bandwidth-bound: split only large ones
-      for (int64_t i = s; i < e; i++) z[i] = f(x[i], y[i]);
-    });
-    return true;
-  }
-  bool a_full = pa == n;
-  int64_t len = a_full ? pb : pa;  // period of the repeating operand
-  const float* full = a_full ? x : y;
-  const float* rep = a_full ? y : x;
-  parallel(ctx, n / len, std::max<int64_t>(1, (1 << 18) / len), [&](int64_t s, int64_t e) {
-    for (int64_t r = s; r < e; r++) {
-      const float* u = full + r * len;
-      float* w = z + r * len;
-      if (a_full) for (int64_t j = 0; j < len; j++) w[j] = f(u[j], rep[j]);
-      else for (int64_t j = 0; j < len; j++) w[j] = f(rep[j], u[j]);
-    }
-  });
+  BroadcastPlan p;
+  if (!plan_broadcast(a.shape, b.shape, o.shape, p)) return false;
+  broadcast_binary_f32(ctx.pool, p, a.data.data(), b.data.data(), o.data.data(), f);
   return true;
 }
 

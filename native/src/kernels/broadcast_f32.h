@@ -1,0 +1,70 @@
+// Broadcasting binary elementwise ops on contiguous data (float32 mostly), for every broadcast pattern:
+// the operands' shapes are aligned to the output's (numpy rules), size-1 output dims dropped and
+// adjacent dims merged wherever both operands stay contiguous across them, so the work becomes
+// rows of one inner dimension in which each operand is either contiguous or a repeated scalar
+// (a per-channel scale over NCHW, a [C] bias over NHWC, rope's [S,1,D] over [S,H,D], ...). The
+// inner loop is one of four plain loops the compiler vectorises; rows go across the pool.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "threadpool/threadpool.h"
+
+namespace etnp {
+
+struct BroadcastPlan {
+  static constexpr int kMaxRank = 16;
+  int rank = 0;                     // merged dims; the last is the inner one
+  int64_t dim[kMaxRank] = {};
+  int64_t sa[kMaxRank] = {}, sb[kMaxRank] = {};  // element strides (0: broadcast)
+  int64_t numel = 0;
+};
+
+// False when a's or b's shape does not broadcast to `out` or the rank is too large.
+bool plan_broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const std::vector<int64_t>& out,
+                    BroadcastPlan& p);
+
+// Row r's element offsets in a and b (r counts the rows of the inner dimension).
+void broadcast_row_offsets(const BroadcastPlan& p, int64_t r, int64_t& oa, int64_t& ob);
+
+// z = f(x, y) elementwise under the plan; rows across the pool (null: this thread). Any element
+// types (float32 in the common case; comparisons write bool bytes, integer ops int64).
+template <typename TX, typename TY, typename TZ, typename F>
+void broadcast_binary(ThreadPool* pool, const BroadcastPlan& p, const TX* x, const TY* y, TZ* z, F f) {
+  if (p.numel == 0) return;
+  const int64_t inner = p.rank ? p.dim[p.rank - 1] : 1;
+  const int64_t ia = p.rank ? p.sa[p.rank - 1] : 0, ib = p.rank ? p.sb[p.rank - 1] : 0;
+  const int64_t rows = p.numel / inner;
+  auto run = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      int64_t oa, ob;
+      broadcast_row_offsets(p, r, oa, ob);
+      const TX* u = x + oa;
+      const TY* v = y + ob;
+      TZ* w = z + r * inner;
+      if (ia && ib) {
+        for (int64_t j = 0; j < inner; j++) w[j] = f(u[j], v[j]);
+      } else if (ia) {
+        const TY s = *v;
+        for (int64_t j = 0; j < inner; j++) w[j] = f(u[j], s);
+      } else if (ib) {
+        const TX s = *u;
+        for (int64_t j = 0; j < inner; j++) w[j] = f(s, v[j]);
+      } else {
+        const TZ s = f(*u, *v);
+        for (int64_t j = 0; j < inner; j++) w[j] = s;
+      }
+    }
+  };
+  // bandwidth-bound: split only when the rows hold at least 64 Ki elements a part
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / inner);
+  if (pool && pool->num_threads() > 1 && rows > grain) pool->parallel_for(rows, grain, run);
+  else run(0, rows);
+}
+template <typename F>
+void broadcast_binary_f32(ThreadPool* pool, const BroadcastPlan& p, const float* x, const float* y, float* z, F f) {
+  broadcast_binary(pool, p, x, y, z, f);
+}
+
+}  // namespace etnp
