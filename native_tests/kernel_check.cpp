@@ -12,6 +12,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
+#include "kernels/transpose_f32.h"
 #include "kernels/vec_math.h"
 
 using namespace etnp;
@@ -93,6 +94,22 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
 // The thread pool: every index of [0, n) run exactly once for assorted sizes, grains and thread
 // counts; a parallel_for inside a region runs inline; an exception thrown on the caller's share
 // or on a worker's propagates from parallel_for after the region is closed, and the pool keeps working.
+// The 2-D transpose (register blocks + edges) against the definition, whole and by row ranges.
+static void check_transpose() {
+  for (int64_t R : {1, 3, 7, 8, 9, 16, 33, 70})
+    for (int64_t S : {1, 5, 8, 15, 32, 41, 100}) {
+      std::vector<float> x((size_t)(R * S)), y((size_t)(R * S), -1.f);
+      for (size_t i = 0; i < x.size(); i++) x[i] = (float)i;
+      const int64_t mid = S / 3;
+      transpose_2d_f32(x.data(), R, S, y.data(), 0, mid);
+      transpose_2d_f32(x.data(), R, S, y.data(), mid, S);
+      for (int64_t s = 0; s < S; s++)
+        for (int64_t r = 0; r < R; r++)
+          if (y[(size_t)(s * R + r)] != x[(size_t)(r * S + s)] && failures++ < 5)
+            std::printf("transpose R=%ld S=%ld: (%ld,%ld) wrong\n", (long)R, (long)S, (long)s, (long)r);
+    }
+}
+
 static void check_pool() {
   for (int threads : {1, 2, 3, 5}) {
     ThreadPool pool(threads);
@@ -212,6 +229,7 @@ int main() {
   check_pool();
   std::mt19937 rng(7);
   check_vec_math(rng);
+  check_transpose();
   ThreadPool one(1), two(2);
   const int64_t Ms[] = {1, 3, 6, 7, 8, 9, 13, 16, 17, 49, 100};
   const int64_t Ns[] = {1, 8, 15, 16, 17, 24, 31, 32, 33, 48, 70};

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/transpose_f32.h"
 #include "kernels/kernel_util.h"
 
 namespace etnp::xnn {
@@ -43,9 +44,8 @@ bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vect
   float* y = o.data.data();
   constexpr int64_t T = 32;
   const int64_t sblocks = (S + T - 1) / T;
-  // tasks: (batch, block of T output rows s), each covering every r
-  // a bandwidth-bound copy: split only when it is large (a second core mostly adds cache traffic)
-  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 19) / std::max<int64_t>(1, R * T));
+  // tasks: (batch, block of T output rows s), each covering every r; split above 64 Ki elements
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, R * T));
   parallel(ctx, B * sblocks, grain, [&](int64_t tb, int64_t te) {
     for (int64_t t = tb; t < te; t++) {
       int64_t b = t / sblocks, s0 = (t % sblocks) * T, s1 = std::min(S, s0 + T);
@@ -59,11 +59,7 @@ bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vect
         }
         continue;
       }
-      for (int64_t r0 = 0; r0 < R; r0 += T) {
-        int64_t r1 = std::min(R, r0 + T);
-        for (int64_t s = s0; s < s1; s++)
-          for (int64_t r = r0; r < r1; r++) yb[s * R + r] = xb[r * S + s];
-      }
+      transpose_2d_f32(xb, R, S, yb, s0, s1);
     }
   });
   return true;
