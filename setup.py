@@ -1,4 +1,5 @@
 import os
+import platform
 import sysconfig
 
 from setuptools import setup
@@ -22,4 +23,20 @@ class ParallelBuildExt(build_ext):
         super().build_extensions()
 
 
-setup(cffi_modules=["build_ffi.py:ffibuilder"], cmdclass={"build_ext": ParallelBuildExt})
+def limited_api_tag():
+    """'cp39' where the extension is built against the limited API (cffi does so on CPython
+    unless the interpreter is a debug or free-threaded build), so the wheel is tagged
+    cp39-abi3 and one wheel serves CPython 3.9 and later; None elsewhere (PyPy keeps its
+    own pp tag)."""
+    if platform.python_implementation() != "CPython":
+        return None
+    if sysconfig.get_config_var("Py_GIL_DISABLED") or sysconfig.get_config_var("Py_DEBUG"):
+        return None
+    return "cp39"
+
+
+options = {}
+if limited_api_tag():
+    options["bdist_wheel"] = {"py_limited_api": limited_api_tag()}
+
+setup(cffi_modules=["build_ffi.py:ffibuilder"], cmdclass={"build_ext": ParallelBuildExt}, options=options)
