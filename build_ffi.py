@@ -7,6 +7,7 @@ under native/src is compiled into the same extension.
 import glob
 import os
 import re
+import sys
 
 from cffi import FFI
 
@@ -33,6 +34,20 @@ def native_sources():
     return srcs
 
 
+def compiler_options():
+    """(compile flags, link libraries) for the platform's default compiler: MSVC on Windows,
+    Clang with libc++ on macOS, GCC or Clang with libstdc++ elsewhere."""
+    if sys.platform == "win32":
+        # /Zc:__cplusplus: report C++17 in __cplusplus; NOMINMAX: <windows.h> without min/max macros
+        return ["/std:c++17", "/O2", "/EHsc", "/Zc:__cplusplus", "/DNOMINMAX", "/wd4068", "/wd4996"], []
+    flags = ["-std=c++17", "-O3", "-g0", "-fvisibility=hidden", "-Wno-unused-parameter"]
+    if sys.platform == "darwin":
+        return flags, ["c++", "m"]
+    return flags, ["stdc++", "m", "pthread"]
+
+
+COMPILE_ARGS, LIBRARIES = compiler_options()
+
 ffibuilder = FFI()
 ffibuilder.cdef(cdef_from_header(os.path.join(HERE, HEADER)))
 ffibuilder.set_source(
@@ -40,8 +55,8 @@ ffibuilder.set_source(
     '#include "etnp.h"',
     sources=native_sources(),
     include_dirs=[os.path.join("native", "include"), os.path.join("native", "src")],
-    extra_compile_args=["-std=c++17", "-O3", "-g0", "-fvisibility=hidden", "-Wno-unused-parameter"],
-    libraries=["stdc++", "m", "pthread"],
+    extra_compile_args=COMPILE_ARGS,
+    libraries=LIBRARIES,
     source_extension=".cpp",
 )
 

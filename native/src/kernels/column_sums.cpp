@@ -1,6 +1,7 @@
 #include "kernels/column_sums.h"
 
 #include "kernels/cpu_features.h"
+#include "util/compiler.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -17,7 +18,7 @@ void sums_generic(const float* x, int64_t rows, int64_t stride, int64_t c0, int6
 
 #if defined(__x86_64__)
 // 16 columns at a time; returns the columns done
-__attribute__((target("avx512f"))) int64_t sums_avx512(const float* x, int64_t rows, int64_t stride, int64_t n,
+ETNP_TARGET("avx512f") int64_t sums_avx512(const float* x, int64_t rows, int64_t stride, int64_t n,
                                                       double* out) {
   int64_t c = 0;
   for (; c + 16 <= n; c += 16) {

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "os/cpu_id.h"
+
 namespace etnp {
 
 // ETNP_CPU=avx2 or ETNP_CPU=generic caps the kernels chosen at run time (to test every path on
@@ -17,13 +19,14 @@ static int cpu_cap() {
   return cap;
 }
 
+// The x86 kernels are compiled where __x86_64__ is defined (GCC, Clang; not MSVC).
 #if defined(__x86_64__) || defined(__i386__)
 bool cpu_has_avx2_fma() {
-  static const bool v = cpu_cap() >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool v = cpu_cap() >= 1 && os::cpu_id().avx2 && os::cpu_id().fma;
   return v;
 }
 bool cpu_has_avx512f() {
-  static const bool v = cpu_cap() >= 2 && cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f");
+  static const bool v = cpu_cap() >= 2 && cpu_has_avx2_fma() && os::cpu_id().avx512f;
   return v;
 }
 #else

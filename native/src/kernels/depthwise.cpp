@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/cpu_features.h"
+#include "util/compiler.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -44,7 +45,7 @@ void row_generic(const DepthwiseGeom& g, const float* x, const float* w, const f
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) void row_avx2(const DepthwiseGeom& g, const float* x, const float* w,
+ETNP_TARGET("avx2,fma") void row_avx2(const DepthwiseGeom& g, const float* x, const float* w,
                                                   const float* bias, float* y, int64_t bn, int64_t oh,
                                                   int64_t ow_begin, int64_t ow_end) {
   int64_t i0, i1;
@@ -88,7 +89,7 @@ __attribute__((target("avx2,fma"))) void row_avx2(const DepthwiseGeom& g, const 
   }
 }
 
-__attribute__((target("avx512f"))) void row_avx512(const DepthwiseGeom& g, const float* x, const float* w,
+ETNP_TARGET("avx512f") void row_avx512(const DepthwiseGeom& g, const float* x, const float* w,
                                                   const float* bias, float* y, int64_t bn, int64_t oh,
                                                   int64_t ow_begin, int64_t ow_end) {
   int64_t i0, i1;
@@ -127,18 +128,18 @@ __attribute__((target("avx512f"))) void row_avx512(const DepthwiseGeom& g, const
 }
 
 template <bool FULL>
-__attribute__((target("avx512f"), always_inline)) inline __m512 load16(__mmask16 m, const float* p) {
+ETNP_TARGET_INLINE("avx512f") __m512 load16(__mmask16 m, const float* p) {
   return FULL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
 }
 template <bool FULL>
-__attribute__((target("avx512f"), always_inline)) inline void store16(__mmask16 m, float* p, __m512 v) {
+ETNP_TARGET_INLINE("avx512f") void store16(__mmask16 m, float* p, __m512 v) {
   if (FULL) _mm512_storeu_ps(p, v);
   else _mm512_mask_storeu_ps(p, m, v);
 }
 
 // One block of 16 channels (the lanes in m; all of them when FULL) across columns [ow_begin, ow_end).
 template <int KH, int KW, bool FULL>
-__attribute__((target("avx512f"))) void stationary_block_avx512(const DepthwiseGeom& g, const float* xp,
+ETNP_TARGET("avx512f") void stationary_block_avx512(const DepthwiseGeom& g, const float* xp,
                                                                const float* wc, const float* bc, float* yp,
                                                                int64_t cols, __mmask16 m) {
   const int64_t C = g.C, tap_w = g.dw * C, tap_h = g.dh * g.W * C, step = g.sw * C;
@@ -179,7 +180,7 @@ __attribute__((target("avx512f"))) void stationary_block_avx512(const DepthwiseG
 // channel block's weights stay in registers while the row's pixels stream past. Taps are summed
 // in the same order as the per-pixel kernels (bias first, then row by row), so results agree.
 template <int KH, int KW>
-__attribute__((target("avx512f"))) void stationary_avx512(const DepthwiseGeom& g, const float* x, const float* w,
+ETNP_TARGET("avx512f") void stationary_avx512(const DepthwiseGeom& g, const float* x, const float* w,
                                                          const float* bias, float* y, int64_t bn, int64_t oh,
                                                          int64_t ow_begin, int64_t ow_end) {
   const int64_t C = g.C;
@@ -198,7 +199,7 @@ __attribute__((target("avx512f"))) void stationary_avx512(const DepthwiseGeom& g
 // whose windows hold it (identical addresses are loaded once). Reads stream along the channels
 // (prefetch-friendly, whole cache lines used at once). Same summation order as the others.
 template <int KH, int KW, int SW, int P, bool FULL>
-__attribute__((target("avx512f"), always_inline)) inline void pixels_block_avx512(const float* xp, const float* wc,
+ETNP_TARGET_INLINE("avx512f") void pixels_block_avx512(const float* xp, const float* wc,
                                                                                  const float* bc, float* yp, int64_t C,
                                                                                  int64_t row, __mmask16 m, __m512 lo,
                                                                                  __m512 hi) {
@@ -219,7 +220,7 @@ __attribute__((target("avx512f"), always_inline)) inline void pixels_block_avx51
 }
 
 template <int KH, int KW, int SW>
-__attribute__((target("avx512f"))) void channel_inner_avx512(const DepthwiseGeom& g, const float* x, const float* w,
+ETNP_TARGET("avx512f") void channel_inner_avx512(const DepthwiseGeom& g, const float* x, const float* w,
                                                             const float* bias, float* y, int64_t bn, int64_t oh,
                                                             int64_t ow_begin, int64_t ow_end) {
   const int64_t C = g.C, row = g.W * C;
@@ -246,7 +247,7 @@ __attribute__((target("avx512f"))) void channel_inner_avx512(const DepthwiseGeom
 }
 
 template <int KH, int KW>
-__attribute__((target("avx2,fma"))) void stationary_avx2(const DepthwiseGeom& g, const float* x, const float* w,
+ETNP_TARGET("avx2,fma") void stationary_avx2(const DepthwiseGeom& g, const float* x, const float* w,
                                                         const float* bias, float* y, int64_t bn, int64_t oh,
                                                         int64_t ow_begin, int64_t ow_end) {
   const int64_t C = g.C, tap_step_w = g.dw * C, tap_step_h = g.dh * g.W * C, step = g.sw * C;

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/gemm_tasks.h"
+#include "util/compiler.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -41,7 +42,7 @@ void micro_generic(int64_t K, const float* a, const float* b, float* acc) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) void micro_avx2(int64_t K, const float* a, const float* b, float* acc) {
+ETNP_TARGET("avx2,fma") void micro_avx2(int64_t K, const float* a, const float* b, float* acc) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
          c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   for (int64_t k = 0; k < K; k++) {
@@ -68,7 +69,7 @@ __attribute__((target("avx2,fma"))) void micro_avx2(int64_t K, const float* a, c
   _mm256_storeu_ps(acc + 80, c50); _mm256_storeu_ps(acc + 88, c51);
 }
 
-__attribute__((target("avx2,fma"), always_inline)) inline void tile_row_avx2(float* c, __m256 v0, __m256 v1, __m256 bc0,
+ETNP_TARGET_INLINE("avx2,fma") void tile_row_avx2(float* c, __m256 v0, __m256 v1, __m256 bc0,
                                                                            __m256 bc1, const float* br, bool accumulate,
                                                                            __m256 vlo, __m256 vhi) {
   v0 = _mm256_add_ps(v0, bc0);
@@ -90,7 +91,7 @@ __attribute__((target("avx2,fma"), always_inline)) inline void tile_row_avx2(flo
 
 // A full MR x NR tile straight from row-major A (no packing) into C, epilogue in registers:
 // C[i][j] = clamp(sum_k A[i][k] * b[k][j] + bias_row[i] + bias_col[j] (+ C[i][j])).
-__attribute__((target("avx2,fma"))) void tile_avx2(int64_t K, const float* A, int64_t rsa, const float* b, float* C,
+ETNP_TARGET("avx2,fma") void tile_avx2(int64_t K, const float* A, int64_t rsa, const float* b, float* C,
                                                    int64_t ldc, const float* bias_row, const float* bias_col,
                                                    bool accumulate, const float* lohi) {
   // (the clamp bounds come by pointer: float arguments arrive in vector registers, and keeping
@@ -130,7 +131,7 @@ __attribute__((target("avx2,fma"))) void tile_avx2(int64_t K, const float* A, in
 // hide the FMA latency. Row i of A starts at rows[i]; A[i][k] = rows[i][k], or rows[i][koff[k]]
 // when IND (indirect: convolution taps read straight from the input, no im2col copy).
 template <int ROWS, int NV, bool IND>
-__attribute__((target("avx512f"))) void tile_avx512(int64_t K, const float* const* rows, const int32_t* koff,
+ETNP_TARGET("avx512f") void tile_avx512(int64_t K, const float* const* rows, const int32_t* koff,
                                                    const float* b0p, const float* b1p, float* C, int64_t ldc,
                                                    __mmask16 mask0, __mmask16 mask1, const float* bias_row,
                                                    const float* bias_col, bool accumulate, float lo, float hi) {
@@ -184,7 +185,7 @@ const std::array<Tile512, 8> kTwoPanels[2] = {tiles512<2, false>(std::make_integ
 const std::array<Tile512, 16> kOnePanel[2] = {tiles512<1, false>(std::make_integer_sequence<int, 16>()),
                                                tiles512<1, true>(std::make_integer_sequence<int, 16>())};
 
-__attribute__((target("avx512f"))) void add_residual_avx512(const GemmEpilogue& ep, float* C, int64_t ldc, int64_t m0,
+ETNP_TARGET("avx512f") void add_residual_avx512(const GemmEpilogue& ep, float* C, int64_t ldc, int64_t m0,
                                                            int64_t rows, int64_t n0, int64_t cols) {
   const __m512 vlo = _mm512_set1_ps(ep.res_min), vhi = _mm512_set1_ps(ep.res_max);
   for (int64_t i = 0; i < rows; i++) {

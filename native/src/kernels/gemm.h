@@ -9,19 +9,20 @@
 
 #include "threadpool/threadpool.h"
 #include "util/float_buffer.h"
+#include "util/compiler.h"
 
 namespace etnp {
 
 struct GemmEpilogue {
   const float* bias_row = nullptr;  // bias[m], added to row m
   const float* bias_col = nullptr;  // bias[n], added to column n
-  float min = -__builtin_inff(), max = __builtin_inff();
+  float min = -std::numeric_limits<float>::infinity(), max = std::numeric_limits<float>::infinity();
   bool accumulate = false;          // C += A*B instead of C = A*B
   // then, when set, C(m, n) = clamp(C(m, n) + residual[m * ldr + n], res_min, res_max): an
   // elementwise add fused into the GEMM, applied to each tile while it is in cache
   const float* residual = nullptr;
   int64_t ldr = 0;
-  float res_min = -__builtin_inff(), res_max = __builtin_inff();
+  float res_min = -std::numeric_limits<float>::infinity(), res_max = std::numeric_limits<float>::infinity();
 };
 
 // B packed into 16-column panels, ready for sgemm_packed (pack weights once, reuse).

@@ -1,4 +1,5 @@
 #include "kernels/kernel_util.h"
+#include "util/compiler.h"
 
 namespace etnp {
 
@@ -41,7 +42,7 @@ std::vector<int64_t> view_shape(const Tensor& x, std::vector<int64_t> s) {
     if (s[i] == -1) {
       if (infer >= 0) throw_exec("view: only one dimension can be inferred");
       infer = (int64_t)i;
-    } else if (s[i] < 0 || __builtin_mul_overflow(known, s[i], &known)) {
+    } else if (s[i] < 0 || etnp::mul_overflow(known, s[i], &known)) {
       throw_exec("view: invalid size");
     }
   }

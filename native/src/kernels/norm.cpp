@@ -3,6 +3,7 @@
 
 #include "kernels/kernel_util.h"
 #include "kernels/vec_math.h"
+#include "util/compiler.h"
 
 namespace etnp {
 namespace {
@@ -144,8 +145,8 @@ void group_norm_kernel(KernelContext& ctx, EValue** a, size_t) {
   Tensor &out = tensor_arg(a, 8), &mo = tensor_arg(a, 9), &ro = tensor_arg(a, 10);
   check_contiguous(x, "group_norm input");
   int64_t total = 0;
-  if (G <= 0 || N < 0 || C < 0 || HxW < 0 || C % G || __builtin_mul_overflow(N, C, &total) ||
-      __builtin_mul_overflow(total, HxW, &total) || total != x.numel())
+  if (G <= 0 || N < 0 || C < 0 || HxW < 0 || C % G || etnp::mul_overflow(N, C, &total) ||
+      etnp::mul_overflow(total, HxW, &total) || total != x.numel())
     throw_exec("group_norm: N, C, HxW, group do not match the input");
   resize(out, shape_of(x));
   resize(mo, {N, G});

@@ -7,6 +7,8 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/gemm_tasks.h"
+#include "os/cpu_id.h"
+#include "util/compiler.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -44,7 +46,7 @@ void rows_generic(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivat
 #if defined(__x86_64__)
 // ROWS rows x NV panels: ROWS * NV int32 accumulators, one vpdpbusd each per group of 4 k.
 template <int ROWS, int NV>
-__attribute__((target("avx512f,avx512vnni"))) void tile_vnni(int64_t m0, int64_t p0, const QActivations& a,
+ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const QActivations& a,
                                                              const PackedQ8& w, const float* bias, float lo, float hi,
                                                              float* C, int64_t ldc) {
   const int64_t G = w.Kp / 4;
@@ -94,7 +96,7 @@ __attribute__((target("avx512f,avx512vnni"))) void tile_vnni(int64_t m0, int64_t
 // call (xw), are broadcast 4 k at a time (vpbroadcastq), so each vpmaddwd adds 2 k of 4 columns.
 // 2 accumulators a row (12 + 2 weights + 1 activation registers: no spill), reduced at the end.
 template <int ROWS>
-__attribute__((target("avx2,fma"))) void tile_avx2(int64_t m0, int64_t p0, int half, const int16_t* xw,
+ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, int half, const int16_t* xw,
                                                    const QActivations& a, const PackedQ8& w, const float* bias,
                                                    const float* lohi, float* C, int64_t ldc) {
   const int64_t G = w.Kp / 4, Kp = w.Kp;
@@ -161,7 +163,7 @@ const std::array<TileQ, 8> kVnni2 = tiles_vnni<2>(std::make_integer_sequence<int
 const std::array<TileQ, 8> kVnni1 = tiles_vnni<1>(std::make_integer_sequence<int, 8>());
 
 bool cpu_has_vnni() {
-  static const bool v = cpu_has_avx512f() && __builtin_cpu_supports("avx512vnni");
+  static const bool v = cpu_has_avx512f() && os::cpu_id().avx512vnni;
   return v;
 }
 #endif

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/cpu_features.h"
+#include "util/compiler.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -23,7 +24,7 @@ void row_generic(const float* x, int64_t b, int64_t n, double scale, double zp, 
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f"))) int64_t rows_avx512(const float* x, int64_t n, double scale, double zp, float* grid,
+ETNP_TARGET("avx512f") int64_t rows_avx512(const float* x, int64_t n, double scale, double zp, float* grid,
                                                       uint8_t* u8) {
   const __m512d s = _mm512_set1_pd(scale), z = _mm512_set1_pd(zp), lo = _mm512_set1_pd(-128.0),
                 hi = _mm512_set1_pd(127.0);
@@ -40,7 +41,7 @@ __attribute__((target("avx512f"))) int64_t rows_avx512(const float* x, int64_t n
   return i;
 }
 
-__attribute__((target("avx2,fma"))) int64_t rows_avx2(const float* x, int64_t n, double scale, double zp, float* grid,
+ETNP_TARGET("avx2,fma") int64_t rows_avx2(const float* x, int64_t n, double scale, double zp, float* grid,
                                                      uint8_t* u8) {
   const __m256d s = _mm256_set1_pd(scale), z = _mm256_set1_pd(zp), lo = _mm256_set1_pd(-128.0),
                 hi = _mm256_set1_pd(127.0);
@@ -59,7 +60,7 @@ __attribute__((target("avx2,fma"))) int64_t rows_avx2(const float* x, int64_t n,
   return i;
 }
 
-__attribute__((target("avx2,fma"))) int64_t min_max_avx2(const float* x, int64_t n, float& mn, float& mx) {
+ETNP_TARGET("avx2,fma") int64_t min_max_avx2(const float* x, int64_t n, float& mn, float& mx) {
   __m256 lo0 = _mm256_set1_ps(mn), hi0 = _mm256_set1_ps(mx), lo1 = lo0, hi1 = hi0;
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -79,7 +80,7 @@ __attribute__((target("avx2,fma"))) int64_t min_max_avx2(const float* x, int64_t
   return i;
 }
 
-__attribute__((target("avx512f"))) int64_t min_max_avx512(const float* x, int64_t n, float& mn, float& mx) {
+ETNP_TARGET("avx512f") int64_t min_max_avx512(const float* x, int64_t n, float& mn, float& mx) {
   __m512 lo = _mm512_set1_ps(mn), hi = _mm512_set1_ps(mx);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "kernels/copy_util.h"
+#include "util/compiler.h"
 
 namespace etnp {
 namespace {
@@ -34,7 +35,7 @@ void as_strided_kernel(KernelContext& ctx, EValue** a, size_t) {
     v.strides[k] = stride[k];
     n *= size[k];
     int64_t span = 0;
-    if (size[k] > 0 && (__builtin_mul_overflow(size[k] - 1, stride[k], &span) || __builtin_add_overflow(last, span, &last)))
+    if (size[k] > 0 && (etnp::mul_overflow(size[k] - 1, stride[k], &span) || etnp::add_overflow(last, span, &last)))
       throw_exec("as_strided_copy: view is too large");
   }
   if (n > 0 && last >= x.numel())
@@ -141,7 +142,7 @@ void repeat_interleave_kernel(KernelContext&, EValue** a, size_t) {
   for (int64_t i = 0; i < n; i++) {
     int64_t k = load_i64(rep.data, rep.dtype, i * st);
     if (k < 0) throw_exec("repeat_interleave: repeats must be non-negative");
-    if (__builtin_add_overflow(total, k, &total)) throw_exec("repeat_interleave: total is too large");
+    if (etnp::add_overflow(total, k, &total)) throw_exec("repeat_interleave: total is too large");
   }
   if (opt_present(a, 1) && int_arg(a, 1) != total)
     throw_exec("repeat_interleave: output_size " + std::to_string(int_arg(a, 1)) + " does not match the repeats' sum " + std::to_string(total));

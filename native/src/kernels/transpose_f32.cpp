@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/cpu_features.h"
+#include "util/compiler.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -20,7 +21,7 @@ void block_generic(const float* x, int64_t R, int64_t S, float* y, int64_t r0, i
 
 #if defined(__x86_64__)
 // y[s0..s0+8)[r0..r0+8) = x[r0..r0+8)[s0..s0+8)^T in registers
-__attribute__((target("avx2"), always_inline)) inline void tile8_avx2(const float* x, int64_t S, float* y, int64_t R) {
+ETNP_TARGET_INLINE("avx2") void tile8_avx2(const float* x, int64_t S, float* y, int64_t R) {
   __m256 r0 = _mm256_loadu_ps(x), r1 = _mm256_loadu_ps(x + S), r2 = _mm256_loadu_ps(x + 2 * S),
          r3 = _mm256_loadu_ps(x + 3 * S), r4 = _mm256_loadu_ps(x + 4 * S), r5 = _mm256_loadu_ps(x + 5 * S),
          r6 = _mm256_loadu_ps(x + 6 * S), r7 = _mm256_loadu_ps(x + 7 * S);
@@ -41,7 +42,7 @@ __attribute__((target("avx2"), always_inline)) inline void tile8_avx2(const floa
   _mm256_storeu_ps(y + 7 * R, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
-__attribute__((target("avx2"))) void rows_avx2(const float* x, int64_t R, int64_t S, float* y, int64_t s0, int64_t s1) {
+ETNP_TARGET("avx2") void rows_avx2(const float* x, int64_t R, int64_t S, float* y, int64_t s0, int64_t s1) {
   for (int64_t sb = s0; sb < s1; sb += T) {
     const int64_t se = std::min(s1, sb + T);
     for (int64_t rb = 0; rb < R; rb += T) {

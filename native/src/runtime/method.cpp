@@ -6,6 +6,7 @@
 #include "kernels/callback_ops.h"
 #include "runtime/error.h"
 #include "runtime/runtime.h"
+#include "util/compiler.h"
 
 namespace etnp {
 
@@ -63,7 +64,7 @@ EValue plan_io_value(const fb::Table& plan, bool output, size_t i) {
   for (int k = 0; k < v.t.dim; k++) {
     int32_t s = sizes.at<int32_t>((uint32_t)k);
     if (s < 0) throw_load("tensor has a negative size");
-    if (__builtin_mul_overflow(numel, (int64_t)s, &numel) || numel > (int64_t)kMaxBufferBytes)
+    if (etnp::mul_overflow(numel, (int64_t)s, &numel) || numel > (int64_t)kMaxBufferBytes)
       throw_load("tensor size overflows");
     v.t.sizes[k] = s;
   }
@@ -124,10 +125,10 @@ void Method::parse_tensor(const fb::Table& t, EValue& v) {
     int32_t s = sizes.at<int32_t>(i);
     if (s < 0) throw_load("tensor has a negative size");
     x.sizes[i] = s;
-    if (__builtin_mul_overflow(numel, (int64_t)s, &numel) || numel > (int64_t)(kMaxBufferBytes))
+    if (etnp::mul_overflow(numel, (int64_t)s, &numel) || numel > (int64_t)(kMaxBufferBytes))
       throw_load("tensor size overflows");
     // strides multiply the non-zero sizes: bound them too (a zero dim hides nothing)
-    if (__builtin_mul_overflow(span, (int64_t)(s ? s : 1), &span) || span > (int64_t)(kMaxBufferBytes))
+    if (etnp::mul_overflow(span, (int64_t)(s ? s : 1), &span) || span > (int64_t)(kMaxBufferBytes))
       throw_load("tensor size overflows");
   }
   fb::Vector order = t.vector(T_DIM_ORDER, 1);

@@ -1,5 +1,6 @@
 // Small helpers of Tensor / EValue / DType.
 #include "runtime/evalue.h"
+#include "util/compiler.h"
 
 namespace etnp {
 
@@ -42,8 +43,8 @@ void resize_tensor(Tensor& t, int ndim, const int64_t* sizes) {
   if (same) return;
   int64_t numel = 1, span = 1;
   for (int i = 0; i < ndim; i++) {
-    if (sizes[i] < 0 || __builtin_mul_overflow(numel, sizes[i], &numel) ||
-        __builtin_mul_overflow(span, sizes[i] ? sizes[i] : 1, &span))  // strides multiply non-zero sizes
+    if (sizes[i] < 0 || etnp::mul_overflow(numel, sizes[i], &numel) ||
+        etnp::mul_overflow(span, sizes[i] ? sizes[i] : 1, &span))  // strides multiply non-zero sizes
       throw_exec("invalid output size");
   }
   Tensor want = t;

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
-#include <fstream>
-#include <set>
-#include <string>
 #include <utility>
+
+#include "os/cpu_count.h"
+#include "os/spin.h"
 
 namespace etnp {
 namespace {
@@ -14,13 +14,7 @@ namespace {
 // between back-to-back calls (a sleeping worker costs the next region a wake-up of ~30 us),
 // short enough not to burn a core for long after the last call (pthreadpool spins similarly).
 constexpr std::chrono::microseconds kSpinTime{1000};
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
+inline void cpu_relax() { os::cpu_relax(); }
 // True on pool workers and on a caller while it runs its share: a nested parallel_for runs inline.
 thread_local bool t_in_region = false;
 }  // namespace
@@ -145,19 +139,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   }
 }
 
-int physical_cores() {
-  // Count distinct (physical id, core id) pairs; fall back to hardware_concurrency.
-  std::ifstream f("/proc/cpuinfo");
-  std::set<std::pair<std::string, std::string>> cores;
-  std::string line, phys = "0";
-  while (std::getline(f, line)) {
-    auto val = [&] { auto p = line.find(':'); return p == std::string::npos ? std::string() : line.substr(p + 1); };
-    if (line.rfind("physical id", 0) == 0) phys = val();
-    else if (line.rfind("core id", 0) == 0) cores.insert({phys, val()});
-  }
-  int n = (int)cores.size();
-  if (n <= 0) n = (int)std::thread::hardware_concurrency();
-  return n > 0 ? n : 1;
-}
+// The physical cores this process may use (affinity mask, cgroup quota): see os/cpu_count.h.
+int physical_cores() { return os::usable_cores(); }
 
 }  // namespace etnp

@@ -6,10 +6,9 @@
 #include <cstddef>
 #include <memory>
 #include <new>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 #include <vector>
+
+#include "os/pages.h"
 
 namespace etnp {
 
@@ -30,22 +29,22 @@ struct UninitAllocator : std::allocator<T> {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define ETNP_SANITIZED 1
 #endif
-#if defined(__linux__) && defined(MAP_POPULATE) && !defined(ETNP_SANITIZED)  // sanitizers watch heap blocks
-  // Large buffers (packed weights, activations) are mapped with their pages populated in one
-  // call: they are written in full right away, and one populate costs far less than a page
-  // fault per 4 KiB.
+#if !defined(ETNP_SANITIZED)  // sanitizers watch heap blocks
+  // Large buffers (packed weights, activations) come straight from the OS as whole pages (on
+  // Linux with their pages populated in one call: they are written in full right away, and one
+  // populate costs far less than a page fault per 4 KiB).
   static constexpr std::size_t kMapped = std::size_t(1) << 20;
   T* allocate(std::size_t n) {
     std::size_t bytes = n * sizeof(T);
     if (bytes < kMapped) return static_cast<T*>(::operator new(bytes, kAlign));
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
+    void* p = os::map_pages(bytes);
+    if (!p) throw std::bad_alloc();
     return static_cast<T*>(p);
   }
   void deallocate(T* p, std::size_t n) noexcept {
     std::size_t bytes = n * sizeof(T);
     if (bytes < kMapped) ::operator delete(p, kAlign);
-    else munmap(p, bytes);
+    else os::unmap_pages(p, bytes);
   }
 #else
   T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }

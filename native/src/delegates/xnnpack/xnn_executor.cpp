@@ -12,6 +12,7 @@
 #include "kernels/kernel_util.h"
 #include "runtime/profiler.h"
 #include "runtime/runtime.h"
+#include "util/compiler.h"
 
 namespace etnp {
 namespace {
@@ -135,7 +136,7 @@ class XnnDelegate : public DelegateHandle {
     auto static_size = [&](uint32_t id) {
       int64_t n = 1;
       for (int64_t d : g_.values[id].dims)
-        if (d < 0 || __builtin_mul_overflow(n, d, &n)) return int64_t(0);
+        if (d < 0 || etnp::mul_overflow(n, d, &n)) return int64_t(0);
       return n;
     };
     std::vector<uint32_t> free_ids;        // dead values holding a buffer worth taking

@@ -7,6 +7,7 @@
 #include "pte/flatbuffer.h"
 #include "runtime/dtype.h"
 #include "runtime/error.h"
+#include "util/compiler.h"
 
 namespace etnp::xnn {
 
@@ -54,7 +55,7 @@ void read_value(const fb::Table& xv, Value& v, std::vector<uint32_t>& const_idx)
   if (v.dims.size() > 6 || tv.scalar<uint32_t>(1) != v.dims.size()) bad("tensor rank mismatch");
   int64_t numel = 1;
   for (auto d : v.dims)
-    if (__builtin_mul_overflow(numel, d, &numel) || numel > (int64_t(1) << 36)) bad("tensor is too large");
+    if (etnp::mul_overflow(numel, d, &numel) || numel > (int64_t(1) << 36)) bad("tensor is too large");
   const_idx.push_back(tv.scalar<uint32_t>(3));
   v.external_id = tv.scalar<uint32_t>(4, 0);  // schema default 0: an absent field is id 0
   v.flags = tv.scalar<uint32_t>(5);
@@ -351,7 +352,7 @@ Graph read_graph(Span blob, const Program& program) {
         reinterpret_cast<uintptr_t>(s.data) % alignof(float) == 0) {
       int64_t numel = 1;
       for (auto d : v.dims)
-        if (d < 0 || __builtin_mul_overflow(numel, d, &numel)) bad("constant has an invalid shape");
+        if (d < 0 || etnp::mul_overflow(numel, d, &numel)) bad("constant has an invalid shape");
       if (elem_bytes(v.dtype, numel, v.dims) > s.size) bad("constant data is smaller than its tensor");
       v.shape = v.dims;
       v.is_constant = true;

@@ -10,6 +10,7 @@
 #include "kernels/qgemm.h"
 #include "runtime/program.h"
 #include "util/float_buffer.h"
+#include "util/compiler.h"
 
 namespace etnp::xnn {
 
@@ -72,7 +73,7 @@ struct Node {
   std::vector<uint32_t> inputs;  // value ids
   uint32_t output = kInvalidId, output2 = kInvalidId;
   uint32_t flags = 0;
-  float out_min = -__builtin_inff(), out_max = __builtin_inff();
+  float out_min = -std::numeric_limits<float>::infinity(), out_max = std::numeric_limits<float>::infinity();
   // convolution / pooling
   uint32_t pad_top = 0, pad_right = 0, pad_bottom = 0, pad_left = 0, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
   uint32_t group_in = 0, group_out = 0, groups = 1, adj_h = 0, adj_w = 0;
@@ -88,7 +89,7 @@ struct Node {
   // it: `output` is the add's, `residual` (also inputs[3]) its other operand, res_min/res_max its
   // clamp; the node's own result, `unfused`, is written only where the shapes differ at run time.
   uint32_t residual = kInvalidId, unfused = kInvalidId;
-  float res_min = -__builtin_inff(), res_max = __builtin_inff();
+  float res_min = -std::numeric_limits<float>::infinity(), res_max = std::numeric_limits<float>::infinity();
   // A Conv2d that absorbed the NCHW -> NHWC transpose before it: inputs[0] is the NCHW value,
   // `nchw_transposed` the transpose's result, written only when the conv cannot read NCHW itself.
   uint32_t nchw_transposed = kInvalidId;

@@ -10,6 +10,7 @@
 
 #include "kernels/transpose_f32.h"
 #include "kernels/kernel_util.h"
+#include "util/compiler.h"
 
 namespace etnp::xnn {
 
@@ -140,12 +141,12 @@ void reshape(Graph& g, Node& n, Scratch& sc) {
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < s.size(); i++) {
     if (s[i] == 0) { if (infer >= 0) fail(n, "more than one inferred dimension"); infer = (int64_t)i; }
-    else if (s[i] < 0 || __builtin_mul_overflow(known, s[i], &known)) fail(n, "invalid reshape size");
+    else if (s[i] < 0 || etnp::mul_overflow(known, s[i], &known)) fail(n, "invalid reshape size");
   }
   if (infer >= 0) s[infer] = known ? a.numel() / known : 0;
   int64_t total = 1;
   for (auto d : s)
-    if (__builtin_mul_overflow(total, d, &total)) fail(n, "invalid reshape size");
+    if (etnp::mul_overflow(total, d, &total)) fail(n, "invalid reshape size");
   if (total != a.numel()) fail(n, "cannot reshape " + shape_str(a.shape) + " to " + shape_str(s));
   if (n.move_input && &o != &a) {  // nothing else reads the input: its buffer becomes the output's
     o.data.swap(a.data);

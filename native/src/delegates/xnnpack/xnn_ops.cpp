@@ -13,6 +13,7 @@
 #include "kernels/qgemm.h"
 #include "kernels/quantize_row.h"
 #include "runtime/dtype.h"
+#include "util/compiler.h"
 
 namespace etnp::xnn {
 
@@ -50,7 +51,7 @@ void ensure_shape(Value& v, const std::vector<int64_t>& shape) {
   constexpr int64_t kMaxElems = int64_t(1) << 32;  // 16 GiB of float32
   int64_t total = 1;
   for (auto d : shape)
-    if (d < 0 || __builtin_mul_overflow(total, d, &total) || total > kMaxElems)
+    if (d < 0 || etnp::mul_overflow(total, d, &total) || total > kMaxElems)
       throw_exec("XNNPACK value of shape " + shape_str(shape) + " is too large (corrupt program?)");
   v.shape = shape;
   size_t n = (size_t)total;

@@ -1,3 +1,4 @@
+#ifndef _WIN32
 #include "os/file_source.h"
 
 #include <fcntl.h>
@@ -74,3 +75,4 @@ FileMapping::~FileMapping() {
 }
 
 }  // namespace etnp::os
+#endif  // !_WIN32

@@ -1,0 +1,47 @@
+#include "os/cpu_id.h"
+
+#if defined(_MSC_VER) && !defined(__clang__) && (defined(_M_X64) || defined(_M_IX86))
+#include <immintrin.h>
+#include <intrin.h>
+#define ETNP_CPUID_MSVC_X86 1
+#endif
+
+namespace etnp::os {
+
+namespace {
+CpuId detect() {
+  CpuId id;
+#if defined(ETNP_CPUID_MSVC_X86)
+  int r[4];
+  __cpuid(r, 0);
+  const int max_leaf = r[0];
+  __cpuid(r, 1);
+  const bool osxsave = (r[2] >> 27) & 1, fma = (r[2] >> 12) & 1;
+  const unsigned long long xcr0 = osxsave ? _xgetbv(0) : 0;
+  const bool ymm = (xcr0 & 0x6) == 0x6, zmm = (xcr0 & 0xe6) == 0xe6;
+  if (max_leaf >= 7) {
+    __cpuidex(r, 7, 0);
+    id.avx2 = ymm && ((r[1] >> 5) & 1);
+    id.fma = ymm && fma;
+    id.avx512f = zmm && ((r[1] >> 16) & 1);
+    id.avx512vnni = zmm && ((r[2] >> 11) & 1);
+  }
+#elif defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  id.avx2 = __builtin_cpu_supports("avx2");
+  id.fma = __builtin_cpu_supports("fma");
+  id.avx512f = __builtin_cpu_supports("avx512f");
+  id.avx512vnni = __builtin_cpu_supports("avx512vnni");
+#elif defined(__aarch64__) || defined(_M_ARM64)
+  id.neon = true;
+#endif
+  return id;
+}
+}  // namespace
+
+const CpuId& cpu_id() {
+  static const CpuId id = detect();
+  return id;
+}
+
+}  // namespace etnp::os

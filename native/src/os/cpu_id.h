@@ -1,0 +1,15 @@
+// Which instruction-set extensions this CPU (and, for the wide registers, the OS) supports.
+// GCC and Clang ask __builtin_cpu_supports; MSVC reads CPUID and XGETBV itself. Arm64 always
+// has NEON (Advanced SIMD is part of the base architecture).
+#pragma once
+
+namespace etnp::os {
+
+struct CpuId {
+  bool avx2 = false, fma = false, avx512f = false, avx512vnni = false;  // x86-64
+  bool neon = false;                                                    // aarch64
+};
+
+const CpuId& cpu_id();
+
+}  // namespace etnp::os

@@ -1,0 +1,102 @@
+// Compiler portability: the few GCC/Clang extensions the core uses, spelled so that MSVC
+// compiles them too.
+//  ETNP_TARGET("avx2,fma")  a function compiled for an instruction-set extension that the rest
+//                           of the build does not assume (GCC/Clang target attribute). MSVC
+//                           needs none - it accepts every intrinsic in any function - so it
+//                           expands to nothing there; run-time dispatch (kernels/cpu_features.h)
+//                           still decides whether such a function is called. (The x86 kernels
+//                           are compiled under __x86_64__, which MSVC does not define: an MSVC
+//                           build runs the portable kernels.)
+//  ETNP_TARGET_INLINE("avx2")  the same, for a helper that must be inlined into its callers.
+//  etnp::mul_overflow / etnp::add_overflow  checked integer arithmetic (GCC/Clang builtins).
+#pragma once
+#include <limits>
+#include <type_traits>
+
+#if defined(_MSC_VER) && !defined(__clang__)
+#define ETNP_TARGET(features)
+#define ETNP_TARGET_INLINE(features) __forceinline
+#else
+#define ETNP_TARGET(features) __attribute__((target(features)))
+#define ETNP_TARGET_INLINE(features) __attribute__((target(features), always_inline)) inline
+#endif
+
+namespace etnp {
+
+namespace detail {
+// V in R's range (then *out = V), else false.
+template <class R, class V>
+bool fits(V v, R* out) {
+  static_assert(std::is_integral<R>::value && std::is_integral<V>::value, "integers only");
+  bool ok;
+  if constexpr (std::is_signed<V>::value) {
+    const long long s = static_cast<long long>(v);
+    if constexpr (std::is_signed<R>::value)
+      ok = s >= static_cast<long long>(std::numeric_limits<R>::min()) && s <= static_cast<long long>(std::numeric_limits<R>::max());
+    else
+      ok = s >= 0 && static_cast<unsigned long long>(s) <= static_cast<unsigned long long>(std::numeric_limits<R>::max());
+  } else {
+    ok = static_cast<unsigned long long>(v) <= static_cast<unsigned long long>(std::numeric_limits<R>::max());
+  }
+  if (ok) *out = static_cast<R>(v);
+  return ok;
+}
+
+// The checks the compilers' builtins do, in plain C++ (what MSVC uses; kernel_check compares
+// them with the builtins).
+template <class A, class B, class R>
+bool mul_overflow_portable(A a, B b, R* out) {
+  if (a == 0 || b == 0) {
+    *out = 0;
+    return false;
+  }
+  R x, y;
+  // an operand outside R's range: |a * b| >= max(|a|, |b|) (bar R's minimum reached with a -1)
+  if (!fits(a, &x) || !fits(b, &y)) return true;
+  if constexpr (std::is_signed<R>::value) {
+    const R hi = std::numeric_limits<R>::max(), lo = std::numeric_limits<R>::min();
+    if (x > 0 ? (y > 0 ? x > hi / y : y < lo / x) : (y > 0 ? x < lo / y : x < hi / y)) return true;
+  } else {
+    if (x > std::numeric_limits<R>::max() / y) return true;
+  }
+  *out = static_cast<R>(x * y);
+  return false;
+}
+
+// As __builtin_add_overflow where both operands fit R (all the core's uses); an operand outside
+// R's range is reported as an overflow.
+template <class A, class B, class R>
+bool add_overflow_portable(A a, B b, R* out) {
+  R x, y;
+  if (!fits(a, &x) || !fits(b, &y)) return true;
+  if constexpr (std::is_signed<R>::value) {
+    if (y > 0 ? x > std::numeric_limits<R>::max() - y : x < std::numeric_limits<R>::min() - y) return true;
+  } else {
+    if (x > std::numeric_limits<R>::max() - y) return true;
+  }
+  *out = static_cast<R>(x + y);
+  return false;
+}
+}  // namespace detail
+
+// *out = a * b; true when the exact product does not fit *out (then *out is unspecified).
+template <class A, class B, class R>
+inline bool mul_overflow(A a, B b, R* out) {
+#if defined(_MSC_VER) && !defined(__clang__)
+  return detail::mul_overflow_portable(a, b, out);
+#else
+  return __builtin_mul_overflow(a, b, out);
+#endif
+}
+
+// *out = a + b; true when the exact sum does not fit *out (then *out is unspecified).
+template <class A, class B, class R>
+inline bool add_overflow(A a, B b, R* out) {
+#if defined(_MSC_VER) && !defined(__clang__)
+  return detail::add_overflow_portable(a, b, out);
+#else
+  return __builtin_add_overflow(a, b, out);
+#endif
+}
+
+}  // namespace etnp

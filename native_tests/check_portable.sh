@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Source lint for the portability rules (issue #18): compiler extensions only through
+# util/compiler.h (ETNP_TARGET, ETNP_TARGET_INLINE, etnp::mul_overflow/add_overflow) and OS
+# calls only in native/src/os/ (file mapping, pages, CPU features and count, SIGINT, spin hint),
+# so MSVC and non-Linux systems compile the rest unchanged. Fast (grep only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ALLOWED='^native/src/(util/compiler\.h|os/)'
+bad=$(grep -rnE '__builtin_|__attribute__|\basm\b|__asm__|__int128|\btypeof\b|#include <(sys/|unistd\.h|fcntl\.h|pthread\.h|sched\.h|signal\.h|windows\.h|dlfcn\.h)|"/proc/|"/sys/' \
+        native/src native/include --include='*.cpp' --include='*.h' \
+      | grep -vE "$ALLOWED" \
+      | grep -vE ':[0-9]+:#pragma clang attribute' || true)
+if [ -n "$bad" ]; then
+  echo "portability check: compiler- or OS-specific code outside util/compiler.h and os/:"
+  echo "$bad"
+  exit 1
+fi
+echo "portability check: OK"
