@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# aarch64 for real, on an x86-64 machine: cross-compile the native core and its harnesses with
+# Debian's aarch64-linux-gnu-g++ and run them under qemu-aarch64 user emulation:
+#   kernel_check (thread pool, vec_math, float/int8 GEMM, transposes vs naive loops; NEON and
+#   generic paths: ETNP_CPU=native / generic), leak_harness and race_harness on a few fixtures.
+#   bash tools/check_aarch64.sh            (SKIPPED when the cross compiler or qemu is absent;
+#                                           Debian/Ubuntu: apt-get install g++-aarch64-linux-gnu qemu-user)
+# Objects are kept in build/aarch64 (rebuilt when a source or any header is newer).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CXX=${AARCH64_CXX:-aarch64-linux-gnu-g++}
+QEMU=${QEMU_AARCH64:-qemu-aarch64}
+SYSROOT=${AARCH64_SYSROOT:-/usr/aarch64-linux-gnu}
+command -v "$CXX" >/dev/null 2>&1 && command -v "$QEMU" >/dev/null 2>&1 \
+  || { echo "aarch64 check: SKIPPED (needs $CXX and $QEMU)"; exit 0; }
+JOBS=${ETNP_BUILD_JOBS:-2}
+OUT=build/aarch64
+mkdir -p "$OUT"
+FLAGS="-std=c++17 -O2 -g0 -Inative/include -Inative/src -pthread -Wno-unused-parameter"
+if [ -e "$OUT/.stamp" ] && [ -n "$(find native native_tests -name '*.h' -newer "$OUT/.stamp")" ]; then
+  rm -f "$OUT"/*.o
+fi
+echo "== cross-compiling the core for aarch64 ($CXX)"
+export CXX FLAGS OUT
+find native/src -name '*.cpp' | sort | xargs -P "$JOBS" -I{} sh -c \
+  'o="$OUT/$(echo {} | tr / _).o"; [ "$o" -nt {} ] || $CXX $FLAGS -c {} -o "$o"'
+for h in kernel_check leak_harness race_harness; do
+  $CXX $FLAGS "native_tests/$h.cpp" "$OUT"/*.o -o "$OUT/$h"
+done
+touch "$OUT/.stamp"
+file "$OUT/kernel_check" | sed 's/,.*BuildID.*//'
+RUN="$QEMU -L $SYSROOT"
+echo "== kernel check under $QEMU"
+for cpu in native generic; do
+  echo "-- ETNP_CPU=$cpu"
+  ETNP_CPU=$cpu $RUN "$OUT/kernel_check"
+done
+echo "== leak harness under $QEMU"
+for m in add mlp small_cnn_xnn xnn_ops qlinear_dyn_xnn q8da4w_xnn channels_last_xnn kv_state; do
+  $RUN "$OUT/leak_harness" "tests/models/$m.pte" 3
+done
+echo "== race harness under $QEMU"
+$RUN "$OUT/race_harness" tests/models/mlp_xnn.pte 4 10
+echo "aarch64 check: OK"
