@@ -2,7 +2,8 @@
 # Source lint for the portability rules (issue #18): compiler extensions only through
 # util/compiler.h (ETNP_TARGET, ETNP_TARGET_INLINE, etnp::mul_overflow/add_overflow) and OS
 # calls only in native/src/os/ (file mapping, pages, CPU features and count, SIGINT, spin hint),
-# so MSVC and non-Linux systems compile the rest unchanged. Fast (grep only).
+# so MSVC and non-Linux systems compile the rest unchanged; then util/compiler.h's plain-C++
+# overflow checks (MSVC's) against the GCC builtins (native_tests/compiler_check.cpp). A few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ALLOWED='^native/src/(util/compiler\.h|os/)'
@@ -15,4 +16,8 @@ if [ -n "$bad" ]; then
   echo "$bad"
   exit 1
 fi
+OUT=build/native_tests
+mkdir -p "$OUT"
+${CXX:-g++} -std=c++17 -O1 -Inative/src native_tests/compiler_check.cpp -o "$OUT/compiler_check"
+"$OUT/compiler_check"
 echo "portability check: OK"

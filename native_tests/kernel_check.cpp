@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
 #include "kernels/transpose_f32.h"
@@ -248,6 +249,7 @@ int main() {
   check_sgemm(&two, 300, 40, 96, true, rng);
   check_qgemm(&two, 64, 200, 256, rng);
   check_qgemm(&two, 2, 1000, 300, rng);
-  std::printf("kernel_check: thread pool, vec_math + %d shapes x 2 kernels, %d mismatches\n", cases + 4, failures);
+  std::printf("kernel_check (%s): thread pool, vec_math + %d shapes x 2 kernels, %d mismatches\n",
+              cpu_features_string(), cases + 4, failures);
   return failures ? 1 : 0;
 }

@@ -5,7 +5,7 @@
 #   generic paths: ETNP_CPU=native / generic), leak_harness and race_harness on a few fixtures.
 #   bash tools/check_aarch64.sh            (SKIPPED when the cross compiler or qemu is absent;
 #                                           Debian/Ubuntu: apt-get install g++-aarch64-linux-gnu qemu-user)
-# Objects are kept in build/aarch64 (rebuilt when a source or any header is newer).
+# Objects are kept in build/aarch64 (rebuilt when their source or a header they include changed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CXX=${AARCH64_CXX:-aarch64-linux-gnu-g++}
@@ -17,18 +17,21 @@ JOBS=${ETNP_BUILD_JOBS:-2}
 OUT=build/aarch64
 mkdir -p "$OUT"
 FLAGS="-std=c++17 -O2 -g0 -Inative/include -Inative/src -pthread -Wno-unused-parameter"
-if [ -e "$OUT/.stamp" ] && [ -n "$(find native native_tests -name '*.h' -newer "$OUT/.stamp")" ]; then
-  rm -f "$OUT"/*.o
-fi
 echo "== cross-compiling the core for aarch64 ($CXX)"
+# an object is up to date when it is newer than every file its .d (from -MMD) lists
 export CXX FLAGS OUT
-find native/src -name '*.cpp' | sort | xargs -P "$JOBS" -I{} sh -c \
-  'o="$OUT/$(echo {} | tr / _).o"; [ "$o" -nt {} ] || $CXX $FLAGS -c {} -o "$o"'
+find native/src -name '*.cpp' | sort | xargs -P "$JOBS" -I{} sh -c '
+  o="$OUT/$(echo {} | tr / _).o"; d="${o%.o}.d"
+  if [ -e "$o" ] && [ -e "$d" ]; then
+    stale=$(sed -e "s/^[^:]*://" -e "s/\\\\$//" "$d" | tr " " "\n" | grep -v "^$" | while read -r f; do [ "$f" -nt "$o" ] && echo "$f"; done)
+    [ -z "$stale" ] && exit 0
+  fi
+  $CXX $FLAGS -MMD -MP -c {} -o "$o"'
+OBJS=$(find native/src -name '*.cpp' | sort | sed "s|/|_|g; s|^|$OUT/|; s|\.cpp$|.cpp.o|")  # not stale objects of deleted sources
 for h in kernel_check leak_harness race_harness; do
-  $CXX $FLAGS "native_tests/$h.cpp" "$OUT"/*.o -o "$OUT/$h"
+  $CXX $FLAGS "native_tests/$h.cpp" $OBJS -o "$OUT/$h"
 done
-touch "$OUT/.stamp"
-file "$OUT/kernel_check" | sed 's/,.*BuildID.*//'
+file -b "$OUT/kernel_check" | cut -d, -f1-2
 RUN="$QEMU -L $SYSROOT"
 echo "== kernel check under $QEMU"
 for cpu in native generic; do

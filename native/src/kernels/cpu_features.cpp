@@ -8,7 +8,8 @@
 namespace etnp {
 
 // ETNP_CPU=avx2 or ETNP_CPU=generic caps the kernels chosen at run time (to test every path on
-// one machine, or to compare them); unset or anything else: use what the CPU has.
+// one machine, or to compare them; on aarch64 generic turns NEON off); unset or anything else:
+// use what the CPU has.
 static int cpu_cap() {
   static const int cap = [] {
     const char* v = std::getenv("ETNP_CPU");
@@ -34,7 +35,13 @@ bool cpu_has_avx2_fma() { return false; }
 bool cpu_has_avx512f() { return false; }
 #endif
 
+bool cpu_has_neon() {
+  static const bool v = cpu_cap() >= 1 && os::cpu_id().neon;
+  return v;
+}
+
 const char* cpu_features_string() {
+  if (cpu_has_neon()) return "neon";
   if (cpu_has_avx2_fma()) return cpu_has_avx512f() ? "avx512f,avx2,fma" : "avx2,fma";
   return "generic";
 }

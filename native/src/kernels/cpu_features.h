@@ -4,5 +4,6 @@
 namespace etnp {
 bool cpu_has_avx2_fma();
 bool cpu_has_avx512f();
+bool cpu_has_neon();  // aarch64 Advanced SIMD (ETNP_CPU=generic turns it off)
 const char* cpu_features_string();
 }  // namespace etnp

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu_features.h"
+#include "kernels/gemm_neon.h"
 #include "kernels/gemm_tasks.h"
 #include "util/compiler.h"
 
@@ -250,6 +251,8 @@ using Micro = void (*)(int64_t, const float*, const float*, float*);
 Micro pick_micro() {
 #if defined(__x86_64__)
   if (cpu_has_avx2_fma()) return &micro_avx2;
+#elif defined(__aarch64__)
+  if (cpu_has_neon()) return &sgemm_micro_neon_6x16;
 #endif
   return &micro_generic;
 }

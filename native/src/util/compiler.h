@@ -42,25 +42,34 @@ bool fits(V v, R* out) {
   return ok;
 }
 
-// The checks the compilers' builtins do, in plain C++ (what MSVC uses; kernel_check compares
-// them with the builtins).
+// The checks the compilers' builtins do, in plain C++ (what MSVC uses; native_tests/
+// compiler_check.cpp compares them with the builtins). Exact for integers of up to 64 bits: the
+// product's sign and magnitude, then whether it fits R.
 template <class A, class B, class R>
 bool mul_overflow_portable(A a, B b, R* out) {
-  if (a == 0 || b == 0) {
-    *out = 0;
+  static_assert(std::is_integral<A>::value && std::is_integral<B>::value && std::is_integral<R>::value, "integers");
+  using U = unsigned long long;
+  auto magnitude = [](auto v) -> U {
+    if constexpr (std::is_signed<decltype(v)>::value) return v < 0 ? U(0) - U(v) : U(v);
+    else return U(v);
+  };
+  const bool negative = (a < 0) != (b < 0);
+  const U ua = magnitude(a), ub = magnitude(b);
+  if (ua != 0 && ub > std::numeric_limits<U>::max() / ua) return true;
+  const U p = ua * ub;
+  const U rmax = U(std::numeric_limits<R>::max());
+  if (!negative || p == 0) {
+    if (p > rmax) return true;
+    *out = static_cast<R>(p);
     return false;
   }
-  R x, y;
-  // an operand outside R's range: |a * b| >= max(|a|, |b|) (bar R's minimum reached with a -1)
-  if (!fits(a, &x) || !fits(b, &y)) return true;
   if constexpr (std::is_signed<R>::value) {
-    const R hi = std::numeric_limits<R>::max(), lo = std::numeric_limits<R>::min();
-    if (x > 0 ? (y > 0 ? x > hi / y : y < lo / x) : (y > 0 ? x < lo / y : x < hi / y)) return true;
+    if (p > rmax + 1) return true;
+    *out = p == rmax + 1 ? std::numeric_limits<R>::min() : static_cast<R>(-static_cast<R>(p));
+    return false;
   } else {
-    if (x > std::numeric_limits<R>::max() / y) return true;
+    return true;
   }
-  *out = static_cast<R>(x * y);
-  return false;
 }
 
 // As __builtin_add_overflow where both operands fit R (all the core's uses); an operand outside
