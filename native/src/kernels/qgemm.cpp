@@ -7,6 +7,7 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/gemm_tasks.h"
+#include "kernels/qgemm_neon.h"
 #include "os/cpu_id.h"
 #include "util/compiler.h"
 
@@ -25,15 +26,23 @@ inline float finish(int32_t acc, int32_t offset, int32_t col_sum, float sa, floa
   return std::min(std::max(v, lo), hi);
 }
 
+// (on aarch64 with NEON, each panel's inner loop is q8_row_panel_neon)
 void rows_generic(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivations& a, const PackedQ8& w,
                   const float* bias, float lo, float hi, float* C, int64_t ldc) {
   const int64_t G = w.Kp / 4;
+#if defined(__aarch64__)
+  static const bool neon = cpu_has_neon();
+#endif
   for (int64_t m = m0; m < m1; m++) {
     const uint8_t* x = a.data + m * w.Kp;
     const int32_t offset = 128 + a.zero_point[m];
     for (int64_t p = p0; p < p1; p++) {
       int32_t acc[NR] = {};
       const int8_t* b = w.data.data() + p * G * NR * 4;
+#if defined(__aarch64__)
+      if (neon) q8_row_panel_neon(G, x, b, acc);
+      else
+#endif
       for (int64_t g = 0; g < G; g++, b += NR * 4)
         for (int64_t j = 0; j < NR; j++)
           for (int t = 0; t < 4; t++) acc[j] += (int32_t)x[g * 4 + t] * (int32_t)b[j * 4 + t];

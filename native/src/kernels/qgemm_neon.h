@@ -1,0 +1,13 @@
+// The NEON (aarch64 Advanced SIMD) int8 GEMM inner loop: one row of uint8 activations against
+// one 16-column panel of qgemm.cpp's packed weights (groups of 4 k: 16 columns x 4 int8).
+#pragma once
+#include <cstdint>
+
+namespace etnp {
+
+#if defined(__aarch64__)
+// acc[j] = sum over the G groups g and t < 4 of x[4g + t] * b[(g * 16 + j) * 4 + t], j < 16.
+void q8_row_panel_neon(int64_t G, const uint8_t* x, const int8_t* b, int32_t* acc);
+#endif
+
+}  // namespace etnp
