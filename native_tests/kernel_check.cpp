@@ -12,6 +12,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
+#include "kernels/quantize_row.h"
 #include "kernels/transpose_f32.h"
 #include "kernels/vec_math.h"
 
@@ -108,6 +109,29 @@ static void check_transpose() {
           if (y[(size_t)(s * R + r)] != x[(size_t)(r * S + s)] && failures++ < 5)
             std::printf("transpose R=%ld S=%ld: (%ld,%ld) wrong\n", (long)R, (long)S, (long)s, (long)r);
     }
+}
+
+// Byte codes of grid values (static-int8 convolution inputs) against the definition: every
+// length's tail, values off the grid, out of range, halves (nearest even) and NaN.
+static void check_codes(std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-200.f, 200.f);
+  for (int64_t n : {0, 1, 7, 15, 16, 17, 33, 100}) {
+    std::vector<float> x((size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+      const int kind = (int)(i % 5);
+      x[(size_t)i] = kind == 0 ? std::nanf("") : kind == 1 ? (float)(int)u(rng) * 0.5f : u(rng) * 0.05f;
+    }
+    const float inv = 4.f, shift = 131.f;
+    std::vector<uint8_t> got((size_t)n);
+    float_to_codes(x.data(), n, inv, shift, got.data());
+    for (int64_t i = 0; i < n; i++) {
+      double t = std::fma((double)x[(size_t)i], inv, shift);  // exact here: x * 4 + 131
+      t = t > 0 ? (t < 255 ? t : 255) : 0;
+      const int want = (int)std::nearbyint(t);
+      if (got[(size_t)i] != want && failures++ < 5)
+        std::printf("codes n=%ld i=%ld x=%g: %d != %d\n", (long)n, (long)i, x[(size_t)i], got[(size_t)i], want);
+    }
+  }
 }
 
 static void check_pool() {
@@ -230,6 +254,7 @@ int main() {
   std::mt19937 rng(7);
   check_vec_math(rng);
   check_transpose();
+  check_codes(rng);
   ThreadPool one(1), two(2);
   const int64_t Ms[] = {1, 3, 6, 7, 8, 9, 13, 16, 17, 49, 100};
   const int64_t Ns[] = {1, 8, 15, 16, 17, 24, 31, 32, 33, 48, 70};

@@ -88,25 +88,29 @@ __attribute__((target("avx512f,avx512vnni"))) void tile_vnni(int64_t m0, int64_t
   }
 }
 
-// AVX2: int8 -> int16 and vpmaddwd (exact, no saturation). One tile is ROWS (<= 6) rows x one
+// AVX2: int8 -> int16 and vpmaddwd (exact, no saturation). One tile is ROWS (<= 4) rows x one
 // half (8 columns) of a 16-column panel: a group of 4 k of columns 4q..4q+3 is 16 bytes of the
 // panel, widened to 16 int16 = (column, k-pair) lanes; the activations, widened to int16 once per
 // call (xw), are broadcast 4 k at a time (vpbroadcastq), so each vpmaddwd adds 2 k of 4 columns.
-// 2 accumulators a row (12 + 2 weights + 1 activation registers: no spill), reduced at the end.
+// 2 accumulators a row, reduced at the end. (Six rows need 12 accumulators, and GCC hoists all six
+// activation broadcasts ahead of the multiplies: 20 live registers, spilled accumulators and a
+// store/load chain per k. Four rows fit in 16 registers however the loads are scheduled.)
 template <int ROWS>
 __attribute__((target("avx2,fma"))) void tile_avx2(int64_t m0, int64_t p0, int half, const int16_t* xw,
                                                    const QActivations& a, const PackedQ8& w, const float* bias,
                                                    const float* lohi, float* C, int64_t ldc) {
   const int64_t G = w.Kp / 4, Kp = w.Kp;
+  const int64_t n0 = p0 * NR + half * 8, cols = std::min<int64_t>(8, w.N - n0);
+  if (cols <= 0) return;  // the empty half of a ragged last panel
   __m256i acc[ROWS][2];
-#pragma GCC unroll 6
+#pragma GCC unroll 4
   for (int i = 0; i < ROWS; i++) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
   const int16_t* x = xw + m0 * Kp;
   const int8_t* b = w.data.data() + p0 * G * NR * 4 + half * 32;
   for (int64_t g = 0; g < G; g++, b += NR * 4) {
     const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)b));
     const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(b + 16)));
-#pragma GCC unroll 6
+#pragma GCC unroll 4
     for (int i = 0; i < ROWS; i++) {
       int64_t four;
       std::memcpy(&four, x + i * Kp + g * 4, 8);
@@ -115,8 +119,6 @@ __attribute__((target("avx2,fma"))) void tile_avx2(int64_t m0, int64_t p0, int h
       acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(xa, w1));
     }
   }
-  const int64_t n0 = p0 * NR + half * 8, cols = std::min<int64_t>(8, w.N - n0);
-  if (cols <= 0) return;
   const __m256 vlo = _mm256_broadcast_ss(lohi), vhi = _mm256_broadcast_ss(lohi + 1);
   alignas(32) int32_t cs8[8] = {};
   alignas(32) float sw8[8] = {}, b8[8] = {};
@@ -127,7 +129,7 @@ __attribute__((target("avx2,fma"))) void tile_avx2(int64_t m0, int64_t p0, int h
   }
   const __m256i cs = _mm256_load_si256((const __m256i*)cs8);
   const __m256 sw = _mm256_load_ps(sw8), bv = _mm256_load_ps(b8);
-#pragma GCC unroll 6
+#pragma GCC unroll 4
   for (int i = 0; i < ROWS; i++) {
     // (column, k-pair) lanes -> columns: hadd gives [c0 c1 c4 c5 | c2 c3 c6 c7]; 0xD8 orders them
     const __m256i sums = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][0], acc[i][1]), 0xD8);
@@ -148,8 +150,7 @@ __attribute__((target("avx2,fma"))) void tile_avx2(int64_t m0, int64_t p0, int h
 
 using TileQ2 = void (*)(int64_t, int64_t, int, const int16_t*, const QActivations&, const PackedQ8&, const float*,
                         const float*, float*, int64_t);
-const std::array<TileQ2, 6> kAvx2 = {&tile_avx2<1>, &tile_avx2<2>, &tile_avx2<3>,
-                                     &tile_avx2<4>, &tile_avx2<5>, &tile_avx2<6>};
+const std::array<TileQ2, 4> kAvx2 = {&tile_avx2<1>, &tile_avx2<2>, &tile_avx2<3>, &tile_avx2<4>};
 
 using TileQ = void (*)(int64_t, int64_t, const QActivations&, const PackedQ8&, const float*, float, float, float*,
                        int64_t);
@@ -199,7 +200,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
     if (xw.size() < (size_t)total) xw.resize((size_t)total);
     for (int64_t i = 0; i < total; i++) xw[(size_t)i] = a.data[i];
     const float lohi[2] = {lo, hi};
-    constexpr int64_t MB = 6;
+    constexpr int64_t MB = 4;
     const int64_t rb = (M + MB - 1) / MB;
     const GemmTasks grid = gemm_tasks(rb, panels, tp);
     const int64_t split = grid.split, per = grid.per;

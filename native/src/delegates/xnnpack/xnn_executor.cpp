@@ -24,6 +24,14 @@ class XnnDelegate : public DelegateHandle {
     for (auto& n : g_.nodes) prepare_node(pool, g_, n);
     for (auto& v : g_.values) v.raw = nullptr;  // program bytes are only read while packing
     fuse_nodes(g_);  // (after packing: fusions depend on packed weights)
+    // static-int8 convolutions run on their int8 filters (xnn_conv_q8.cpp): the float packing is
+    // kept only where a fused pipeline reads it
+    for (auto& n : g_.nodes) {
+      for (Node* f : {n.pre.get(), n.post.get()})
+        if (f) std::vector<PackedQ8>().swap(f->qconv);
+      if (n.type == Conv2d && !n.qconv.empty() && n.residual == kInvalidId && n.nchw_transposed == kInvalidId)
+        std::vector<PackedB>().swap(n.packed);
+    }
     const char* prof = std::getenv("ETNP_XNN_PROFILE");
     if (prof && *prof && *prof != '0') profile_ = std::make_unique<std::vector<double>>(g_.nodes.size(), 0.0);
     plan_buffer_reuse();
@@ -35,7 +43,7 @@ class XnnDelegate : public DelegateHandle {
       for (size_t k = 0; k < n.inputs.size(); k++) {
         if (n.inputs[k] >= g_.values.size()) continue;
         uses[n.inputs[k]]++;
-        if (k == 1 && (!n.packed.empty() || n.qpacked.N > 0)) packed_uses[n.inputs[k]]++;
+        if (k == 1 && (!n.packed.empty() || n.qpacked.N > 0 || !n.qconv.empty())) packed_uses[n.inputs[k]]++;
       }
     };
     for (auto& n : g_.nodes) {
