@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -209,6 +210,16 @@ static void check_vec_math(std::mt19937& rng) {
   for (int i = 0; i < 200000; i++) x.push_back(i % 3 == 0 ? wide(rng) : i % 3 == 1 ? mid(rng) : tiny(rng));
   for (float v : {0.f, -0.f, 1e-30f, -1e-30f, 88.72f, 88.7228f, 88.73f, -103.9f, -104.f, -105.f, INFINITY, -INFINITY, NAN})
     x.push_back(v);
+  {  // hardswish is XNNPACK's float formula itself: every path gives exactly it
+    std::vector<float> h(x.size());
+    vec_hardswish(x.data(), h.data(), (int64_t)x.size());
+    for (size_t i = 0; i < x.size(); i++) {
+      const float t = std::fma(x[i], 1.f / 6.f, 0.5f);
+      const float want = (t > 0.f ? (t < 1.f ? t : 1.f) : 0.f) * x[i];
+      if (std::memcmp(&want, &h[i], 4) != 0 && !(want != want && h[i] != h[i]) && failures++ < 5)
+        std::printf("hardswish(%g) = %g, want %g\n", x[i], h[i], want);
+    }
+  }
   struct F { const char* name; void (*f)(const float*, float*, int64_t); double (*ref)(double); double bound; };
   const F fs[] = {{"exp", vec_exp, [](double v) { return std::exp(v); }, 2},
                   {"sigmoid", vec_sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }, 3},
