@@ -103,10 +103,20 @@ void batch_matmul(KernelContext& ctx, Graph& g, Node& n) {
   s[s.size() - 2] = M;
   s[s.size() - 1] = N;
   ensure_shape(o, s);
-  for (int64_t i = 0; i < B; i++) {
+  const GemmEpilogue ep = epilogue(n, nullptr);
+  auto one = [&](ThreadPool* pool, int64_t i) {
     const float* A = a.data.data() + (BA == 1 ? 0 : i) * M * K;
     const float* Bp = b.data.data() + (BB == 1 ? 0 : i) * K * N;
-    sgemm(ctx.pool, M, N, K, A, K, 1, Bp, tb ? 1 : N, tb ? K : 1, o.data.data() + i * M * N, N, epilogue(n, nullptr));
+    sgemm(pool, M, N, K, A, K, 1, Bp, tb ? 1 : N, tb ? K : 1, o.data.data() + i * M * N, N, ep);
+  };
+  // attention's batches of heads: small products, one or more whole products a thread (the
+  // GEMM would not split them); large ones split inside the GEMM
+  if (B > 1 && M * N * K < (int64_t(1) << 21)) {
+    parallel(ctx, B, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; i++) one(nullptr, i);
+    });
+  } else {
+    for (int64_t i = 0; i < B; i++) one(ctx.pool, i);
   }
 }
 

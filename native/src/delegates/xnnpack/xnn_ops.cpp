@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/kernel_util.h"
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
 #include "kernels/quantize_row.h"
@@ -75,7 +76,7 @@ void snap_to_grid(const Value& v, float* d, int64_t n) {
   }
 }
 
-void finalize_value(Value& v) {
+void finalize_value(KernelContext& ctx, Value& v) {
   int64_t n = v.numel();
   float* d = v.data.data();
   if (v.dtype == FP16) {
@@ -83,7 +84,7 @@ void finalize_value(Value& v) {
   } else if (v.dtype == BF16) {
     for (int64_t i = 0; i < n; i++) d[i] = bf16_to_float(float_to_bf16(d[i]));
   } else if (on_int8_grid(v)) {
-    snap_to_grid(v, d, n);
+    parallel(ctx, n, 1 << 16, [&](int64_t b, int64_t e) { snap_to_grid(v, d + b, e - b); });
   } else if (v.quant == Quant::PerToken || v.dtype == QDINT8) {
     // Dynamic asymmetric int8 per token (rows of the trailing `nonbatch_dims` dims).
     int nb = std::max(1, std::min<int>(v.nonbatch_dims, (int)v.shape.size()));
@@ -94,20 +95,24 @@ void finalize_value(Value& v) {
     v.row_scale.assign((size_t)rows, 1.0);  // an all-zero row: q = 0, zero point 0
     v.row_zp.assign((size_t)rows, 0);
     v.q8.resize((size_t)n);
-    for (int64_t r = 0; r * len < n; r++) {
-      float* x = d + r * len;
-      float mn = 0.f, mx = 0.f;
-      row_min_max(x, len, mn, mx);
-      if (mx == mn) {  // all zeros: q = 0
-        std::memset(v.q8.data() + r * len, 128, (size_t)len);
-        continue;
+    // rows across threads (each row's parameters and codes are its own)
+    parallel(ctx, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++) {
+        float* x = d + r * len;
+        const int64_t m = std::min(len, n - r * len);
+        float mn = 0.f, mx = 0.f;
+        row_min_max(x, m, mn, mx);
+        if (mx == mn) {  // all zeros: q = 0
+          std::memset(v.q8.data() + r * len, 128, (size_t)m);
+          continue;
+        }
+        double scale = ((double)mx - mn) / 255.0;
+        double zp = std::nearbyint(std::min(std::max(-128.0 - mn / scale, -128.0), 127.0));
+        v.row_scale[(size_t)r] = scale;
+        v.row_zp[(size_t)r] = (int32_t)clamp_q(zp, -128.0, 127.0);
+        quantize_row_q8(x, m, scale, zp, x, v.q8.data() + r * len);
       }
-      double scale = ((double)mx - mn) / 255.0;
-      double zp = std::nearbyint(std::min(std::max(-128.0 - mn / scale, -128.0), 127.0));
-      v.row_scale[(size_t)r] = scale;
-      v.row_zp[(size_t)r] = (int32_t)clamp_q(zp, -128.0, 127.0);
-      quantize_row_q8(x, len, scale, zp, x, v.q8.data() + r * len);
-    }
+    });
   }
 }
 
@@ -171,7 +176,7 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
       if (n.post) {  // the depthwise step writes its own result, then the projection runs
         Value& d = g.values[n.post->inputs[0]];
         depthwise(ctx, g, n, d);
-        finalize_value(d);
+        finalize_value(ctx, d);
         run_node(ctx, g, *n.post, s);
       } else {
         depthwise(ctx, g, n, out(g, n));
@@ -192,8 +197,8 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
   if (n.type != FullyConnected && n.type != Conv2d && n.type != DepthwiseConv2d && n.type != ConvTranspose2d &&
       n.type != BatchMatrixMultiply)
     clamp_output(n, o);  // the GEMM-based nodes clamp in their epilogue
-  finalize_value(o);
-  if (n.type == ArgMaxPooling2d) finalize_value(g.values[n.output2]);
+  finalize_value(ctx, o);
+  if (n.type == ArgMaxPooling2d) finalize_value(ctx, g.values[n.output2]);
 }
 
 }  // namespace etnp::xnn
