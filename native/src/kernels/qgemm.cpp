@@ -120,15 +120,9 @@ __attribute__((target("avx2,fma"))) void tile_avx2(int64_t m0, int64_t p0, int h
     }
   }
   const __m256 vlo = _mm256_broadcast_ss(lohi), vhi = _mm256_broadcast_ss(lohi + 1);
-  alignas(32) int32_t cs8[8] = {};
-  alignas(32) float sw8[8] = {}, b8[8] = {};
-  for (int64_t j = 0; j < cols; j++) {
-    cs8[j] = w.col_sum[n0 + j];
-    sw8[j] = w.scale[n0 + j];
-    b8[j] = bias ? bias[n0 + j] : 0.f;
-  }
-  const __m256i cs = _mm256_load_si256((const __m256i*)cs8);
-  const __m256 sw = _mm256_load_ps(sw8), bv = _mm256_load_ps(b8);
+  // column parameters padded to whole panels (pack_q8; the driver pads the bias)
+  const __m256i cs = _mm256_loadu_si256((const __m256i*)(w.col_sum.data() + n0));
+  const __m256 sw = _mm256_loadu_ps(w.scale.data() + n0), bv = _mm256_loadu_ps(bias + n0);
 #pragma GCC unroll 4
   for (int i = 0; i < ROWS; i++) {
     // (column, k-pair) lanes -> columns: hadd gives [c0 c1 c4 c5 | c2 c3 c6 c7]; 0xD8 orders them
@@ -176,8 +170,9 @@ PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw
   p.Kp = (K + 3) / 4 * 4;
   const int64_t G = p.Kp / 4, panels = (N + NR - 1) / NR;
   p.data.assign((size_t)(panels * G * NR * 4), 0);
-  p.col_sum.assign((size_t)N, 0);
-  p.scale.assign(scales, scales + N);
+  p.col_sum.assign((size_t)(panels * NR), 0);  // padded to whole panels with zeros (vector loads)
+  p.scale.assign((size_t)(panels * NR), 0.f);
+  std::copy(scales, scales + N, p.scale.begin());
   for (int64_t n = 0; n < N; n++)
     for (int64_t k = 0; k < K; k++) {
       int8_t q = W[k * rsw + n * csw];
@@ -200,6 +195,10 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
     if (xw.size() < (size_t)total) xw.resize((size_t)total);
     for (int64_t i = 0; i < total; i++) xw[(size_t)i] = a.data[i];
     const float lohi[2] = {lo, hi};
+    thread_local std::vector<float> bias_padded;  // the bias (or zeros) to whole panels
+    bias_padded.assign((size_t)(panels * NR), 0.f);
+    if (bias) std::copy(bias, bias + w.N, bias_padded.begin());
+    const float* bp = bias_padded.data();
     constexpr int64_t MB = 4;
     const int64_t rb = (M + MB - 1) / MB;
     const GemmTasks grid = gemm_tasks(rb, panels, tp);
@@ -210,7 +209,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
         const int64_t m0 = (t / split) * MB, mm = std::min(MB, M - m0);
         const int64_t p0 = (t % split) * per, p1 = std::min(panels, p0 + per);
         for (int64_t p = p0; p < p1; p++)
-          for (int h = 0; h < 2; h++) kAvx2[mm - 1](m0, p, h, x16, a, w, bias, lohi, C, ldc);
+          for (int h = 0; h < 2; h++) kAvx2[mm - 1](m0, p, h, x16, a, w, bp, lohi, C, ldc);
       }
     };
     if (tp) tp->parallel_for(rb * split, 1, blocks);

@@ -16,8 +16,8 @@ namespace etnp {
 struct PackedQ8 {
   int64_t K = 0, N = 0, Kp = 0;    // Kp: K rounded up to a multiple of 4
   std::vector<int8_t> data;
-  std::vector<int32_t> col_sum;    // sum_k w(k, n)
-  std::vector<float> scale;        // per output column
+  std::vector<int32_t> col_sum;    // sum_k w(k, n), zero-padded to whole 16-column panels
+  std::vector<float> scale;        // per output column, zero-padded likewise
 };
 // w(k, n) = W[k * rsw + n * csw] (int8 values)
 PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw, const float* scales);

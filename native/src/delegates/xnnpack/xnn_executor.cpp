@@ -24,7 +24,7 @@ class XnnDelegate : public DelegateHandle {
     for (auto& n : g_.nodes) prepare_node(pool, g_, n);
     for (auto& v : g_.values) v.raw = nullptr;  // program bytes are only read while packing
     fuse_nodes(g_);  // (after packing: fusions depend on packed weights)
-    // static-int8 convolutions run on their int8 filters (xnn_conv_q8.cpp): the float packing is
+    // static-int8 convolutions run on their int8 filters (xnn_static_q8.cpp): the float packing is
     // kept only where a fused pipeline reads it
     for (auto& n : g_.nodes) {
       for (Node* f : {n.pre.get(), n.post.get()})

@@ -82,8 +82,8 @@ struct Node {
   uint32_t axis = 0, new_h = 0, new_w = 0;
   // prepared weights (FullyConnected, Conv2d): one packed panel set per group
   std::vector<PackedB> packed;
-  PackedQ8 qpacked;  // FullyConnected on dynamically quantized input with int8 weights (N > 0 when set)
-  std::vector<PackedQ8> qconv;  // Conv2d on a static-int8 input with int8 weights: one per group (xnn_conv_q8.cpp)
+  PackedQ8 qpacked;  // FullyConnected with int8 weights on a dynamically quantized or static-int8 input (N > 0 when set)
+  std::vector<PackedQ8> qconv;  // Conv2d on a static-int8 input with int8 weights: one per group (xnn_static_q8.cpp)
   std::vector<float> bias;
   // fused at method load (xnn_fuse.cpp). A Conv2d or FullyConnected that absorbed the Add after
   // it: `output` is the add's, `residual` (also inputs[3]) its other operand, res_min/res_max its

@@ -55,6 +55,11 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   const float* bias = bias_of(g, n, OC);
   GemmEpilogue ep = epilogue(n, bias);
   with_residual(ep, n, res, 0, OC);
+  if (n.qpacked.N > 0 && on_int8_grid(a)) {  // static int8 (prepare_fc_q8)
+    if (n.qpacked.K != IC || n.qpacked.N != OC) fail(n, "packed weights do not match the filter");
+    fully_connected_q8(ctx, n, a, M, IC, OC, bias, o, sc);
+    return;
+  }
   if (n.qpacked.N > 0) {
     // the filter lives only as int8 panels: the input must carry its per-row quantization
     if (n.qpacked.K != IC || n.qpacked.N != OC || a.row_len <= 0 || a.row_len % IC != 0 ||

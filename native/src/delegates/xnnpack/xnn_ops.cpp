@@ -146,6 +146,7 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
       n.qpacked = pack_q8(IC, OC, q.data(), tw ? OC : 1, tw ? 1 : IC, w->scales.data());
       return;
     }
+    if (prepare_fc_q8(g, n, *w, IC, OC, tw)) return;  // static int8: the int8 filter only
     n.packed.push_back(pack_b(pool, IC, OC, w->cdata(), tw ? OC : 1, tw ? 1 : IC));
   } else if (n.type == Conv2d) {
     if (w->dims.size() != 4) fail(n, "filter must be 4-D");
