@@ -81,6 +81,19 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
   PackedQ8 p = pack_q8(K, N, W.data(), N, 1, sw.data());
   QActivations a{X.data(), sa.data(), zp.data()};
   qgemm_q8(pool, M, a, p, bias.data(), -1e30f, 1e30f, C.data(), N);
+  {  // with the output snapped to an int8 grid in the GEMM: exactly the snap of the plain result
+    const OutputGrid grid{1.f / 0.05f, -131.f, 124.f, 0.05f};
+    std::vector<float> S(M * N);
+    qgemm_q8(pool, M, a, p, bias.data(), -1e30f, 1e30f, S.data(), N, &grid);
+    for (int64_t i = 0; i < M * N; i++) {
+      float t = C[i] * grid.inv;
+      t = t < grid.lo ? grid.lo : t;
+      t = t > grid.hi ? grid.hi : t;
+      const float want = std::nearbyint(t) * grid.scale;
+      if (S[i] != want && failures++ < 5)
+        std::printf("qgemm snapped M=%ld N=%ld K=%ld [%ld]: %g != %g\n", (long)M, (long)N, (long)K, (long)i, S[i], want);
+    }
+  }
   for (int64_t m = 0; m < M; m++)
     for (int64_t n = 0; n < N; n++) {
       int64_t acc = 0;

@@ -17,6 +17,19 @@ namespace {
 
 constexpr int64_t NR = 16;
 
+// The snap of OutputGrid (as the XNNPACK executor's snap_to_grid: the same float operations).
+inline float snap(float v, const OutputGrid& g) {
+  float t = v * g.inv;
+  t = t < g.lo ? g.lo : t;
+  t = t > g.hi ? g.hi : t;
+  t = (t + 12582912.f) - 12582912.f;  // nearest even for |t| < 2^22
+  return t * g.scale;
+}
+void snap_block(float* C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const OutputGrid& g) {
+  for (int64_t m = m0; m < m1; m++)
+    for (int64_t n = n0; n < n1; n++) C[m * ldc + n] = snap(C[m * ldc + n], g);
+}
+
 // Float epilogue of one accumulator row: (acc - (128 + za) * col_sum) * sa * sw + bias, clamped.
 inline float finish(int32_t acc, int32_t offset, int32_t col_sum, float sa, float sw, float bias, float lo, float hi) {
   float v = (float)(acc - offset * col_sum) * (sa * sw) + bias;
@@ -98,7 +111,7 @@ __attribute__((target("avx512f,avx512vnni"))) void tile_vnni(int64_t m0, int64_t
 template <int ROWS>
 __attribute__((target("avx2,fma"))) void tile_avx2(int64_t m0, int64_t p0, int half, const int16_t* xw,
                                                    const QActivations& a, const PackedQ8& w, const float* bias,
-                                                   const float* lohi, float* C, int64_t ldc) {
+                                                   const float* lohi, float* C, int64_t ldc, const OutputGrid* grid) {
   const int64_t G = w.Kp / 4, Kp = w.Kp;
   const int64_t n0 = p0 * NR + half * 8, cols = std::min<int64_t>(8, w.N - n0);
   if (cols <= 0) return;  // the empty half of a ragged last panel
@@ -130,7 +143,13 @@ __attribute__((target("avx2,fma"))) void tile_avx2(int64_t m0, int64_t p0, int h
     const __m256i off = _mm256_set1_epi32(128 + a.zero_point[m0 + i]);
     const __m256i q = _mm256_sub_epi32(sums, _mm256_mullo_epi32(off, cs));
     const __m256 s = _mm256_mul_ps(_mm256_set1_ps(a.scale[m0 + i]), sw);
-    const __m256 r = _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, bv)));
+    __m256 r = _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, bv)));
+    if (grid) {  // snap (max/min with the value second keep a NaN, as snap())
+      __m256 t = _mm256_mul_ps(r, _mm256_broadcast_ss(&grid->inv));
+      t = _mm256_min_ps(_mm256_broadcast_ss(&grid->hi), _mm256_max_ps(_mm256_broadcast_ss(&grid->lo), t));
+      t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      r = _mm256_mul_ps(t, _mm256_broadcast_ss(&grid->scale));
+    }
     float* c = C + (m0 + i) * ldc + n0;
     if (cols == 8) {
       _mm256_storeu_ps(c, r);
@@ -143,7 +162,7 @@ __attribute__((target("avx2,fma"))) void tile_avx2(int64_t m0, int64_t p0, int h
 }
 
 using TileQ2 = void (*)(int64_t, int64_t, int, const int16_t*, const QActivations&, const PackedQ8&, const float*,
-                        const float*, float*, int64_t);
+                        const float*, float*, int64_t, const OutputGrid*);
 const std::array<TileQ2, 4> kAvx2 = {&tile_avx2<1>, &tile_avx2<2>, &tile_avx2<3>, &tile_avx2<4>};
 
 using TileQ = void (*)(int64_t, int64_t, const QActivations&, const PackedQ8&, const float*, float, float, float*,
@@ -183,7 +202,7 @@ PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw
 }
 
 void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,
-              float hi, float* C, int64_t ldc) {
+              float hi, float* C, int64_t ldc, const OutputGrid* snap_to) {
   if (M <= 0 || w.N <= 0) return;
   const int64_t panels = (w.N + NR - 1) / NR;
   ThreadPool* tp = gemm_pool(pool, M, w.N, w.K);
@@ -209,7 +228,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
         const int64_t m0 = (t / split) * MB, mm = std::min(MB, M - m0);
         const int64_t p0 = (t % split) * per, p1 = std::min(panels, p0 + per);
         for (int64_t p = p0; p < p1; p++)
-          for (int h = 0; h < 2; h++) kAvx2[mm - 1](m0, p, h, x16, a, w, bp, lohi, C, ldc);
+          for (int h = 0; h < 2; h++) kAvx2[mm - 1](m0, p, h, x16, a, w, bp, lohi, C, ldc, snap_to);
       }
     };
     if (tp) tp->parallel_for(rb * split, 1, blocks);
@@ -230,10 +249,12 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
         int64_t p = p0;
         for (; p + 2 <= p1; p += 2) kVnni2[mm - 1](m0, p, a, w, bias, lo, hi, C, ldc);
         if (p < p1) kVnni1[mm - 1](m0, p, a, w, bias, lo, hi, C, ldc);
+        if (snap_to) snap_block(C, ldc, m0, m0 + mm, p0 * NR, std::min(w.N, p1 * NR), *snap_to);
         continue;
       }
 #endif
       rows_generic(m0, m0 + mm, p0, p1, a, w, bias, lo, hi, C, ldc);
+      if (snap_to) snap_block(C, ldc, m0, m0 + mm, p0 * NR, std::min(w.N, p1 * NR), *snap_to);
     }
   };
   if (tp) tp->parallel_for(rb * split, 1, blocks);

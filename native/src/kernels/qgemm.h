@@ -28,7 +28,13 @@ struct QActivations {
   const int32_t* zero_point = nullptr;
 };
 
+// Optionally, each result is then snapped to a per-tensor int8 grid (a static-int8 output kept as
+// float grid points): t = clamp(r * inv, lo, hi) rounded to nearest even, r = t * scale (NaN kept).
+struct OutputGrid {
+  float inv, lo, hi, scale;
+};
+
 void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,
-              float hi, float* C, int64_t ldc);
+              float hi, float* C, int64_t ldc, const OutputGrid* grid = nullptr);
 
 }  // namespace etnp

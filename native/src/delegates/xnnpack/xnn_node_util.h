@@ -94,7 +94,7 @@ void prepare_conv_q8(const Graph& g, Node& n, const Value& w);
 bool prepare_fc_q8(const Graph& g, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw);
 bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N, int64_t H, int64_t W, int64_t OH,
                int64_t OW, const float* bias, Value& o, Scratch& sc);
-void fully_connected_q8(KernelContext& ctx, const Node& n, const Value& a, int64_t M, int64_t IC, int64_t OC,
+void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, int64_t IC, int64_t OC,
                         const float* bias, Value& o, Scratch& sc);
 void depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o);
 void deconv(Graph& g, Node& n);

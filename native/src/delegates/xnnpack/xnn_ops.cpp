@@ -188,6 +188,7 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
     case ScaledDotProductAttention: sdpa(g, n); break;
     default: fail(n, "node type is not implemented");
   }
+  const bool added = n.residual_pending;  // (then the output is the add's, not the GEMM's)
   if (n.residual_pending) {  // a fused residual add whose shapes differed: the add itself
     Value &x = g.values[n.unfused], &r = g.values[n.residual], &o = out(g, n);
     add_values(ctx, x, r, o);
@@ -198,7 +199,8 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
   if (n.type != FullyConnected && n.type != Conv2d && n.type != DepthwiseConv2d && n.type != ConvTranspose2d &&
       n.type != BatchMatrixMultiply)
     clamp_output(n, o);  // the GEMM-based nodes clamp in their epilogue
-  finalize_value(ctx, o);
+  if (!n.snapped || added) finalize_value(ctx, o);  // (a static-int8 GEMM may have snapped it already)
+  n.snapped = false;
   if (n.type == ArgMaxPooling2d) finalize_value(ctx, g.values[n.output2]);
 }
 

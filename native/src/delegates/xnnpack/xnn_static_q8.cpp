@@ -79,6 +79,18 @@ QActivations repeated_params(const Value& a, int32_t zpa, int64_t rows, std::vec
   return qa;
 }
 
+// The output's grid, when the node's own output (not a fused one) is on a per-tensor int8 grid:
+// the GEMM then snaps its results itself and run_node skips finalize_value (Node::snapped).
+const OutputGrid* output_grid(const Value& o, OutputGrid& g) {
+  if (!on_int8_grid(o) || !(o.scale > 0.f)) return nullptr;
+  const float zp = (float)o.zero_point;
+  g.lo = (o.dtype == QINT8 ? -128.f : 0.f) - zp;
+  g.hi = (o.dtype == QINT8 ? 127.f : 255.f) - zp;
+  g.inv = 1.f / o.scale;
+  g.scale = o.scale;
+  return &g;
+}
+
 }  // namespace
 
 void prepare_conv_q8(const Graph& g, Node& n, const Value& w) {
@@ -100,7 +112,7 @@ bool prepare_fc_q8(const Graph& g, Node& n, const Value& w, int64_t IC, int64_t 
   return true;
 }
 
-void fully_connected_q8(KernelContext& ctx, const Node& n, const Value& a, int64_t M, int64_t IC, int64_t OC,
+void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, int64_t IC, int64_t OC,
                         const float* bias, Value& o, Scratch& sc) {
   const PackedQ8& pq = n.qpacked;
   const int32_t zpa = input_codes(ctx, a, M * IC, sc);
@@ -115,7 +127,10 @@ void fully_connected_q8(KernelContext& ctx, const Node& n, const Value& a, int64
   thread_local std::vector<int32_t> z;
   QActivations qa = repeated_params(a, zpa, M, s, z);
   qa.data = rows;
-  qgemm_q8(ctx.pool, M, qa, pq, bias, n.out_min, n.out_max, o.data.data(), OC);
+  OutputGrid og;
+  const OutputGrid* grid = output_grid(o, og);
+  qgemm_q8(ctx.pool, M, qa, pq, bias, n.out_min, n.out_max, o.data.data(), OC, grid);
+  n.snapped = grid != nullptr;
 }
 
 bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N, int64_t H, int64_t W, int64_t OH,
@@ -133,12 +148,15 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
   const bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left &&
                          !n.pad_bottom && !n.pad_right;
   float* Y = o.data.data();
+  OutputGrid og;
+  const OutputGrid* grid = output_grid(o, og);
+  n.snapped = grid != nullptr;
   if (pointwise && G == 1 && C == Kp) {  // the codes are the GEMM's rows
     thread_local std::vector<float> s;
     thread_local std::vector<int32_t> z;
     QActivations qa = repeated_params(a, zpa, M, s, z);
     qa.data = codes;
-    qgemm_q8(ctx.pool, M, qa, n.qconv[0], bias, lo, hi, Y, OC);
+    qgemm_q8(ctx.pool, M, qa, n.qconv[0], bias, lo, hi, Y, OC, grid);
     return true;
   }
   // blocks of output pixels unfolded into per-thread byte rows of Kp and multiplied right away
@@ -189,7 +207,8 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
           }
           if (Kp > K) std::memset(row + K, 0, (size_t)(Kp - K));  // (zero weights there)
         }
-        qgemm_q8(nullptr, m1 - m0, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, Y + m0 * OC + gi * OCg, OC);
+        qgemm_q8(nullptr, m1 - m0, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, Y + m0 * OC + gi * OCg, OC,
+                 grid);
       }
     }
   });
