@@ -32,8 +32,6 @@ class XnnDelegate : public DelegateHandle {
       if (n.type == Conv2d && !n.qconv.empty() && n.residual == kInvalidId && n.nchw_transposed == kInvalidId)
         std::vector<PackedB>().swap(n.packed);
     }
-    const char* prof = std::getenv("ETNP_XNN_PROFILE");
-    if (prof && *prof && *prof != '0') profile_ = std::make_unique<std::vector<double>>(g_.nodes.size(), 0.0);
     plan_buffer_reuse();
     plan_borrowing();
     plan_moves();
@@ -56,24 +54,6 @@ class XnnDelegate : public DelegateHandle {
       if (g_.values[i].is_constant && uses[i] > 0 && uses[i] == packed_uses[i]) FloatBuffer().swap(g_.values[i].data);
   }
 
-  ~XnnDelegate() override {
-    if (!profile_ || !profile_calls_) return;
-    // ETNP_XNN_PROFILE=1: mean time of each node over the calls, printed when the method goes
-    std::fprintf(stderr, "XNNPACK delegate profile: %zu nodes, %llu calls (mean microseconds per call)\n",
-                 g_.nodes.size(), (unsigned long long)profile_calls_);
-    double total = 0;
-    for (size_t i = 0; i < g_.nodes.size(); i++) {
-      const Node& n = g_.nodes[i];
-      const Value& o = g_.values[n.output];
-      std::string shape;
-      for (int64_t d : o.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
-      double us = (*profile_)[i] / profile_calls_ * 1e6;
-      total += us;
-      std::fprintf(stderr, "%4zu %-32s %-18s %9.1f\n", i, node_display_name(n).c_str(), shape.c_str(), us);
-    }
-    std::fprintf(stderr, "total %.1f us\n", total);
-  }
-
   void execute(KernelContext& ctx, EValue** args, size_t nargs) override {
     size_t ni = g_.input_ids.size(), no = g_.output_ids.size();
     if (nargs < g_.num_args)
@@ -87,17 +67,15 @@ class XnnDelegate : public DelegateHandle {
         swap_buffers(reuse_[guard.done]);
         scratch_.moves.emplace_back(reuse_[guard.done].taker, reuse_[guard.done].giver);
       }
-      if (profile_ || ctx.profiler) {
+      if (ctx.profiler) {  // a profiled call (Method.profile): each node's span
         int64_t t0 = Profiler::now();
         run_node(ctx, g_, g_.nodes[i], scratch_);
         int64_t t1 = Profiler::now();
-        if (profile_) profile_->at(i) += (double)(t1 - t0) * 1e-9;
-        if (ctx.profiler) profile_event(*ctx.profiler, i, t0, t1);
+        profile_event(*ctx.profiler, i, t0, t1);
       } else {
         run_node(ctx, g_, g_.nodes[i], scratch_);
       }
     }
-    if (profile_) profile_calls_++;
     for (size_t k = 0; k < no; k++) store_output(g_.values[g_.output_ids[k]], *args[g_.output_args[k]], k);
   }
 
@@ -341,8 +319,6 @@ class XnnDelegate : public DelegateHandle {
 
   Graph g_;
   Scratch scratch_;
-  std::unique_ptr<std::vector<double>> profile_;  // seconds per node, when profiling
-  uint64_t profile_calls_ = 0;
   std::vector<bool> borrowable_;    // per graph input: read in place (see BorrowGuard)
   std::vector<Reuse> reuse_;        // in the order they are made during a call
   std::vector<size_t> reuse_end_;   // reuse_[0, reuse_end_[i]) are made before node i runs
