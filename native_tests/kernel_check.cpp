@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
+#include "kernels/quantize_row.h"
 #include "kernels/transpose_f32.h"
 #include "kernels/vec_math.h"
 
@@ -80,6 +82,19 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
   PackedQ8 p = pack_q8(K, N, W.data(), N, 1, sw.data());
   QActivations a{X.data(), sa.data(), zp.data()};
   qgemm_q8(pool, M, a, p, bias.data(), -1e30f, 1e30f, C.data(), N);
+  {  // with the output snapped to an int8 grid in the GEMM: exactly the snap of the plain result
+    const OutputGrid grid{1.f / 0.05f, -131.f, 124.f, 0.05f};
+    std::vector<float> S(M * N);
+    qgemm_q8(pool, M, a, p, bias.data(), -1e30f, 1e30f, S.data(), N, &grid);
+    for (int64_t i = 0; i < M * N; i++) {
+      float t = C[i] * grid.inv;
+      t = t < grid.lo ? grid.lo : t;
+      t = t > grid.hi ? grid.hi : t;
+      const float want = std::nearbyint(t) * grid.scale;
+      if (S[i] != want && failures++ < 5)
+        std::printf("qgemm snapped M=%ld N=%ld K=%ld [%ld]: %g != %g\n", (long)M, (long)N, (long)K, (long)i, S[i], want);
+    }
+  }
   for (int64_t m = 0; m < M; m++)
     for (int64_t n = 0; n < N; n++) {
       int64_t acc = 0;
@@ -109,6 +124,29 @@ static void check_transpose() {
           if (y[(size_t)(s * R + r)] != x[(size_t)(r * S + s)] && failures++ < 5)
             std::printf("transpose R=%ld S=%ld: (%ld,%ld) wrong\n", (long)R, (long)S, (long)s, (long)r);
     }
+}
+
+// Byte codes of grid values (static-int8 convolution inputs) against the definition: every
+// length's tail, values off the grid, out of range, halves (nearest even) and NaN.
+static void check_codes(std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-200.f, 200.f);
+  for (int64_t n : {0, 1, 7, 15, 16, 17, 33, 100}) {
+    std::vector<float> x((size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+      const int kind = (int)(i % 5);
+      x[(size_t)i] = kind == 0 ? std::nanf("") : kind == 1 ? (float)(int)u(rng) * 0.5f : u(rng) * 0.05f;
+    }
+    const float inv = 4.f, shift = 131.f;
+    std::vector<uint8_t> got((size_t)n);
+    float_to_codes(x.data(), n, inv, shift, got.data());
+    for (int64_t i = 0; i < n; i++) {
+      double t = std::fma((double)x[(size_t)i], inv, shift);  // exact here: x * 4 + 131
+      t = t > 0 ? (t < 255 ? t : 255) : 0;
+      const int want = (int)std::nearbyint(t);
+      if (got[(size_t)i] != want && failures++ < 5)
+        std::printf("codes n=%ld i=%ld x=%g: %d != %d\n", (long)n, (long)i, x[(size_t)i], got[(size_t)i], want);
+    }
+  }
 }
 
 static void check_pool() {
@@ -186,6 +224,16 @@ static void check_vec_math(std::mt19937& rng) {
   for (int i = 0; i < 200000; i++) x.push_back(i % 3 == 0 ? wide(rng) : i % 3 == 1 ? mid(rng) : tiny(rng));
   for (float v : {0.f, -0.f, 1e-30f, -1e-30f, 88.72f, 88.7228f, 88.73f, -103.9f, -104.f, -105.f, INFINITY, -INFINITY, NAN})
     x.push_back(v);
+  {  // hardswish is XNNPACK's float formula itself: every path gives exactly it
+    std::vector<float> h(x.size());
+    vec_hardswish(x.data(), h.data(), (int64_t)x.size());
+    for (size_t i = 0; i < x.size(); i++) {
+      const float t = std::fma(x[i], 1.f / 6.f, 0.5f);
+      const float want = (t > 0.f ? (t < 1.f ? t : 1.f) : 0.f) * x[i];
+      if (std::memcmp(&want, &h[i], 4) != 0 && !(want != want && h[i] != h[i]) && failures++ < 5)
+        std::printf("hardswish(%g) = %g, want %g\n", x[i], h[i], want);
+    }
+  }
   struct F { const char* name; void (*f)(const float*, float*, int64_t); double (*ref)(double); double bound; };
   const F fs[] = {{"exp", vec_exp, [](double v) { return std::exp(v); }, 2},
                   {"sigmoid", vec_sigmoid, [](double v) { return 1 / (1 + std::exp(-v)); }, 3},
@@ -231,6 +279,7 @@ int main() {
   std::mt19937 rng(7);
   check_vec_math(rng);
   check_transpose();
+  check_codes(rng);
   ThreadPool one(1), two(2);
   const int64_t Ms[] = {1, 3, 6, 7, 8, 9, 13, 16, 17, 49, 100};
   const int64_t Ns[] = {1, 8, 15, 16, 17, 24, 31, 32, 33, 48, 70};

@@ -117,27 +117,6 @@ def test_repeated_calls_reuse_buffers_deterministically(rt):
     np.testing.assert_allclose(first_x, method_outputs(ref, "forward")[0], atol=1e-4, rtol=1e-4)
 
 
-def test_xnn_profile_env_prints_node_times(tmp_path):
-    """ETNP_XNN_PROFILE=1 prints each delegate node's mean time when the method is released."""
-    import os
-    import subprocess
-    import sys
-    import executorch_numpy_runtime
-    script = (
-        "import numpy as np, executorch_numpy_runtime as en\n"
-        f"m = en.Runtime(num_threads=1).load_program({model_path('mlp_xnn')!r}).load_method('forward')\n"
-        "meta = m.metadata.inputs[0]\n"
-        "m([np.ones(meta.shape, np.float32)])\n"
-        "del m\n"
-        "import gc; gc.collect(); gc.collect()\n")  # PyPy frees (and so reports) on collection
-    env = dict(os.environ, ETNP_XNN_PROFILE="1",
-               PYTHONPATH=os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__)))
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
-                       cwd=str(tmp_path))
-    assert r.returncode == 0, r.stderr
-    assert "XNNPACK delegate profile" in r.stderr and "XNNFullyConnected" in r.stderr and "total" in r.stderr
-
-
 def test_channels_last_portable_is_a_clear_error(rt):
     """The portable convolution reads contiguous tensors only: a channels-last program input reaches
     it in its dim order and the call fails naming the op (the published runtime fails too)."""

@@ -12,8 +12,10 @@ SCRIPT = r"""
 import gc
 import sys
 sys.path.insert(0, sys.argv[1])
+import os
 import numpy as np
 import executorch_numpy_runtime as en
+PROFILE = os.environ.get("FUSION_TEST_PROFILE") == "1"
 from conftest import assert_matches, method_inputs, method_outputs, model_path, reference
 from test_fixtures import TOLERANCES
 for threads in (1, 2):
@@ -23,8 +25,17 @@ for threads in (1, 2):
         atol, rtol = TOLERANCES[name]
         for _ in range(2):  # the second call runs on reused buffers
             assert_matches(m(method_inputs(ref, "forward")), method_outputs(ref, "forward"), atol, rtol, name)
+        if PROFILE:  # each delegate call's node list (method.profile), as "XNNPACK delegate profile: N nodes" + rows
+            calls = {}
+            for e in m.profile(method_inputs(ref, "forward")).calls[-1]:
+                if e.depth == 1:
+                    calls.setdefault(e.instruction, []).append(e)
+            for evs in calls.values():
+                print(f"XNNPACK delegate profile: {len(evs)} nodes", file=sys.stderr)
+                for e in evs:
+                    print(f"{e.node:4d} {e.name:<32} {e.shape:<18} {e.duration_us:9.1f}", file=sys.stderr)
         del m
-        gc.collect()  # PyPy releases the method (and prints its profile) only when collected
+        gc.collect()
 print("ok")
 """
 
@@ -36,7 +47,7 @@ def run(mode, models, profile=False):
     import executorch_numpy_runtime
     env = dict(os.environ, ETNP_XNN_FUSION=mode)
     if profile:
-        env["ETNP_XNN_PROFILE"] = "1"
+        env["FUSION_TEST_PROFILE"] = "1"
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__))
     tests_dir = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__))

@@ -59,6 +59,25 @@ ETNP_TARGET("avx2,fma") void row_avx2(const DepthwiseGeom& g, const float* x, co
     // element offset of tap (0, 0), possibly outside the input (only in-range taps are read)
     const int64_t base = ((bn * g.H + (oh * g.sh - g.pad_top)) * g.W + (ow * g.sw - g.pad_left)) * C;
     int64_t c = 0;
+    for (; c + 32 <= C; c += 32) {  // four FMA chains in flight (one chain waits on its latency)
+      __m256 a0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
+      __m256 a1 = bias ? _mm256_loadu_ps(bias + c + 8) : _mm256_setzero_ps();
+      __m256 a2 = bias ? _mm256_loadu_ps(bias + c + 16) : _mm256_setzero_ps();
+      __m256 a3 = bias ? _mm256_loadu_ps(bias + c + 24) : _mm256_setzero_ps();
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = j0; j < j1; j++) {
+          const float* xp = x + (base + (i * g.dh * g.W + j * g.dw) * C + c);
+          const float* kp = w + (i * g.KW + j) * C + c;
+          a0 = _mm256_fmadd_ps(_mm256_loadu_ps(xp), _mm256_loadu_ps(kp), a0);
+          a1 = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 8), _mm256_loadu_ps(kp + 8), a1);
+          a2 = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 16), _mm256_loadu_ps(kp + 16), a2);
+          a3 = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 24), _mm256_loadu_ps(kp + 24), a3);
+        }
+      _mm256_storeu_ps(out + c, _mm256_min_ps(hi, _mm256_max_ps(lo, a0)));  // NaN stays NaN
+      _mm256_storeu_ps(out + c + 8, _mm256_min_ps(hi, _mm256_max_ps(lo, a1)));
+      _mm256_storeu_ps(out + c + 16, _mm256_min_ps(hi, _mm256_max_ps(lo, a2)));
+      _mm256_storeu_ps(out + c + 24, _mm256_min_ps(hi, _mm256_max_ps(lo, a3)));
+    }
     for (; c + 16 <= C; c += 16) {
       __m256 a0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
       __m256 a1 = bias ? _mm256_loadu_ps(bias + c + 8) : _mm256_setzero_ps();

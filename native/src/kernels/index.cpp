@@ -199,6 +199,18 @@ void index_positions(const Tensor& x, const std::vector<Tensor*>& ids, std::vect
   std::vector<BroadcastStrides> bs;
   for (int i = first; i < first + count; i++) bs.push_back(broadcast_strides(*ids[i], bshape));
   offsets.assign((size_t)(pre * nb * post), 0);
+  // offsets of the leading (p) and trailing (q) positions, decomposed once
+  std::vector<int64_t> pos_pre((size_t)pre), pos_post((size_t)post);
+  for (int64_t p = 0; p < pre; p++) {
+    int64_t po = 0, rem = p;
+    for (int k = first - 1; k >= 0; k--) { po += (rem % x.sizes[k]) * x.strides[k]; rem /= x.sizes[k]; }
+    pos_pre[(size_t)p] = po;
+  }
+  for (int64_t q = 0; q < post; q++) {
+    int64_t qo = 0, rem = q;
+    for (int k = x.dim - 1; k >= first + count; k--) { qo += (rem % x.sizes[k]) * x.strides[k]; rem /= x.sizes[k]; }
+    pos_post[(size_t)q] = qo;
+  }
   int64_t bpos[kMaxDims] = {};
   for (int64_t j = 0; j < nb; j++) {
     int64_t off = 0;
@@ -208,16 +220,11 @@ void index_positions(const Tensor& x, const std::vector<Tensor*>& ids, std::vect
       int dd = first + i;
       off += checked_index(load_i64(ids[first + i]->data, ids[first + i]->dtype, io), x.sizes[dd], "index") * x.strides[dd];
     }
-    for (int64_t p = 0; p < pre; p++)
-      for (int64_t q = 0; q < post; q++) {
-        // decompose p (leading dims) and q (trailing dims) into offsets
-        int64_t po = 0, rem = p;
-        for (int k = first - 1; k >= 0; k--) { po += (rem % x.sizes[k]) * x.strides[k]; rem /= x.sizes[k]; }
-        int64_t qo = 0;
-        rem = q;
-        for (int k = x.dim - 1; k >= first + count; k--) { qo += (rem % x.sizes[k]) * x.strides[k]; rem /= x.sizes[k]; }
-        offsets[(size_t)((p * nb + j) * post + q)] = po + off + qo;
-      }
+    for (int64_t p = 0; p < pre; p++) {
+      int64_t* o = offsets.data() + (p * nb + j) * post;
+      const int64_t base = pos_pre[(size_t)p] + off;
+      for (int64_t q = 0; q < post; q++) o[q] = base + pos_post[(size_t)q];
+    }
     for (int k = bshape.dim - 1; k >= 0; k--) { if (++bpos[k] < bshape.sizes[k]) break; bpos[k] = 0; }
   }
 }
@@ -233,6 +240,20 @@ void index_kernel(KernelContext& ctx, EValue** a, size_t) {
   std::vector<int64_t> offs, shape;
   index_positions(x, ids, offs, shape);
   prepare_out(ctx, out, x.dtype, shape);
+  const size_t es = x.elem_size();
+  if (x.dtype == out.dtype && out.default_dim_order() && !offs.empty()) {
+    // runs of positions adjacent in x (a contiguous trailing block, as x[idx] of a table's rows)
+    // copied whole; out is written in order
+    uint8_t* dst = (uint8_t*)out.data;
+    const uint8_t* src = (const uint8_t*)x.data;
+    for (size_t i = 0; i < offs.size();) {
+      size_t e = i + 1;
+      while (e < offs.size() && offs[e] == offs[e - 1] + 1) e++;
+      std::memmove(dst + i * es, src + offs[i] * es, (e - i) * es);
+      i = e;
+    }
+    return;
+  }
   for (size_t i = 0; i < offs.size(); i++) copy_elem(x, offs[i], out, (int64_t)i);
 }
 

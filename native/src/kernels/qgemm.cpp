@@ -20,6 +20,19 @@ namespace {
 
 constexpr int64_t NR = 16;
 
+// The snap of OutputGrid (as the XNNPACK executor's snap_to_grid: the same float operations).
+inline float snap(float v, const OutputGrid& g) {
+  float t = v * g.inv;
+  t = t < g.lo ? g.lo : t;
+  t = t > g.hi ? g.hi : t;
+  t = (t + 12582912.f) - 12582912.f;  // nearest even for |t| < 2^22
+  return t * g.scale;
+}
+void snap_block(float* C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const OutputGrid& g) {
+  for (int64_t m = m0; m < m1; m++)
+    for (int64_t n = n0; n < n1; n++) C[m * ldc + n] = snap(C[m * ldc + n], g);
+}
+
 // Float epilogue of one accumulator row: (acc - (128 + za) * col_sum) * sa * sw + bias, clamped.
 inline float finish(int32_t acc, int32_t offset, int32_t col_sum, float sa, float sw, float bias, float lo, float hi) {
   float v = (float)(acc - offset * col_sum) * (sa * sw) + bias;
@@ -99,25 +112,29 @@ ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const Q
   }
 }
 
-// AVX2: int8 -> int16 and vpmaddwd (exact, no saturation). One tile is ROWS (<= 6) rows x one
+// AVX2: int8 -> int16 and vpmaddwd (exact, no saturation). One tile is ROWS (<= 4) rows x one
 // half (8 columns) of a 16-column panel: a group of 4 k of columns 4q..4q+3 is 16 bytes of the
 // panel, widened to 16 int16 = (column, k-pair) lanes; the activations, widened to int16 once per
 // call (xw), are broadcast 4 k at a time (vpbroadcastq), so each vpmaddwd adds 2 k of 4 columns.
-// 2 accumulators a row (12 + 2 weights + 1 activation registers: no spill), reduced at the end.
+// 2 accumulators a row, reduced at the end. (Six rows need 12 accumulators, and GCC hoists all six
+// activation broadcasts ahead of the multiplies: 20 live registers, spilled accumulators and a
+// store/load chain per k. Four rows fit in 16 registers however the loads are scheduled.)
 template <int ROWS>
 ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, int half, const int16_t* xw,
                                                    const QActivations& a, const PackedQ8& w, const float* bias,
-                                                   const float* lohi, float* C, int64_t ldc) {
+                                                   const float* lohi, float* C, int64_t ldc, const OutputGrid* grid) {
   const int64_t G = w.Kp / 4, Kp = w.Kp;
+  const int64_t n0 = p0 * NR + half * 8, cols = std::min<int64_t>(8, w.N - n0);
+  if (cols <= 0) return;  // the empty half of a ragged last panel
   __m256i acc[ROWS][2];
-#pragma GCC unroll 6
+#pragma GCC unroll 4
   for (int i = 0; i < ROWS; i++) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
   const int16_t* x = xw + m0 * Kp;
   const int8_t* b = w.data.data() + p0 * G * NR * 4 + half * 32;
   for (int64_t g = 0; g < G; g++, b += NR * 4) {
     const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)b));
     const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(b + 16)));
-#pragma GCC unroll 6
+#pragma GCC unroll 4
     for (int i = 0; i < ROWS; i++) {
       int64_t four;
       std::memcpy(&four, x + i * Kp + g * 4, 8);
@@ -126,26 +143,24 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, int half, const i
       acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(xa, w1));
     }
   }
-  const int64_t n0 = p0 * NR + half * 8, cols = std::min<int64_t>(8, w.N - n0);
-  if (cols <= 0) return;
   const __m256 vlo = _mm256_broadcast_ss(lohi), vhi = _mm256_broadcast_ss(lohi + 1);
-  alignas(32) int32_t cs8[8] = {};
-  alignas(32) float sw8[8] = {}, b8[8] = {};
-  for (int64_t j = 0; j < cols; j++) {
-    cs8[j] = w.col_sum[n0 + j];
-    sw8[j] = w.scale[n0 + j];
-    b8[j] = bias ? bias[n0 + j] : 0.f;
-  }
-  const __m256i cs = _mm256_load_si256((const __m256i*)cs8);
-  const __m256 sw = _mm256_load_ps(sw8), bv = _mm256_load_ps(b8);
-#pragma GCC unroll 6
+  // column parameters padded to whole panels (pack_q8; the driver pads the bias)
+  const __m256i cs = _mm256_loadu_si256((const __m256i*)(w.col_sum.data() + n0));
+  const __m256 sw = _mm256_loadu_ps(w.scale.data() + n0), bv = _mm256_loadu_ps(bias + n0);
+#pragma GCC unroll 4
   for (int i = 0; i < ROWS; i++) {
     // (column, k-pair) lanes -> columns: hadd gives [c0 c1 c4 c5 | c2 c3 c6 c7]; 0xD8 orders them
     const __m256i sums = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][0], acc[i][1]), 0xD8);
     const __m256i off = _mm256_set1_epi32(128 + a.zero_point[m0 + i]);
     const __m256i q = _mm256_sub_epi32(sums, _mm256_mullo_epi32(off, cs));
     const __m256 s = _mm256_mul_ps(_mm256_set1_ps(a.scale[m0 + i]), sw);
-    const __m256 r = _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, bv)));
+    __m256 r = _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, bv)));
+    if (grid) {  // snap (max/min with the value second keep a NaN, as snap())
+      __m256 t = _mm256_mul_ps(r, _mm256_broadcast_ss(&grid->inv));
+      t = _mm256_min_ps(_mm256_broadcast_ss(&grid->hi), _mm256_max_ps(_mm256_broadcast_ss(&grid->lo), t));
+      t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      r = _mm256_mul_ps(t, _mm256_broadcast_ss(&grid->scale));
+    }
     float* c = C + (m0 + i) * ldc + n0;
     if (cols == 8) {
       _mm256_storeu_ps(c, r);
@@ -158,9 +173,8 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, int half, const i
 }
 
 using TileQ2 = void (*)(int64_t, int64_t, int, const int16_t*, const QActivations&, const PackedQ8&, const float*,
-                        const float*, float*, int64_t);
-const std::array<TileQ2, 6> kAvx2 = {&tile_avx2<1>, &tile_avx2<2>, &tile_avx2<3>,
-                                     &tile_avx2<4>, &tile_avx2<5>, &tile_avx2<6>};
+                        const float*, float*, int64_t, const OutputGrid*);
+const std::array<TileQ2, 4> kAvx2 = {&tile_avx2<1>, &tile_avx2<2>, &tile_avx2<3>, &tile_avx2<4>};
 
 using TileQ = void (*)(int64_t, int64_t, const QActivations&, const PackedQ8&, const float*, float, float, float*,
                        int64_t);
@@ -186,8 +200,9 @@ PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw
   p.Kp = (K + 3) / 4 * 4;
   const int64_t G = p.Kp / 4, panels = (N + NR - 1) / NR;
   p.data.assign((size_t)(panels * G * NR * 4), 0);
-  p.col_sum.assign((size_t)N, 0);
-  p.scale.assign(scales, scales + N);
+  p.col_sum.assign((size_t)(panels * NR), 0);  // padded to whole panels with zeros (vector loads)
+  p.scale.assign((size_t)(panels * NR), 0.f);
+  std::copy(scales, scales + N, p.scale.begin());
   for (int64_t n = 0; n < N; n++)
     for (int64_t k = 0; k < K; k++) {
       int8_t q = W[k * rsw + n * csw];
@@ -198,7 +213,7 @@ PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw
 }
 
 void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,
-              float hi, float* C, int64_t ldc) {
+              float hi, float* C, int64_t ldc, const OutputGrid* snap_to) {
   if (M <= 0 || w.N <= 0) return;
   const int64_t panels = (w.N + NR - 1) / NR;
   ThreadPool* tp = gemm_pool(pool, M, w.N, w.K);
@@ -210,7 +225,11 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
     if (xw.size() < (size_t)total) xw.resize((size_t)total);
     for (int64_t i = 0; i < total; i++) xw[(size_t)i] = a.data[i];
     const float lohi[2] = {lo, hi};
-    constexpr int64_t MB = 6;
+    thread_local std::vector<float> bias_padded;  // the bias (or zeros) to whole panels
+    bias_padded.assign((size_t)(panels * NR), 0.f);
+    if (bias) std::copy(bias, bias + w.N, bias_padded.begin());
+    const float* bp = bias_padded.data();
+    constexpr int64_t MB = 4;
     const int64_t rb = (M + MB - 1) / MB;
     const GemmTasks grid = gemm_tasks(rb, panels, tp);
     const int64_t split = grid.split, per = grid.per;
@@ -220,7 +239,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
         const int64_t m0 = (t / split) * MB, mm = std::min(MB, M - m0);
         const int64_t p0 = (t % split) * per, p1 = std::min(panels, p0 + per);
         for (int64_t p = p0; p < p1; p++)
-          for (int h = 0; h < 2; h++) kAvx2[mm - 1](m0, p, h, x16, a, w, bias, lohi, C, ldc);
+          for (int h = 0; h < 2; h++) kAvx2[mm - 1](m0, p, h, x16, a, w, bp, lohi, C, ldc, snap_to);
       }
     };
     if (tp) tp->parallel_for(rb * split, 1, blocks);
@@ -241,10 +260,12 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
         int64_t p = p0;
         for (; p + 2 <= p1; p += 2) kVnni2[mm - 1](m0, p, a, w, bias, lo, hi, C, ldc);
         if (p < p1) kVnni1[mm - 1](m0, p, a, w, bias, lo, hi, C, ldc);
+        if (snap_to) snap_block(C, ldc, m0, m0 + mm, p0 * NR, std::min(w.N, p1 * NR), *snap_to);
         continue;
       }
 #endif
       rows_generic(m0, m0 + mm, p0, p1, a, w, bias, lo, hi, C, ldc);
+      if (snap_to) snap_block(C, ldc, m0, m0 + mm, p0 * NR, std::min(w.N, p1 * NR), *snap_to);
     }
   };
   if (tp) tp->parallel_for(rb * split, 1, blocks);

@@ -16,8 +16,8 @@ namespace etnp {
 struct PackedQ8 {
   int64_t K = 0, N = 0, Kp = 0;    // Kp: K rounded up to a multiple of 4
   std::vector<int8_t> data;
-  std::vector<int32_t> col_sum;    // sum_k w(k, n)
-  std::vector<float> scale;        // per output column
+  std::vector<int32_t> col_sum;    // sum_k w(k, n), zero-padded to whole 16-column panels
+  std::vector<float> scale;        // per output column, zero-padded likewise
 };
 // w(k, n) = W[k * rsw + n * csw] (int8 values)
 PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw, const float* scales);
@@ -28,7 +28,13 @@ struct QActivations {
   const int32_t* zero_point = nullptr;
 };
 
+// Optionally, each result is then snapped to a per-tensor int8 grid (a static-int8 output kept as
+// float grid points): t = clamp(r * inv, lo, hi) rounded to nearest even, r = t * scale (NaN kept).
+struct OutputGrid {
+  float inv, lo, hi, scale;
+};
+
 void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,
-              float hi, float* C, int64_t ldc);
+              float hi, float* C, int64_t ldc, const OutputGrid* grid = nullptr);
 
 }  // namespace etnp

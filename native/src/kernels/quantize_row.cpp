@@ -92,9 +92,39 @@ ETNP_TARGET("avx512f") int64_t min_max_avx512(const float* x, int64_t n, float& 
   mx = _mm512_reduce_max_ps(hi);
   return i;
 }
+
+ETNP_TARGET("avx2,fma") int64_t codes_avx2(const float* x, int64_t n, float inv, float shift, uint8_t* codes) {
+  const __m256 vi = _mm256_set1_ps(inv), vs = _mm256_set1_ps(shift), zero = _mm256_setzero_ps(),
+               top = _mm256_set1_ps(255.f);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256 a = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), vi, vs), b = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), vi, vs);
+    a = _mm256_min_ps(_mm256_max_ps(a, zero), top);  // max(NaN, 0) = 0 (the second operand)
+    b = _mm256_min_ps(_mm256_max_ps(b, zero), top);
+    const __m256i qa = _mm256_cvtps_epi32(a), qb = _mm256_cvtps_epi32(b);  // nearest even
+    const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(qa, qb), 0xD8);  // 16 int16 in order
+    const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+    _mm_storeu_si128((__m128i*)(codes + i), bytes);
+  }
+  return i;
+}
 #endif
 
 }  // namespace
+
+void float_to_codes(const float* x, int64_t n, float inv, float shift, uint8_t* codes) {
+  int64_t i = 0;
+#if defined(__x86_64__)
+  static const bool avx2 = cpu_has_avx2_fma();
+  if (avx2) i = codes_avx2(x, n, inv, shift, codes);
+#endif
+  for (; i < n; i++) {
+    float t = std::fma(x[i], inv, shift);
+    t = t > 0.f ? t : 0.f;  // (NaN -> 0)
+    t = t < 255.f ? t : 255.f;
+    codes[i] = (uint8_t)std::nearbyint(t);
+  }
+}
 
 void row_min_max(const float* x, int64_t n, float& mn, float& mx) {
   int64_t i = 0;

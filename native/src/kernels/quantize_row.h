@@ -12,4 +12,8 @@ void quantize_row_q8(const float* x, int64_t n, double scale, double zp, float* 
 // mn = min(mn, x[i]), mx = max(mx, x[i]) over the row; NaN elements are passed over.
 void row_min_max(const float* x, int64_t n, float& mn, float& mx);
 
+// codes[i] = clamp(round_half_even(x[i] * inv + shift), 0, 255), NaN -> 0: the byte codes of
+// values on a per-tensor int8 grid (shift = zero point, + 128 for signed codes).
+void float_to_codes(const float* x, int64_t n, float inv, float shift, uint8_t* codes);
+
 }  // namespace etnp

@@ -173,14 +173,22 @@ template <class S> struct ExpOp { typename S::V operator()(typename S::V v) cons
 template <class S> struct SigmoidOp { typename S::V operator()(typename S::V v) const { return sigmoid<S>(v); } };
 template <class S> struct TanhOp { typename S::V operator()(typename S::V v) const { return tanh<S>(v); } };
 template <class S> struct GeluOp { typename S::V operator()(typename S::V v) const { return gelu<S>(v); } };
+// XNNPACK's hardswish: x * min(max(x / 6 + 1/2, 0), 1) (max(NaN, 0) = 0, then 0 * NaN = NaN)
+template <class S> struct HardswishOp {
+  typename S::V operator()(typename S::V v) const {
+    const typename S::V t = S::fmadd(v, S::set1(1.f / 6.f), S::set1(0.5f));
+    return S::mul(S::min(S::max(t, S::set1(0.f)), S::set1(1.f)), v);
+  }
+};
 
-// The five entry points of one path, as the dispatcher calls them.
+// The entry points of one path, as the dispatcher calls them.
 template <class S>
 struct Path {
   static void exp(const float* x, float* y, int64_t n) { map<S>(x, y, n, ExpOp<S>()); }
   static void sigmoid(const float* x, float* y, int64_t n) { map<S>(x, y, n, SigmoidOp<S>()); }
   static void tanh(const float* x, float* y, int64_t n) { map<S>(x, y, n, TanhOp<S>()); }
   static void gelu(const float* x, float* y, int64_t n) { map<S>(x, y, n, GeluOp<S>()); }
+  static void hardswish(const float* x, float* y, int64_t n) { map<S>(x, y, n, HardswishOp<S>()); }
   static void softmax(const float* x, float* y, int64_t n) { softmax_row<S>(x, y, n); }
 };
 

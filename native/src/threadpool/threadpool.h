@@ -10,8 +10,9 @@
 // saw, and runs. The caller, once every range is empty, closes the region (even state) and waits
 // for `active_` to drain; a worker that registered after the close backs off without touching
 // the region. Workers spin between regions (a model runs many short regions back to back, and
-// calls follow each other) for up to 1 ms, then sleep on a condition variable; the caller
-// notifies only when someone sleeps.
+// calls follow each other) for up to 1 ms (yielding the core now and then after the first 20 us,
+// so a loaded machine's other work is not starved), then sleep on a condition variable; the
+// caller notifies only when someone sleeps.
 // One pool per Runtime; calls are serialised by the Runtime, so one region runs at a time. A
 // parallel_for from inside a region (a worker, or the caller's own share) runs inline. An
 // exception thrown by fn on any thread ends the region early (remaining chunks are dropped) and

@@ -200,6 +200,10 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     nchw = false;
   };
   if (M == 0 || OC == 0) return;  // empty output (its buffer may be null: no pointer arithmetic on it)
+  if (!n.qconv.empty() && !nchw && !res) {
+    if (conv2d_q8(ctx, g, n, *ap, N, H, W, OH, OW, bias, o, sc)) return;
+    if (n.packed.empty()) fail(n, "int8 filter packed for an input that is not on an int8 grid");
+  }
   // im2col of output pixels [m_begin, m_end) of group gi into rows of K floats at dst. With one
   // group and no dilation, a kernel row's taps are KW * C adjacent input floats.
   const bool row_runs = G == 1 && n.dw == 1;

@@ -55,6 +55,17 @@ void unary(KernelContext& ctx, Graph& g, Node& n, F f) {
   Tensor ta = wrap(a), to = wrap(o);
   unary_apply_fn(ctx, ta, to, f);
 }
+// a float32 function the compiler vectorises (exact in float32 or XNNPACK's own float formula)
+template <typename F>
+void unary_f32(KernelContext& ctx, Graph& g, Node& n, F f) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  ensure_shape(o, a.shape);
+  const float* x = a.data.data();
+  float* y = o.data.data();
+  parallel(ctx, a.numel(), 1 << 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i++) y[i] = f(x[i]);
+  });
+}
 // float32 elementwise functions of kernels/vec_math.h, split across threads when large
 void unary_vec(KernelContext& ctx, Graph& g, Node& n, void (*f)(const float*, float*, int64_t)) {
   Value &a = in(g, n, 0), &o = out(g, n);
@@ -102,20 +113,20 @@ bool run_elementwise(KernelContext& ctx, Graph& g, Node& n) {
     case Clamp: case Copy: case Convert: copy_value(g, n); return true;
     case Sigmoid: unary_vec(ctx, g, n, vec_sigmoid); return true;
     case Tanh: unary_vec(ctx, g, n, vec_tanh); return true;
-    case Floor: unary(ctx, g, n, [](double x) { return std::floor(x); }); return true;
-    case Ceiling: unary(ctx, g, n, [](double x) { return std::ceil(x); }); return true;
-    case SquareRoot: unary(ctx, g, n, [](double x) { return std::sqrt(x); }); return true;
+    case Floor: unary_f32(ctx, g, n, [](float x) { return std::floor(x); }); return true;
+    case Ceiling: unary_f32(ctx, g, n, [](float x) { return std::ceil(x); }); return true;
+    case SquareRoot: unary_f32(ctx, g, n, [](float x) { return std::sqrt(x); }); return true;  // correctly rounded either way
     case ReciprocalSquareRoot: unary(ctx, g, n, [](double x) { return 1.0 / std::sqrt(x); }); return true;
-    case Square: unary(ctx, g, n, [](double x) { return x * x; }); return true;
-    case Abs: unary(ctx, g, n, [](double x) { return std::fabs(x); }); return true;
-    case Negate: unary(ctx, g, n, [](double x) { return -x; }); return true;
+    case Square: unary_f32(ctx, g, n, [](float x) { return x * x; }); return true;
+    case Abs: unary_f32(ctx, g, n, [](float x) { return std::fabs(x); }); return true;
+    case Negate: unary_f32(ctx, g, n, [](float x) { return -x; }); return true;
     case Exp: unary_vec(ctx, g, n, vec_exp); return true;
     case Log: unary(ctx, g, n, [](double x) { return std::log(x); }); return true;
     case Sin: unary(ctx, g, n, [](double x) { return std::sin(x); }); return true;
     case Cos: unary(ctx, g, n, [](double x) { return std::cos(x); }); return true;
     case Gelu: unary_vec(ctx, g, n, vec_gelu); return true;
-    case Hardswish: unary(ctx, g, n, [](double x) { return x * std::min(std::max(x + 3.0, 0.0), 6.0) / 6.0; }); return true;
-    case LeakyReLU: { double sl = n.fparam; unary(ctx, g, n, [sl](double x) { return x > 0 ? x : x * sl; }); return true; }
+    case Hardswish: unary_vec(ctx, g, n, vec_hardswish); return true;  // XNNPACK's float32 formula
+    case LeakyReLU: { float sl = n.fparam; unary_f32(ctx, g, n, [sl](float x) { return x > 0 ? x : x * sl; }); return true; }
     case ELU: { double al = n.fparam; unary(ctx, g, n, [al](double x) { return x > 0 ? x : al * std::expm1(x); }); return true; }
     case Softmax: softmax(ctx, g, n); return true;
     default: return false;

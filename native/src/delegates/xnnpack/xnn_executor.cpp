@@ -25,8 +25,14 @@ class XnnDelegate : public DelegateHandle {
     for (auto& n : g_.nodes) prepare_node(pool, g_, n);
     for (auto& v : g_.values) v.raw = nullptr;  // program bytes are only read while packing
     fuse_nodes(g_);  // (after packing: fusions depend on packed weights)
-    const char* prof = std::getenv("ETNP_XNN_PROFILE");
-    if (prof && *prof && *prof != '0') profile_ = std::make_unique<std::vector<double>>(g_.nodes.size(), 0.0);
+    // static-int8 convolutions run on their int8 filters (xnn_static_q8.cpp): the float packing is
+    // kept only where a fused pipeline reads it
+    for (auto& n : g_.nodes) {
+      for (Node* f : {n.pre.get(), n.post.get()})
+        if (f) std::vector<PackedQ8>().swap(f->qconv);
+      if (n.type == Conv2d && !n.qconv.empty() && n.residual == kInvalidId && n.nchw_transposed == kInvalidId)
+        std::vector<PackedB>().swap(n.packed);
+    }
     plan_buffer_reuse();
     plan_borrowing();
     plan_moves();
@@ -36,7 +42,7 @@ class XnnDelegate : public DelegateHandle {
       for (size_t k = 0; k < n.inputs.size(); k++) {
         if (n.inputs[k] >= g_.values.size()) continue;
         uses[n.inputs[k]]++;
-        if (k == 1 && (!n.packed.empty() || n.qpacked.N > 0)) packed_uses[n.inputs[k]]++;
+        if (k == 1 && (!n.packed.empty() || n.qpacked.N > 0 || !n.qconv.empty())) packed_uses[n.inputs[k]]++;
       }
     };
     for (auto& n : g_.nodes) {
@@ -47,24 +53,6 @@ class XnnDelegate : public DelegateHandle {
     for (uint32_t id : g_.output_ids) uses[id]++;
     for (size_t i = 0; i < g_.values.size(); i++)
       if (g_.values[i].is_constant && uses[i] > 0 && uses[i] == packed_uses[i]) FloatBuffer().swap(g_.values[i].data);
-  }
-
-  ~XnnDelegate() override {
-    if (!profile_ || !profile_calls_) return;
-    // ETNP_XNN_PROFILE=1: mean time of each node over the calls, printed when the method goes
-    std::fprintf(stderr, "XNNPACK delegate profile: %zu nodes, %llu calls (mean microseconds per call)\n",
-                 g_.nodes.size(), (unsigned long long)profile_calls_);
-    double total = 0;
-    for (size_t i = 0; i < g_.nodes.size(); i++) {
-      const Node& n = g_.nodes[i];
-      const Value& o = g_.values[n.output];
-      std::string shape;
-      for (int64_t d : o.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
-      double us = (*profile_)[i] / profile_calls_ * 1e6;
-      total += us;
-      std::fprintf(stderr, "%4zu %-32s %-18s %9.1f\n", i, node_display_name(n).c_str(), shape.c_str(), us);
-    }
-    std::fprintf(stderr, "total %.1f us\n", total);
   }
 
   void execute(KernelContext& ctx, EValue** args, size_t nargs) override {
@@ -80,17 +68,15 @@ class XnnDelegate : public DelegateHandle {
         swap_buffers(reuse_[guard.done]);
         scratch_.moves.emplace_back(reuse_[guard.done].taker, reuse_[guard.done].giver);
       }
-      if (profile_ || ctx.profiler) {
+      if (ctx.profiler) {  // a profiled call (Method.profile): each node's span
         int64_t t0 = Profiler::now();
         run_node(ctx, g_, g_.nodes[i], scratch_);
         int64_t t1 = Profiler::now();
-        if (profile_) profile_->at(i) += (double)(t1 - t0) * 1e-9;
-        if (ctx.profiler) profile_event(*ctx.profiler, i, t0, t1);
+        profile_event(*ctx.profiler, i, t0, t1);
       } else {
         run_node(ctx, g_, g_.nodes[i], scratch_);
       }
     }
-    if (profile_) profile_calls_++;
     for (size_t k = 0; k < no; k++) store_output(g_.values[g_.output_ids[k]], *args[g_.output_args[k]], k);
   }
 
@@ -334,8 +320,6 @@ class XnnDelegate : public DelegateHandle {
 
   Graph g_;
   Scratch scratch_;
-  std::unique_ptr<std::vector<double>> profile_;  // seconds per node, when profiling
-  uint64_t profile_calls_ = 0;
   std::vector<bool> borrowable_;    // per graph input: read in place (see BorrowGuard)
   std::vector<Reuse> reuse_;        // in the order they are made during a call
   std::vector<size_t> reuse_end_;   // reuse_[0, reuse_end_[i]) are made before node i runs

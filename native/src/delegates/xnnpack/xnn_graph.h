@@ -83,7 +83,8 @@ struct Node {
   uint32_t axis = 0, new_h = 0, new_w = 0;
   // prepared weights (FullyConnected, Conv2d): one packed panel set per group
   std::vector<PackedB> packed;
-  PackedQ8 qpacked;  // FullyConnected on dynamically quantized input with int8 weights (N > 0 when set)
+  PackedQ8 qpacked;  // FullyConnected with int8 weights on a dynamically quantized or static-int8 input (N > 0 when set)
+  std::vector<PackedQ8> qconv;  // Conv2d on a static-int8 input with int8 weights: one per group (xnn_static_q8.cpp)
   std::vector<float> bias;
   // fused at method load (xnn_fuse.cpp). A Conv2d or FullyConnected that absorbed the Add after
   // it: `output` is the add's, `residual` (also inputs[3]) its other operand, res_min/res_max its
@@ -95,6 +96,7 @@ struct Node {
   uint32_t nchw_transposed = kInvalidId;
   bool residual_pending = false;  // during a call: the add is still to be applied (shapes differed)
   bool clamp_fused = false;       // a Clamp after it was fused into out_min/out_max (profiles say so)
+  bool snapped = false;           // during a call: the node snapped its output to its int8 grid itself
   bool move_input = false;        // StaticReshape: takes its input's buffer (nothing else reads it)
   // A DepthwiseConv2d that absorbed the pointwise Conv2d producing its input (the expansion of an
   // inverted-residual block): `pre` is that node (its output, inputs[0] here, is written only when

@@ -55,6 +55,11 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   const float* bias = bias_of(g, n, OC);
   GemmEpilogue ep = epilogue(n, bias);
   with_residual(ep, n, res, 0, OC);
+  if (n.qpacked.N > 0 && on_int8_grid(a)) {  // static int8 (prepare_fc_q8)
+    if (n.qpacked.K != IC || n.qpacked.N != OC) fail(n, "packed weights do not match the filter");
+    fully_connected_q8(ctx, n, a, M, IC, OC, bias, o, sc);
+    return;
+  }
   if (n.qpacked.N > 0) {
     // the filter lives only as int8 panels: the input must carry its per-row quantization
     if (n.qpacked.K != IC || n.qpacked.N != OC || a.row_len <= 0 || a.row_len % IC != 0 ||
@@ -103,10 +108,20 @@ void batch_matmul(KernelContext& ctx, Graph& g, Node& n) {
   s[s.size() - 2] = M;
   s[s.size() - 1] = N;
   ensure_shape(o, s);
-  for (int64_t i = 0; i < B; i++) {
+  const GemmEpilogue ep = epilogue(n, nullptr);
+  auto one = [&](ThreadPool* pool, int64_t i) {
     const float* A = a.data.data() + (BA == 1 ? 0 : i) * M * K;
     const float* Bp = b.data.data() + (BB == 1 ? 0 : i) * K * N;
-    sgemm(ctx.pool, M, N, K, A, K, 1, Bp, tb ? 1 : N, tb ? K : 1, o.data.data() + i * M * N, N, epilogue(n, nullptr));
+    sgemm(pool, M, N, K, A, K, 1, Bp, tb ? 1 : N, tb ? K : 1, o.data.data() + i * M * N, N, ep);
+  };
+  // attention's batches of heads: small products, one or more whole products a thread (the
+  // GEMM would not split them); large ones split inside the GEMM
+  if (B > 1 && M * N * K < (int64_t(1) << 21)) {
+    parallel(ctx, B, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; i++) one(nullptr, i);
+    });
+  } else {
+    for (int64_t i = 0; i < B; i++) one(ctx.pool, i);
   }
 }
 

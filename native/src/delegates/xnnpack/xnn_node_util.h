@@ -86,6 +86,16 @@ void sdpa(Graph& g, Node& n);
 
 // ---- convolutions (xnn_conv.cpp) ----
 void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc);
+// Static-int8 Conv2d and FullyConnected in integer arithmetic (xnn_static_q8.cpp): the prepare
+// functions pack the int8 filter (n.qconv per group; n.qpacked) where the input is on an int8
+// grid and the filter int8 with zero point 0; conv2d_q8 computes the node from it into o (false,
+// having done nothing, where it does not apply); fully_connected_q8 for an FC so prepared.
+void prepare_conv_q8(const Graph& g, Node& n, const Value& w);
+bool prepare_fc_q8(const Graph& g, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw);
+bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N, int64_t H, int64_t W, int64_t OH,
+               int64_t OW, const float* bias, Value& o, Scratch& sc);
+void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, int64_t IC, int64_t OC,
+                        const float* bias, Value& o, Scratch& sc);
 void depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o);
 void deconv(Graph& g, Node& n);
 

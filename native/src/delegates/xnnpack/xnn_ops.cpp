@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/kernel_util.h"
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
 #include "kernels/quantize_row.h"
@@ -76,7 +77,7 @@ void snap_to_grid(const Value& v, float* d, int64_t n) {
   }
 }
 
-void finalize_value(Value& v) {
+void finalize_value(KernelContext& ctx, Value& v) {
   int64_t n = v.numel();
   float* d = v.data.data();
   if (v.dtype == FP16) {
@@ -84,7 +85,7 @@ void finalize_value(Value& v) {
   } else if (v.dtype == BF16) {
     for (int64_t i = 0; i < n; i++) d[i] = bf16_to_float(float_to_bf16(d[i]));
   } else if (on_int8_grid(v)) {
-    snap_to_grid(v, d, n);
+    parallel(ctx, n, 1 << 16, [&](int64_t b, int64_t e) { snap_to_grid(v, d + b, e - b); });
   } else if (v.quant == Quant::PerToken || v.dtype == QDINT8) {
     // Dynamic asymmetric int8 per token (rows of the trailing `nonbatch_dims` dims).
     int nb = std::max(1, std::min<int>(v.nonbatch_dims, (int)v.shape.size()));
@@ -95,20 +96,24 @@ void finalize_value(Value& v) {
     v.row_scale.assign((size_t)rows, 1.0);  // an all-zero row: q = 0, zero point 0
     v.row_zp.assign((size_t)rows, 0);
     v.q8.resize((size_t)n);
-    for (int64_t r = 0; r * len < n; r++) {
-      float* x = d + r * len;
-      float mn = 0.f, mx = 0.f;
-      row_min_max(x, len, mn, mx);
-      if (mx == mn) {  // all zeros: q = 0
-        std::memset(v.q8.data() + r * len, 128, (size_t)len);
-        continue;
+    // rows across threads (each row's parameters and codes are its own)
+    parallel(ctx, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; r++) {
+        float* x = d + r * len;
+        const int64_t m = std::min(len, n - r * len);
+        float mn = 0.f, mx = 0.f;
+        row_min_max(x, m, mn, mx);
+        if (mx == mn) {  // all zeros: q = 0
+          std::memset(v.q8.data() + r * len, 128, (size_t)m);
+          continue;
+        }
+        double scale = ((double)mx - mn) / 255.0;
+        double zp = std::nearbyint(std::min(std::max(-128.0 - mn / scale, -128.0), 127.0));
+        v.row_scale[(size_t)r] = scale;
+        v.row_zp[(size_t)r] = (int32_t)clamp_q(zp, -128.0, 127.0);
+        quantize_row_q8(x, m, scale, zp, x, v.q8.data() + r * len);
       }
-      double scale = ((double)mx - mn) / 255.0;
-      double zp = std::nearbyint(std::min(std::max(-128.0 - mn / scale, -128.0), 127.0));
-      v.row_scale[(size_t)r] = scale;
-      v.row_zp[(size_t)r] = (int32_t)clamp_q(zp, -128.0, 127.0);
-      quantize_row_q8(x, len, scale, zp, x, v.q8.data() + r * len);
-    }
+    });
   }
 }
 
@@ -142,12 +147,14 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
       n.qpacked = pack_q8(IC, OC, q.data(), tw ? OC : 1, tw ? 1 : IC, w->scales.data());
       return;
     }
+    if (prepare_fc_q8(g, n, *w, IC, OC, tw)) return;  // static int8: the int8 filter only
     n.packed.push_back(pack_b(pool, IC, OC, w->cdata(), tw ? OC : 1, tw ? 1 : IC));
   } else if (n.type == Conv2d) {
     if (w->dims.size() != 4) fail(n, "filter must be 4-D");
     int64_t K = (int64_t)n.kh * n.kw * n.group_in, OCg = n.group_out;
     if (w->dims[0] != (int64_t)n.groups * OCg || w->dims[1] * w->dims[2] * w->dims[3] != K) fail(n, "filter shape mismatch");
     for (uint32_t gi = 0; gi < n.groups; gi++) n.packed.push_back(pack_b(pool, K, OCg, w->cdata() + gi * OCg * K, 1, K));
+    prepare_conv_q8(g, n, *w);
   }
 }
 
@@ -171,7 +178,7 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
       if (n.post) {  // the depthwise step writes its own result, then the projection runs
         Value& d = g.values[n.post->inputs[0]];
         depthwise(ctx, g, n, d);
-        finalize_value(d);
+        finalize_value(ctx, d);
         run_node(ctx, g, *n.post, s);
       } else {
         depthwise(ctx, g, n, out(g, n));
@@ -182,6 +189,7 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
     case ScaledDotProductAttention: sdpa(g, n); break;
     default: fail(n, "node type is not implemented");
   }
+  const bool added = n.residual_pending;  // (then the output is the add's, not the GEMM's)
   if (n.residual_pending) {  // a fused residual add whose shapes differed: the add itself
     Value &x = g.values[n.unfused], &r = g.values[n.residual], &o = out(g, n);
     add_values(ctx, x, r, o);
@@ -192,8 +200,9 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
   if (n.type != FullyConnected && n.type != Conv2d && n.type != DepthwiseConv2d && n.type != ConvTranspose2d &&
       n.type != BatchMatrixMultiply)
     clamp_output(n, o);  // the GEMM-based nodes clamp in their epilogue
-  finalize_value(o);
-  if (n.type == ArgMaxPooling2d) finalize_value(g.values[n.output2]);
+  if (!n.snapped || added) finalize_value(ctx, o);  // (a static-int8 GEMM may have snapped it already)
+  n.snapped = false;
+  if (n.type == ArgMaxPooling2d) finalize_value(ctx, g.values[n.output2]);
 }
 
 }  // namespace etnp::xnn

@@ -25,7 +25,7 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n);
 // Runs one node: computes its output shape and values.
 void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s);
 // Snap a freshly written value to its datatype (fp16 rounding, quantization grid).
-void finalize_value(Value& v);
+void finalize_value(KernelContext& ctx, Value& v);
 // Values on a per-tensor int8 grid (qs8 / qu8), and the snapping of n of their floats to it.
 bool on_int8_grid(const Value& v);
 void snap_to_grid(const Value& v, float* d, int64_t n);

@@ -1,0 +1,218 @@
+// Static-int8 Conv2d and FullyConnected in integer arithmetic: an input on a per-tensor int8 grid
+// (qs8 / qu8) times an int8 filter (per-channel qc8w or per-tensor qs8, zero point 0), accumulated exactly in int32
+// by the int8 GEMM (kernels/qgemm.h), scaled back to float with the bias and clamp; the caller
+// then snaps the output to its grid (finalize_value), as for every static-int8 value. The float
+// path computes the same sums in float32 (rounding each product sum); here they are exact, as
+// in XNNPACK. Inputs become their codes once (q + 128 for qs8, q for qu8); KxK convolutions
+// unfold blocks of output pixels into per-thread byte rows (the spatial padding is the code of 0,
+// i.e. the zero point), multiplied right away.
+#include "delegates/xnnpack/xnn_node_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/kernel_util.h"
+#include "kernels/qgemm.h"
+#include "kernels/quantize_row.h"
+
+namespace etnp::xnn {
+
+// ETNP_XNN_INT8=off keeps static-int8 convolutions on the float path (for comparisons)
+static bool int8_convs_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("ETNP_XNN_INT8");
+    return !(v && std::strcmp(v, "off") == 0);
+  }();
+  return on;
+}
+
+namespace {
+
+// The int8 values and per-output-channel scales of a static-int8 filter of OC x K values whose
+// output channel is dimension `oc_dim` of its 2-D view (0: [OC, K], 1: [K, OC]); false unless it
+// is per-channel qc8w or per-tensor qs8, zero point 0, and the sums cannot overflow.
+bool int8_filter(const Value& w, int64_t OC, int64_t K, int oc_dim, std::vector<int8_t>& q, std::vector<float>& scales) {
+  // int32 sums of up to 32768 products of 255 * 128 (and the zero-point term) cannot overflow
+  if (!int8_convs_enabled() || w.zero_point != 0 || K <= 0 || OC <= 0 || K > 32768 || (int64_t)w.data.size() < OC * K)
+    return false;
+  scales.resize((size_t)OC);
+  if (w.dtype == QCINT8 && w.quant == Quant::PerChannel && w.channel_dim == oc_dim && (int64_t)w.scales.size() >= OC)
+    std::copy(w.scales.begin(), w.scales.begin() + OC, scales.begin());
+  else if (w.dtype == QINT8 && w.quant == Quant::PerTensor)
+    std::fill(scales.begin(), scales.end(), w.scale);
+  else
+    return false;
+  // the filter's int8 values are its decoded grid points divided by the channel scale
+  q.resize((size_t)(OC * K));
+  const float* f = w.data.data();
+  for (int64_t i = 0; i < OC * K; i++) {
+    const float s = scales[(size_t)(oc_dim == 0 ? i / K : i % OC)];
+    const double v = s != 0.f ? std::nearbyint((double)f[i] / s) : 0.0;
+    q[(size_t)i] = (int8_t)clamp_q(v, -128.0, 127.0);
+  }
+  return true;
+}
+
+bool int8_input(const Value* x) { return x && on_int8_grid(*x) && x->scale > 0.f && std::isfinite(x->scale); }
+
+// The input's byte codes (u8 = t + zp, + 128 for qs8, t = x / scale an integer on the grid) into
+// sc.q8, and the GEMM's zero point for them: value = (u8 - 128 - zpa) * scale.
+int32_t input_codes(KernelContext& ctx, const Value& a, int64_t total, Scratch& sc) {
+  const int32_t zpa = a.dtype == QINT8 ? a.zero_point : a.zero_point - 128;
+  const float inv = 1.f / a.scale, shift = (float)(zpa + 128);
+  sc.q8.resize((size_t)total);
+  uint8_t* codes = sc.q8.data();
+  const float* X = a.cdata();
+  parallel(ctx, total, 1 << 16, [&](int64_t b, int64_t e) { float_to_codes(X + b, e - b, inv, shift, codes + b); });
+  return zpa;
+}
+
+// per-row quantisation parameters of the GEMM: one per-tensor pair repeated `rows` times
+QActivations repeated_params(const Value& a, int32_t zpa, int64_t rows, std::vector<float>& s, std::vector<int32_t>& z) {
+  s.assign((size_t)rows, a.scale);
+  z.assign((size_t)rows, zpa);
+  QActivations qa;
+  qa.scale = s.data();
+  qa.zero_point = z.data();
+  return qa;
+}
+
+// The output's grid, when the node's own output (not a fused one) is on a per-tensor int8 grid:
+// the GEMM then snaps its results itself and run_node skips finalize_value (Node::snapped).
+const OutputGrid* output_grid(const Value& o, OutputGrid& g) {
+  if (!on_int8_grid(o) || !(o.scale > 0.f)) return nullptr;
+  const float zp = (float)o.zero_point;
+  g.lo = (o.dtype == QINT8 ? -128.f : 0.f) - zp;
+  g.hi = (o.dtype == QINT8 ? 127.f : 255.f) - zp;
+  g.inv = 1.f / o.scale;
+  g.scale = o.scale;
+  return &g;
+}
+
+}  // namespace
+
+void prepare_conv_q8(const Graph& g, Node& n, const Value& w) {
+  const Value* x = n.inputs.empty() || n.inputs[0] >= g.values.size() ? nullptr : &g.values[n.inputs[0]];
+  const int64_t G = n.groups, OCg = n.group_out, K = (int64_t)n.kh * n.kw * n.group_in;
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+  if (!int8_input(x) || !int8_filter(w, G * OCg, K, 0, q, scales)) return;
+  for (int64_t gi = 0; gi < G; gi++)  // filter [OC, KH, KW, ICg]: B(k, oc) = q[(gi * OCg + oc) * K + k]
+    n.qconv.push_back(pack_q8(K, OCg, q.data() + gi * OCg * K, 1, K, scales.data() + gi * OCg));
+}
+
+bool prepare_fc_q8(const Graph& g, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw) {
+  const Value* x = n.inputs.empty() || n.inputs[0] >= g.values.size() ? nullptr : &g.values[n.inputs[0]];
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+  if (!int8_input(x) || !int8_filter(w, OC, IC, tw ? 1 : 0, q, scales)) return false;
+  n.qpacked = pack_q8(IC, OC, q.data(), tw ? OC : 1, tw ? 1 : IC, scales.data());
+  return true;
+}
+
+void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, int64_t IC, int64_t OC,
+                        const float* bias, Value& o, Scratch& sc) {
+  const PackedQ8& pq = n.qpacked;
+  const int32_t zpa = input_codes(ctx, a, M * IC, sc);
+  const uint8_t* rows = sc.q8.data();
+  thread_local std::vector<uint8_t> padded;
+  if (pq.Kp != IC) {  // rows padded to the packed K (zero weights there)
+    padded.assign((size_t)(M * pq.Kp), 0);
+    for (int64_t m = 0; m < M; m++) std::memcpy(padded.data() + m * pq.Kp, rows + m * IC, (size_t)IC);
+    rows = padded.data();
+  }
+  thread_local std::vector<float> s;
+  thread_local std::vector<int32_t> z;
+  QActivations qa = repeated_params(a, zpa, M, s, z);
+  qa.data = rows;
+  OutputGrid og;
+  const OutputGrid* grid = output_grid(o, og);
+  qgemm_q8(ctx.pool, M, qa, pq, bias, n.out_min, n.out_max, o.data.data(), OC, grid);
+  n.snapped = grid != nullptr;
+}
+
+bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N, int64_t H, int64_t W, int64_t OH,
+               int64_t OW, const float* bias, Value& o, Scratch& sc) {
+  const int64_t G = n.groups, ICg = n.group_in, OCg = n.group_out, OC = G * OCg, C = G * ICg;
+  const int64_t K = (int64_t)n.kh * n.kw * ICg, M = N * OH * OW;
+  if ((int64_t)n.qconv.size() != G || !on_int8_grid(a) || n.residual != kInvalidId) return false;
+  for (const PackedQ8& p : n.qconv)
+    if (p.K != K || p.N != OCg) return false;
+  const int64_t Kp = n.qconv[0].Kp;
+  const int32_t zpa = input_codes(ctx, a, N * H * W * C, sc);
+  const uint8_t* codes = sc.q8.data();
+  const uint8_t pad_code = (uint8_t)(zpa + 128);
+  const float lo = n.out_min, hi = n.out_max;
+  const bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left &&
+                         !n.pad_bottom && !n.pad_right;
+  float* Y = o.data.data();
+  OutputGrid og;
+  const OutputGrid* grid = output_grid(o, og);
+  n.snapped = grid != nullptr;
+  if (pointwise && G == 1 && C == Kp) {  // the codes are the GEMM's rows
+    thread_local std::vector<float> s;
+    thread_local std::vector<int32_t> z;
+    QActivations qa = repeated_params(a, zpa, M, s, z);
+    qa.data = codes;
+    qgemm_q8(ctx.pool, M, qa, n.qconv[0], bias, lo, hi, Y, OC, grid);
+    return true;
+  }
+  // blocks of output pixels unfolded into per-thread byte rows of Kp and multiplied right away
+  const int64_t rows = std::max<int64_t>(24, std::min<int64_t>(240, (int64_t(1) << 15) / Kp)) / 24 * 24;
+  const int64_t KW = n.kw, run = KW * ICg;
+  const bool row_runs = G == 1 && n.dw == 1;
+  auto copy = [](uint8_t* d, const uint8_t* src, int64_t len) {  // short runs (a group's channels): no memcpy call
+    if (len >= 32) std::memcpy(d, src, (size_t)len);
+    else for (int64_t t = 0; t < len; t++) d[t] = src[t];
+  };
+  // tasks: blocks of output pixels, each unfolded and multiplied group after group (its input
+  // rows stay in cache)
+  parallel(ctx, (M + rows - 1) / rows, 1, [&](int64_t b, int64_t e) {
+    thread_local std::vector<uint8_t> buf;  // grows only
+    thread_local std::vector<float> s;
+    thread_local std::vector<int32_t> z;
+    if (buf.size() < (size_t)(rows * Kp)) buf.resize((size_t)(rows * Kp));
+    QActivations qa = repeated_params(a, zpa, rows, s, z);
+    qa.data = buf.data();
+    for (int64_t blk = b; blk < e; blk++) {
+      const int64_t m0 = blk * rows, m1 = std::min(M, m0 + rows);
+      for (int64_t gi = 0; gi < G; gi++) {
+        int64_t bn = m0 / (OH * OW), oh = (m0 / OW) % OH, ow = m0 % OW;
+        for (int64_t m = m0; m < m1; m++, ow++) {
+          if (ow == OW) {
+            ow = 0;
+            if (++oh == OH) { oh = 0; bn++; }
+          }
+          uint8_t* row = buf.data() + (m - m0) * Kp;
+          const int64_t iw0 = ow * n.sw - n.pad_left;
+          for (int64_t i = 0; i < (int64_t)n.kh; i++) {
+            const int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
+            uint8_t* dst = row + i * run;
+            if (ih < 0 || ih >= H) {
+              std::memset(dst, pad_code, (size_t)run);
+              continue;
+            }
+            const uint8_t* src_row = codes + (bn * H + ih) * W * C + gi * ICg;
+            if (row_runs && iw0 >= 0 && iw0 + KW <= W) {
+              copy(dst, src_row + iw0 * C, run);
+              continue;
+            }
+            for (int64_t j = 0; j < KW; j++, dst += ICg) {
+              const int64_t iw = iw0 + j * n.dw;
+              if (iw < 0 || iw >= W) std::memset(dst, pad_code, (size_t)ICg);
+              else copy(dst, src_row + iw * C, ICg);
+            }
+          }
+          if (Kp > K) std::memset(row + K, 0, (size_t)(Kp - K));  // (zero weights there)
+        }
+        qgemm_q8(nullptr, m1 - m0, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, Y + m0 * OC + gi * OCg, OC,
+                 grid);
+      }
+    }
+  });
+  return true;
+}
+
+}  // namespace etnp::xnn
