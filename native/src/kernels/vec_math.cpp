@@ -24,6 +24,15 @@ void vec_hardswish_avx2(const float*, float*, int64_t);
 void vec_softmax_avx2(const float*, float*, int64_t);
 #endif
 
+#if defined(__aarch64__)
+void vec_exp_neon(const float*, float*, int64_t);
+void vec_sigmoid_neon(const float*, float*, int64_t);
+void vec_tanh_neon(const float*, float*, int64_t);
+void vec_gelu_neon(const float*, float*, int64_t);
+void vec_softmax_neon(const float*, float*, int64_t);
+void vec_hardswish_neon(const float*, float*, int64_t);
+#endif
+
 namespace {
 
 struct Scalar {
@@ -70,6 +79,9 @@ const Table& table() {
     if (cpu_has_avx512f()) s = {vec_exp_avx512, vec_sigmoid_avx512, vec_tanh_avx512, vec_gelu_avx512, vec_softmax_avx512,
                                   vec_hardswish_avx512};
     else if (cpu_has_avx2_fma()) s = {vec_exp_avx2, vec_sigmoid_avx2, vec_tanh_avx2, vec_gelu_avx2, vec_softmax_avx2, vec_hardswish_avx2};
+#endif
+#if defined(__aarch64__)
+    if (cpu_has_neon()) s = {vec_exp_neon, vec_sigmoid_neon, vec_tanh_neon, vec_gelu_neon, vec_softmax_neon, vec_hardswish_neon};
 #endif
     return s;
   }();

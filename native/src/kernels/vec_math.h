@@ -1,4 +1,4 @@
-// Vectorised float32 transcendental functions over arrays (AVX-512, AVX2+FMA, portable), chosen
+// Vectorised float32 transcendental functions over arrays (AVX-512, AVX2+FMA, NEON, portable), chosen
 // at run time like the GEMMs (ETNP_CPU caps the choice). Every path runs the same algorithm, so
 // results agree across paths to the last bit or two. Accuracy, measured over 1e7 points against
 // double precision (native_tests/kernel_check.cpp checks the bounds on every path):
