@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cpu_features.h"
+#include "kernels/depthwise.h"
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
 #include "kernels/quantize_row.h"
@@ -149,6 +150,45 @@ static void check_codes(std::mt19937& rng) {
   }
 }
 
+// Depthwise convolution (NHWC, every CPU path's register-blocked interior and per-pixel borders)
+// against the definition, with padding, strides, dilation and channel counts off the vector widths.
+static void check_depthwise(std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  struct Case { int64_t H, W, C, K, s, d, p; };
+  const Case cases[] = {{9, 11, 8, 3, 1, 1, 1}, {10, 10, 13, 3, 2, 1, 1}, {12, 9, 37, 5, 1, 1, 2}, {11, 13, 20, 5, 2, 1, 2},
+                        {8, 8, 4, 3, 1, 2, 2}, {7, 16, 33, 3, 1, 1, 0}, {6, 6, 3, 5, 1, 1, 0}, {14, 14, 64, 3, 2, 1, 1}};
+  for (const Case& cs : cases)
+    for (bool with_bias : {true, false}) {
+      DepthwiseGeom g{2, cs.H, cs.W, cs.C, 0, 0, cs.K, cs.K, cs.s, cs.s, cs.d, cs.d, cs.p, cs.p, -0.7f, 0.9f};
+      g.OH = (cs.H + 2 * cs.p - cs.d * (cs.K - 1) - 1) / cs.s + 1;
+      g.OW = (cs.W + 2 * cs.p - cs.d * (cs.K - 1) - 1) / cs.s + 1;
+      std::vector<float> x((size_t)(g.N * cs.H * cs.W * cs.C)), w((size_t)(cs.K * cs.K * cs.C)), b((size_t)cs.C);
+      for (auto& v : x) v = u(rng);
+      for (auto& v : w) v = u(rng);
+      for (auto& v : b) v = u(rng);
+      std::vector<float> y((size_t)(g.N * g.OH * g.OW * cs.C), NAN);
+      depthwise_nhwc_f32(g, x.data(), w.data(), with_bias ? b.data() : nullptr, y.data(), 0, g.N * g.OH);
+      for (int64_t n = 0; n < g.N; n++)
+        for (int64_t oh = 0; oh < g.OH; oh++)
+          for (int64_t ow = 0; ow < g.OW; ow++)
+            for (int64_t c = 0; c < cs.C; c++) {
+              double want = with_bias ? b[(size_t)c] : 0.0;
+              for (int64_t i = 0; i < cs.K; i++)
+                for (int64_t j = 0; j < cs.K; j++) {
+                  const int64_t ih = oh * cs.s - cs.p + i * cs.d, iw = ow * cs.s - cs.p + j * cs.d;
+                  if (ih >= 0 && ih < cs.H && iw >= 0 && iw < cs.W)
+                    want += (double)x[(size_t)(((n * cs.H + ih) * cs.W + iw) * cs.C + c)] * w[(size_t)((i * cs.K + j) * cs.C + c)];
+                }
+              want = std::min(std::max(want, (double)g.lo), (double)g.hi);
+              const float got = y[(size_t)(((n * g.OH + oh) * g.OW + ow) * cs.C + c)];
+              if (!(std::fabs(got - want) <= 1e-5) && failures++ < 5)
+                std::printf("depthwise H=%ld W=%ld C=%ld K=%ld s=%ld d=%ld p=%ld (%ld,%ld,%ld,%ld): %g != %g\n", (long)cs.H,
+                            (long)cs.W, (long)cs.C, (long)cs.K, (long)cs.s, (long)cs.d, (long)cs.p, (long)n, (long)oh,
+                            (long)ow, (long)c, got, want);
+            }
+    }
+}
+
 static void check_pool() {
   for (int threads : {1, 2, 3, 5}) {
     ThreadPool pool(threads);
@@ -280,6 +320,7 @@ int main() {
   check_vec_math(rng);
   check_transpose();
   check_codes(rng);
+  check_depthwise(rng);
   ThreadPool one(1), two(2);
   const int64_t Ms[] = {1, 3, 6, 7, 8, 9, 13, 16, 17, 49, 100};
   const int64_t Ns[] = {1, 8, 15, 16, 17, 24, 31, 32, 33, 48, 70};

@@ -7,6 +7,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 namespace etnp {
@@ -320,6 +322,64 @@ ETNP_TARGET("avx2,fma") void stationary_avx2(const DepthwiseGeom& g, const float
 }
 #endif
 
+#if defined(__aarch64__)
+// NEON (base aarch64): KH x KW taps of 4 channels held in registers, four output pixels at a time
+// (four FMA chains); clamps keep a NaN, as the x86 paths' min/max with the value second.
+template <int KH, int KW>
+void stationary_neon(const DepthwiseGeom& g, const float* x, const float* w, const float* bias, float* y, int64_t bn,
+                     int64_t oh, int64_t ow_begin, int64_t ow_end) {
+  const int64_t C = g.C, tap_step_w = g.dw * C, tap_step_h = g.dh * g.W * C, step = g.sw * C;
+  const float* xrow = x + ((bn * g.H + (oh * g.sh - g.pad_top)) * g.W + (ow_begin * g.sw - g.pad_left)) * C;
+  float* yrow = y + ((bn * g.OH + oh) * g.OW + ow_begin) * C;
+  const float32x4_t lo = vdupq_n_f32(g.lo), hi = vdupq_n_f32(g.hi);
+  auto clamp = [&](float32x4_t v) {
+    v = vbslq_f32(vcgtq_f32(lo, v), lo, v);
+    return vbslq_f32(vcltq_f32(hi, v), hi, v);
+  };
+  int64_t c = 0;
+  for (; c + 4 <= C; c += 4) {
+    float32x4_t k[KH * KW];
+    for (int t = 0; t < KH * KW; t++) k[t] = vld1q_f32(w + t * C + c);
+    const float32x4_t b = bias ? vld1q_f32(bias + c) : vdupq_n_f32(0.f);
+    const float* xp = xrow + c;
+    float* yp = yrow + c;
+    int64_t ow = ow_begin;
+    for (; ow + 4 <= ow_end; ow += 4, xp += 4 * step, yp += 4 * C) {
+      float32x4_t a0 = b, a1 = b, a2 = b, a3 = b;
+      for (int i = 0; i < KH; i++)
+        for (int j = 0; j < KW; j++) {
+          const float* t = xp + i * tap_step_h + j * tap_step_w;
+          const float32x4_t kk = k[i * KW + j];
+          a0 = vfmaq_f32(a0, vld1q_f32(t), kk);
+          a1 = vfmaq_f32(a1, vld1q_f32(t + step), kk);
+          a2 = vfmaq_f32(a2, vld1q_f32(t + 2 * step), kk);
+          a3 = vfmaq_f32(a3, vld1q_f32(t + 3 * step), kk);
+        }
+      vst1q_f32(yp, clamp(a0));
+      vst1q_f32(yp + C, clamp(a1));
+      vst1q_f32(yp + 2 * C, clamp(a2));
+      vst1q_f32(yp + 3 * C, clamp(a3));
+    }
+    for (; ow < ow_end; ow++, xp += step, yp += C) {
+      float32x4_t acc = b;
+      for (int i = 0; i < KH; i++)
+        for (int j = 0; j < KW; j++) acc = vfmaq_f32(acc, vld1q_f32(xp + i * tap_step_h + j * tap_step_w), k[i * KW + j]);
+      vst1q_f32(yp, clamp(acc));
+    }
+  }
+  for (; c < C; c++) {  // channels past the last 4-block
+    const float* xp = xrow + c;
+    float* yp = yrow + c;
+    for (int64_t ow = ow_begin; ow < ow_end; ow++, xp += step, yp += C) {
+      float s = bias ? bias[c] : 0.f;
+      for (int i = 0; i < KH; i++)
+        for (int j = 0; j < KW; j++) s += xp[i * tap_step_h + j * tap_step_w] * w[(i * KW + j) * C + c];
+      *yp = std::min(std::max(s, g.lo), g.hi);
+    }
+  }
+}
+#endif
+
 }  // namespace
 
 void depthwise_nhwc_f32(const DepthwiseGeom& g, const float* x, const float* w, const float* bias, float* y,
@@ -351,6 +411,23 @@ void depthwise_nhwc_f32(const DepthwiseGeom& g, const float* x, const float* w, 
       edge(bn, oh, ow_hi, g.OW);
     } else {
       edge(bn, oh, 0, g.OW);
+    }
+  }
+#elif defined(__aarch64__)
+  static const bool neon = cpu_has_neon();
+  void (*fast)(const DepthwiseGeom&, const float*, const float*, const float*, float*, int64_t, int64_t, int64_t,
+               int64_t) = nullptr;
+  if (neon && g.KH == 3 && g.KW == 3) fast = &stationary_neon<3, 3>;
+  if (neon && g.KH == 5 && g.KW == 5) fast = &stationary_neon<5, 5>;
+  for (int64_t r = row_begin; r < row_end; r++) {
+    const int64_t bn = r / g.OH, oh = r % g.OH, ih0 = oh * g.sh - g.pad_top;
+    const bool rows_inside = ih0 >= 0 && ih0 + (g.KH - 1) * g.dh < g.H;
+    if (fast && rows_inside && ow_lo < ow_hi) {
+      if (ow_lo > 0) row_generic(g, x, w, bias, y, bn, oh, 0, ow_lo);
+      fast(g, x, w, bias, y, bn, oh, ow_lo, ow_hi);
+      if (ow_hi < g.OW) row_generic(g, x, w, bias, y, bn, oh, ow_hi, g.OW);
+    } else {
+      row_generic(g, x, w, bias, y, bn, oh, 0, g.OW);
     }
   }
 #else

@@ -2,8 +2,9 @@
 // y[n, oh, ow, c] = clamp(bias[c] + sum_{i,j} x[n, ih, iw, c] * w[i, j, c]).
 // Interior pixels (every tap inside the input) of 3x3 and 5x5 kernels take register-blocked paths:
 // on AVX-512 a channel-inner kernel for 3x3 at stride 1 or 2 (four pixels a step) and a
-// weight-stationary one otherwise; on AVX2 the weight-stationary one. Border pixels and other
-// shapes use per-pixel kernels (AVX-512, AVX2+FMA, portable). All sum the taps in the same order.
+// weight-stationary one otherwise; on AVX2 and aarch64 NEON the weight-stationary one. Border
+// pixels and other shapes use per-pixel kernels (AVX-512, AVX2+FMA, portable). All sum the taps
+// in the same order. (native_tests/kernel_check.cpp compares every path with the definition.)
 #pragma once
 #include <cstdint>
 
