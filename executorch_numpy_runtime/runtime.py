@@ -448,6 +448,8 @@ class Method:
             if handler is not _sigint_seen[0]:
                 lib.etnp_install_interrupt_handler()
                 _sigint_seen[0] = handler
+            # a Ctrl-C from here on stops the call, also one that arrives before the call starts
+            lib.etnp_method_mark_interrupts(self._ptr)
         limits = (float(timeout or 0.0), main)
         if limits != self._limits:
             check(lib.etnp_method_set_run_limits(self._ptr, limits[0], int(main)))

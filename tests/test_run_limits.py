@@ -74,3 +74,25 @@ def test_ctrl_c_interrupts_a_long_call(loop_method):
     with pytest.raises(KeyboardInterrupt):
         loop_method([np.ones(N, np.float32)], timeout=20)
     assert time.monotonic() - sent[0] < 0.3  # within ~0.1 s (slack for a loaded machine)
+
+
+def test_ctrl_c_while_the_call_is_prepared_is_not_lost(loop_method, monkeypatch):
+    """A SIGINT that arrives after the call began in Python but before the native run starts
+    (here: while an input is converted) still stops the call, instead of running to its timeout."""
+    import executorch_numpy_runtime.runtime as rtmod
+    seen = []
+    previous = signal.signal(signal.SIGINT, lambda s, f: seen.append(s))  # Python only records it
+    convert = rtmod.Method._tensor
+
+    def convert_and_interrupt(self, i, x, code):
+        os.kill(os.getpid(), signal.SIGINT)
+        return convert(self, i, x, code)
+
+    monkeypatch.setattr(rtmod.Method, "_tensor", convert_and_interrupt)
+    try:
+        t = time.monotonic()
+        with pytest.raises((KeyboardInterrupt, en.ExecutionError), match="interrupt|^$"):
+            loop_method([[1.0] * N], timeout=20)  # a list: converted in Python, after the limits are set
+        assert time.monotonic() - t < 5
+    finally:
+        signal.signal(signal.SIGINT, previous)

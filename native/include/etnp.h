@@ -180,6 +180,10 @@ int etnp_method_set_run_limits(etnp_method *m, double timeout_s, int interruptib
 void etnp_method_cancel(etnp_method *m);
 /* Installs (once) a SIGINT handler that counts interrupts, then calls the handler it replaced. */
 int etnp_install_interrupt_handler(void);
+/* SIGINTs counted from now on stop M's next call (when interruptible): a caller marks just before
+ * it prepares the call, so an interrupt that arrives meanwhile is not lost (without a mark, the
+ * call counts from its own start). */
+void etnp_method_mark_interrupts(etnp_method *m);
 
 /* ---- profiling ----
  * With profiling on, each call of M records one event per kernel or delegate instruction (depth 0)

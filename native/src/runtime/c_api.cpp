@@ -248,6 +248,9 @@ int etnp_method_set_run_limits(etnp_method* m, double timeout_s, int interruptib
 void etnp_method_cancel(etnp_method* m) {
   if (m) m->m->control().cancel.store(true);
 }
+void etnp_method_mark_interrupts(etnp_method* m) {
+  if (m) m->m->control().mark_interrupts();
+}
 int etnp_install_interrupt_handler(void) {
   return install_interrupt_handler() ? ETNP_OK : fail(ETNP_ERR_INTERNAL, "cannot install the SIGINT handler");
 }

@@ -29,12 +29,21 @@ struct RunControl {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
   }
+  // The SIGINT count a caller marked before preparing the next call (etnp_method_mark_interrupts).
+  std::atomic<uint64_t> marked_sigints{0};
+  std::atomic<bool> marked{false};
+  void mark_interrupts() {
+    marked_sigints.store(sigint_count(), std::memory_order_relaxed);
+    marked.store(true, std::memory_order_release);
+  }
+
   void begin() {
     cancel.store(false, std::memory_order_relaxed);
     double t = timeout_s.load(std::memory_order_relaxed);
     deadline_ns = t > 0 ? now_ns() + (int64_t)(t * 1e9) : 0;
     poll_sigint = interruptible.load(std::memory_order_relaxed);
-    sigints = poll_sigint ? sigint_count() : 0;
+    const bool was_marked = marked.exchange(false, std::memory_order_acquire);
+    sigints = poll_sigint ? (was_marked ? marked_sigints.load(std::memory_order_relaxed) : sigint_count()) : 0;
   }
   // Throws when the call must stop; `steps` instructions have run so far.
   void poll(const std::string& method, int64_t steps);
