@@ -61,8 +61,17 @@ def test_cancel_from_another_thread(loop_method):
         loop_method([np.ones(N, np.float32)], timeout=0.05)
 
 
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler for the test: a process started in the background by a
+    non-interactive shell inherits SIGINT ignored, and an ignored SIGINT rightly stops nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="needs the main thread")
-def test_ctrl_c_interrupts_a_long_call(loop_method):
+def test_ctrl_c_interrupts_a_long_call(loop_method, python_sigint):
     sent = []
 
     def interrupt():
