@@ -24,6 +24,23 @@ inline void tap_range(int64_t o, int64_t stride, int64_t pad, int64_t dil, int64
   if (first > last) first = last;
 }
 
+// The weight-stationary kernels' channels [c0, C) past their last full vector, one at a time, for
+// output pixels [ow_begin, ow_end) of the row at xrow / yrow (the interior: every tap inside).
+void stationary_channels_scalar(const DepthwiseGeom& g, const float* xrow, const float* w, const float* bias,
+                                float* yrow, int64_t c0, int64_t ow_begin, int64_t ow_end) {
+  const int64_t C = g.C, KH = g.KH, KW = g.KW, tap_step_w = g.dw * C, tap_step_h = g.dh * g.W * C, step = g.sw * C;
+  for (int64_t c = c0; c < C; c++) {
+    const float* xp = xrow + c;
+    float* yp = yrow + c;
+    for (int64_t ow = ow_begin; ow < ow_end; ow++, xp += step, yp += C) {
+      float s = bias ? bias[c] : 0.f;
+      for (int64_t i = 0; i < KH; i++)
+        for (int64_t j = 0; j < KW; j++) s += xp[i * tap_step_h + j * tap_step_w] * w[(i * KW + j) * C + c];
+      *yp = std::min(std::max(s, g.lo), g.hi);
+    }
+  }
+}
+
 void row_generic(const DepthwiseGeom& g, const float* x, const float* w, const float* bias, float* y, int64_t bn,
                  int64_t oh, int64_t ow_begin, int64_t ow_end) {
   int64_t i0, i1;
@@ -309,16 +326,7 @@ ETNP_TARGET("avx2,fma") void stationary_avx2(const DepthwiseGeom& g, const float
       _mm256_storeu_ps(yp, _mm256_min_ps(hi, _mm256_max_ps(lo, acc)));
     }
   }
-  for (; c < C; c++) {  // channels past the last 8-block
-    const float* xp = xrow + c;
-    float* yp = yrow + c;
-    for (int64_t ow = ow_begin; ow < ow_end; ow++, xp += step, yp += C) {
-      float s = bias ? bias[c] : 0.f;
-      for (int i = 0; i < KH; i++)
-        for (int j = 0; j < KW; j++) s += xp[i * tap_step_h + j * tap_step_w] * w[(i * KW + j) * C + c];
-      *yp = std::min(std::max(s, g.lo), g.hi);
-    }
-  }
+  stationary_channels_scalar(g, xrow, w, bias, yrow, c, ow_begin, ow_end);  // channels past the last vector
 }
 #endif
 
@@ -367,16 +375,7 @@ void stationary_neon(const DepthwiseGeom& g, const float* x, const float* w, con
       vst1q_f32(yp, clamp(acc));
     }
   }
-  for (; c < C; c++) {  // channels past the last 4-block
-    const float* xp = xrow + c;
-    float* yp = yrow + c;
-    for (int64_t ow = ow_begin; ow < ow_end; ow++, xp += step, yp += C) {
-      float s = bias ? bias[c] : 0.f;
-      for (int i = 0; i < KH; i++)
-        for (int j = 0; j < KW; j++) s += xp[i * tap_step_h + j * tap_step_w] * w[(i * KW + j) * C + c];
-      *yp = std::min(std::max(s, g.lo), g.hi);
-    }
-  }
+  stationary_channels_scalar(g, xrow, w, bias, yrow, c, ow_begin, ow_end);  // channels past the last vector
 }
 #endif
 
