@@ -15,19 +15,9 @@ command -v "$CXX" >/dev/null 2>&1 && command -v "$QEMU" >/dev/null 2>&1 \
   || { echo "aarch64 check: SKIPPED (needs $CXX and $QEMU)"; exit 0; }
 JOBS=${ETNP_BUILD_JOBS:-2}
 OUT=build/aarch64
-mkdir -p "$OUT"
 FLAGS="-std=c++17 -O2 -g0 -Inative/include -Inative/src -pthread -Wno-unused-parameter"
 echo "== cross-compiling the core for aarch64 ($CXX)"
-# an object is up to date when it is newer than every file its .d (from -MMD) lists
-export CXX FLAGS OUT
-find native/src -name '*.cpp' | sort | xargs -P "$JOBS" -I{} sh -c '
-  o="$OUT/$(echo {} | tr / _).o"; d="${o%.o}.d"
-  if [ -e "$o" ] && [ -e "$d" ]; then
-    stale=$(sed -e "s/^[^:]*://" -e "s/\\\\$//" "$d" | tr " " "\n" | grep -v "^$" | while read -r f; do [ "$f" -nt "$o" ] && echo "$f"; done)
-    [ -z "$stale" ] && exit 0
-  fi
-  $CXX $FLAGS -MMD -MP -c {} -o "$o"'
-OBJS=$(find native/src -name '*.cpp' | sort | sed "s|/|_|g; s|^|$OUT/|; s|\.cpp$|.cpp.o|")  # not stale objects of deleted sources
+. tools/cross_objects.sh
 for h in kernel_check leak_harness race_harness; do
   $CXX $FLAGS "native_tests/$h.cpp" $OBJS -o "$OUT/$h"
 done

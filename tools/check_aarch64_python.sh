@@ -39,22 +39,15 @@ $PY -c "import sys, platform, numpy, cffi; print('python', sys.version.split()[0
 
 OUT=build/arm64-ext
 PKG=$OUT/pkg/executorch_numpy_runtime
-mkdir -p "$OUT/obj" "$PKG"
+mkdir -p "$PKG"
 if [ ! -e "$OUT/_etnp.cpp" ] || [ native/include/etnp.h -nt "$OUT/_etnp.cpp" ] || [ build_ffi.py -nt "$OUT/_etnp.cpp" ]; then
   $PY -c "import sys; sys.path.insert(0, '.'); import build_ffi; build_ffi.ffibuilder.emit_c_code('$OUT/_etnp.cpp')"
 fi
 echo "== cross-compiling the extension ($CXX, -fPIC)"
 FLAGS="-std=c++17 -O2 -g0 -fPIC -fvisibility=hidden -Inative/include -Inative/src -I$ROOT/usr/include/python3.11 \
        -I$ROOT/usr/include/aarch64-linux-gnu/python3.11 -idirafter $ROOT/usr/include -pthread -Wno-unused-parameter"
-export CXX FLAGS OUT
-{ find native/src -name '*.cpp' | sort; echo "$OUT/_etnp.cpp"; } | xargs -P "${ETNP_BUILD_JOBS:-2}" -I{} sh -c '
-  o="$OUT/obj/$(echo {} | tr / _).o"; d="${o%.o}.d"
-  if [ -e "$o" ] && [ -e "$d" ]; then
-    stale=$(sed -e "s/^[^:]*://" -e "s/\\\\$//" "$d" | tr " " "\n" | grep -v "^$" | while read -r f; do [ "$f" -nt "$o" ] && echo "$f"; done)
-    [ -z "$stale" ] && exit 0
-  fi
-  $CXX $FLAGS -MMD -MP -c {} -o "$o"'
-OBJS=$({ find native/src -name '*.cpp' | sort; echo "$OUT/_etnp.cpp"; } | sed "s|/|_|g; s|^|$OUT/obj/|; s|\.cpp$|.cpp.o|")
+JOBS=${ETNP_BUILD_JOBS:-2} OBJ_DIR=$OUT/obj EXTRA_SOURCES=$OUT/_etnp.cpp
+. tools/cross_objects.sh
 cp -r executorch_numpy_runtime/. "$PKG/"
 rm -f "$PKG"/_etnp*.so  # the host's extension, if built in place
 $CXX -shared -pthread $OBJS -o "$PKG/_etnp.abi3.so"

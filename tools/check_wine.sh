@@ -13,18 +13,9 @@ WINE=${WINE:-$(command -v wine64 || command -v wine || { [ -x /usr/lib/wine/wine
 command -v "$CXX" >/dev/null 2>&1 && [ -n "$WINE" ] || { echo "wine check: SKIPPED (needs $CXX and wine64)"; exit 0; }
 JOBS=${ETNP_BUILD_JOBS:-2}
 OUT=build/mingw
-mkdir -p "$OUT"
 FLAGS="-std=c++17 -O1 -g0 -Inative/include -Inative/src -Wno-unused-parameter"
 echo "== compiling the core for Windows ($CXX)"
-export CXX FLAGS OUT
-find native/src -name '*.cpp' | sort | xargs -P "$JOBS" -I{} sh -c '
-  o="$OUT/$(echo {} | tr / _).o"; d="${o%.o}.d"
-  if [ -e "$o" ] && [ -e "$d" ]; then
-    stale=$(sed -e "s/^[^:]*://" -e "s/\\\\$//" "$d" | tr " " "\n" | grep -v "^$" | while read -r f; do [ "$f" -nt "$o" ] && echo "$f"; done)
-    [ -z "$stale" ] && exit 0
-  fi
-  $CXX $FLAGS -MMD -MP -c {} -o "$o"'
-OBJS=$(find native/src -name '*.cpp' | sort | sed "s|/|_|g; s|^|$OUT/|; s|\.cpp$|.cpp.o|")
+. tools/cross_objects.sh
 for h in kernel_check leak_harness; do
   $CXX $FLAGS -static "native_tests/$h.cpp" $OBJS -o "$OUT/$h.exe"
 done
