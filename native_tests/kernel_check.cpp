@@ -18,6 +18,7 @@
 #include "kernels/quantize_row.h"
 #include "kernels/transpose_f32.h"
 #include "kernels/vec_math.h"
+#include "util/fma_exact.h"
 
 using namespace etnp;
 
@@ -84,7 +85,7 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
   QActivations a{X.data(), sa.data(), zp.data()};
   qgemm_q8(pool, M, a, p, bias.data(), -1e30f, 1e30f, C.data(), N);
   {  // with the output snapped to an int8 grid in the GEMM: exactly the snap of the plain result
-    const OutputGrid grid{1.f / 0.05f, -131.f, 124.f, 0.05f};
+    const Int8Grid grid{1.f / 0.05f, -131.f, 124.f, 0.05f};
     std::vector<float> S(M * N);
     qgemm_q8(pool, M, a, p, bias.data(), -1e30f, 1e30f, S.data(), N, &grid);
     for (int64_t i = 0; i < M * N; i++) {
@@ -268,7 +269,7 @@ static void check_vec_math(std::mt19937& rng) {
     std::vector<float> h(x.size());
     vec_hardswish(x.data(), h.data(), (int64_t)x.size());
     for (size_t i = 0; i < x.size(); i++) {
-      const float t = std::fma(x[i], 1.f / 6.f, 0.5f);
+      const float t = fma_exact(x[i], 1.f / 6.f, 0.5f);
       const float want = (t > 0.f ? (t < 1.f ? t : 1.f) : 0.f) * x[i];
       if (std::memcmp(&want, &h[i], 4) != 0 && !(want != want && h[i] != h[i]) && failures++ < 5)
         std::printf("hardswish(%g) = %g, want %g\n", x[i], h[i], want);

@@ -20,17 +20,8 @@ namespace {
 
 constexpr int64_t NR = 16;
 
-// The snap of OutputGrid (as the XNNPACK executor's snap_to_grid: the same float operations).
-inline float snap(float v, const OutputGrid& g) {
-  float t = v * g.inv;
-  t = t < g.lo ? g.lo : t;
-  t = t > g.hi ? g.hi : t;
-  t = (t + 12582912.f) - 12582912.f;  // nearest even for |t| < 2^22
-  return t * g.scale;
-}
-void snap_block(float* C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const OutputGrid& g) {
-  for (int64_t m = m0; m < m1; m++)
-    for (int64_t n = n0; n < n1; n++) C[m * ldc + n] = snap(C[m * ldc + n], g);
+void snap_block(float* C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const Int8Grid& g) {
+  for (int64_t m = m0; m < m1; m++) snap_to_grid(g, C + m * ldc + n0, n1 - n0);
 }
 
 // Float epilogue of one accumulator row: (acc - (128 + za) * col_sum) * sa * sw + bias, clamped.
@@ -122,7 +113,7 @@ ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const Q
 template <int ROWS>
 ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, int half, const int16_t* xw,
                                                    const QActivations& a, const PackedQ8& w, const float* bias,
-                                                   const float* lohi, float* C, int64_t ldc, const OutputGrid* grid) {
+                                                   const float* lohi, float* C, int64_t ldc, const Int8Grid* grid) {
   const int64_t G = w.Kp / 4, Kp = w.Kp;
   const int64_t n0 = p0 * NR + half * 8, cols = std::min<int64_t>(8, w.N - n0);
   if (cols <= 0) return;  // the empty half of a ragged last panel
@@ -155,7 +146,7 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, int half, const i
     const __m256i q = _mm256_sub_epi32(sums, _mm256_mullo_epi32(off, cs));
     const __m256 s = _mm256_mul_ps(_mm256_set1_ps(a.scale[m0 + i]), sw);
     __m256 r = _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, bv)));
-    if (grid) {  // snap (max/min with the value second keep a NaN, as snap())
+    if (grid) {  // snap (max/min with the value second keep a NaN, as snap_to_grid)
       __m256 t = _mm256_mul_ps(r, _mm256_broadcast_ss(&grid->inv));
       t = _mm256_min_ps(_mm256_broadcast_ss(&grid->hi), _mm256_max_ps(_mm256_broadcast_ss(&grid->lo), t));
       t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -173,7 +164,7 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, int half, const i
 }
 
 using TileQ2 = void (*)(int64_t, int64_t, int, const int16_t*, const QActivations&, const PackedQ8&, const float*,
-                        const float*, float*, int64_t, const OutputGrid*);
+                        const float*, float*, int64_t, const Int8Grid*);
 const std::array<TileQ2, 4> kAvx2 = {&tile_avx2<1>, &tile_avx2<2>, &tile_avx2<3>, &tile_avx2<4>};
 
 using TileQ = void (*)(int64_t, int64_t, const QActivations&, const PackedQ8&, const float*, float, float, float*,
@@ -213,58 +204,51 @@ PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw
 }
 
 void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,
-              float hi, float* C, int64_t ldc, const OutputGrid* snap_to) {
+              float hi, float* C, int64_t ldc, const Int8Grid* snap_to) {
   if (M <= 0 || w.N <= 0) return;
   const int64_t panels = (w.N + NR - 1) / NR;
   ThreadPool* tp = gemm_pool(pool, M, w.N, w.K);
 #if defined(__x86_64__)
-  if (!cpu_has_vnni() && cpu_has_avx2_fma()) {
-    // activations widened to int16 once (the tiles broadcast 4 of them at a time)
-    thread_local std::vector<int16_t> xw;
+  static const bool vnni = cpu_has_vnni(), avx2 = !vnni && cpu_has_avx2_fma();
+#else
+  constexpr bool vnni = false, avx2 = false;
+#endif
+  // AVX2 inputs: activations widened to int16 once (the tiles broadcast 4 of them at a time), the
+  // bias (or zeros) padded to whole panels
+  thread_local std::vector<int16_t> xw;
+  thread_local std::vector<float> bias_padded;
+  const float lohi[2] = {lo, hi};
+  if (avx2) {
     const int64_t total = M * w.Kp;
     if (xw.size() < (size_t)total) xw.resize((size_t)total);
     for (int64_t i = 0; i < total; i++) xw[(size_t)i] = a.data[i];
-    const float lohi[2] = {lo, hi};
-    thread_local std::vector<float> bias_padded;  // the bias (or zeros) to whole panels
     bias_padded.assign((size_t)(panels * NR), 0.f);
     if (bias) std::copy(bias, bias + w.N, bias_padded.begin());
-    const float* bp = bias_padded.data();
-    constexpr int64_t MB = 4;
-    const int64_t rb = (M + MB - 1) / MB;
-    const GemmTasks grid = gemm_tasks(rb, panels, tp);
-    const int64_t split = grid.split, per = grid.per;
-    const int16_t* x16 = xw.data();
-    auto blocks = [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; t++) {
-        const int64_t m0 = (t / split) * MB, mm = std::min(MB, M - m0);
-        const int64_t p0 = (t % split) * per, p1 = std::min(panels, p0 + per);
-        for (int64_t p = p0; p < p1; p++)
-          for (int h = 0; h < 2; h++) kAvx2[mm - 1](m0, p, h, x16, a, w, bp, lohi, C, ldc, snap_to);
-      }
-    };
-    if (tp) tp->parallel_for(rb * split, 1, blocks);
-    else blocks(0, rb * split);
-    return;
   }
-#endif
-  constexpr int64_t MB = 8;
+  // (the caller's buffers: a thread_local named inside the task would be the worker's own)
+  const int16_t* x16 = xw.data();
+  const float* bp = bias_padded.data();
+  const int64_t MB = avx2 ? 4 : 8;  // rows a task (the AVX2 tiles take 4, VNNI's up to 8)
   const int64_t rb = (M + MB - 1) / MB;
   const GemmTasks grid = gemm_tasks(rb, panels, tp);
   const int64_t split = grid.split, per = grid.per;
   auto blocks = [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; t++) {
-      int64_t m0 = (t / split) * MB, mm = std::min(MB, M - m0);
-      int64_t p0 = (t % split) * per, p1 = std::min(panels, p0 + per);
+      const int64_t m0 = (t / split) * MB, mm = std::min(MB, M - m0);
+      const int64_t p0 = (t % split) * per, p1 = std::min(panels, p0 + per);
 #if defined(__x86_64__)
-      if (cpu_has_vnni()) {
+      if (avx2) {  // snaps in its epilogue
+        for (int64_t p = p0; p < p1; p++)
+          for (int h = 0; h < 2; h++) kAvx2[mm - 1](m0, p, h, x16, a, w, bp, lohi, C, ldc, snap_to);
+        continue;
+      }
+      if (vnni) {
         int64_t p = p0;
         for (; p + 2 <= p1; p += 2) kVnni2[mm - 1](m0, p, a, w, bias, lo, hi, C, ldc);
         if (p < p1) kVnni1[mm - 1](m0, p, a, w, bias, lo, hi, C, ldc);
-        if (snap_to) snap_block(C, ldc, m0, m0 + mm, p0 * NR, std::min(w.N, p1 * NR), *snap_to);
-        continue;
-      }
+      } else
 #endif
-      rows_generic(m0, m0 + mm, p0, p1, a, w, bias, lo, hi, C, ldc);
+        rows_generic(m0, m0 + mm, p0, p1, a, w, bias, lo, hi, C, ldc);
       if (snap_to) snap_block(C, ldc, m0, m0 + mm, p0 * NR, std::min(w.N, p1 * NR), *snap_to);
     }
   };

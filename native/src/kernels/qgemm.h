@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/quantize_row.h"
 #include "threadpool/threadpool.h"
 
 namespace etnp {
@@ -28,13 +29,9 @@ struct QActivations {
   const int32_t* zero_point = nullptr;
 };
 
-// Optionally, each result is then snapped to a per-tensor int8 grid (a static-int8 output kept as
-// float grid points): t = clamp(r * inv, lo, hi) rounded to nearest even, r = t * scale (NaN kept).
-struct OutputGrid {
-  float inv, lo, hi, scale;
-};
-
+// Optionally (snap_to), each result is then snapped to a per-tensor int8 grid (a static-int8 output
+// kept as float grid points; quantize_row.h).
 void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,
-              float hi, float* C, int64_t ldc, const OutputGrid* grid = nullptr);
+              float hi, float* C, int64_t ldc, const Int8Grid* snap_to = nullptr);
 
 }  // namespace etnp

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/cpu_features.h"
+#include "util/fma_exact.h"
 #include "util/compiler.h"
 
 #if defined(__x86_64__)
@@ -119,7 +120,7 @@ void float_to_codes(const float* x, int64_t n, float inv, float shift, uint8_t* 
   if (avx2) i = codes_avx2(x, n, inv, shift, codes);
 #endif
   for (; i < n; i++) {
-    float t = std::fma(x[i], inv, shift);
+    float t = fma_exact(x[i], inv, shift);  // (as the AVX2 path's FMA)
     t = t > 0.f ? t : 0.f;  // (NaN -> 0)
     t = t < 255.f ? t : 255.f;
     codes[i] = (uint8_t)std::nearbyint(t);

@@ -12,6 +12,23 @@ void quantize_row_q8(const float* x, int64_t n, double scale, double zp, float* 
 // mn = min(mn, x[i]), mx = max(mx, x[i]) over the row; NaN elements are passed over.
 void row_min_max(const float* x, int64_t n, float& mn, float& mx);
 
+// A per-tensor int8 grid that float32 values are kept on (static-int8 values): x becomes t * scale,
+// t = clamp(x * inv, lo, hi) rounded to nearest even (lo, hi: qmin - zp, qmax - zp); NaN stays NaN.
+// Rounding by adding and subtracting 1.5 * 2^23 (exact for |t| < 2^22): loops of it vectorise.
+struct Int8Grid {
+  float inv, lo, hi, scale;
+};
+inline float snap_to_grid(float x, const Int8Grid& g) {
+  float t = x * g.inv;
+  t = t < g.lo ? g.lo : t;
+  t = t > g.hi ? g.hi : t;
+  t = (t + 12582912.f) - 12582912.f;
+  return t * g.scale;
+}
+inline void snap_to_grid(const Int8Grid& g, float* d, int64_t n) {
+  for (int64_t i = 0; i < n; i++) d[i] = snap_to_grid(d[i], g);
+}
+
 // codes[i] = clamp(round_half_even(x[i] * inv + shift), 0, 255), NaN -> 0: the byte codes of
 // values on a per-tensor int8 grid (shift = zero point, + 128 for signed codes).
 void float_to_codes(const float* x, int64_t n, float inv, float shift, uint8_t* codes);

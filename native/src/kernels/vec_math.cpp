@@ -6,6 +6,7 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/vec_math_impl.h"
+#include "util/fma_exact.h"
 
 namespace etnp {
 
@@ -46,8 +47,8 @@ struct Scalar {
   static V sub(V a, V b) { return a - b; }
   static V mul(V a, V b) { return a * b; }
   static V div(V a, V b) { return a / b; }
-  static V fmadd(V a, V b, V c) { return std::fma(a, b, c); }
-  static V fnmadd(V a, V b, V c) { return std::fma(-a, b, c); }
+  static V fmadd(V a, V b, V c) { return fma_exact(a, b, c); }  // (std::fma is not exact everywhere)
+  static V fnmadd(V a, V b, V c) { return fma_exact(-a, b, c); }
   static V min(V a, V b) { return a < b ? a : b; }  // b when either is NaN, as minps
   static V max(V a, V b) { return a > b ? a : b; }
   static V abs(V a) { return std::fabs(a); }

@@ -1,6 +1,7 @@
 // Convolution XNNPACK nodes (NHWC): Conv2d as GEMM (1x1), indirect GEMM or im2col + GEMM (KxK),
 // reading a fused NCHW input in place where it can; depthwise; transposed convolution.
 #include "delegates/xnnpack/xnn_node_util.h"
+#include "delegates/xnnpack/xnn_im2col.h"
 
 #include <algorithm>
 #include <climits>
@@ -204,43 +205,9 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     if (conv2d_q8(ctx, g, n, *ap, N, H, W, OH, OW, bias, o, sc)) return;
     if (n.packed.empty()) fail(n, "int8 filter packed for an input that is not on an int8 grid");
   }
-  // im2col of output pixels [m_begin, m_end) of group gi into rows of K floats at dst. With one
-  // group and no dilation, a kernel row's taps are KW * C adjacent input floats.
-  const bool row_runs = G == 1 && n.dw == 1;
-  const int64_t KW = n.kw, run = KW * ICg;
-  auto copy = [](float* d, const float* src, int64_t len) {  // short runs: no memcpy call
-    if (len >= 32) std::memcpy(d, src, (size_t)len * 4);
-    else for (int64_t t = 0; t < len; t++) d[t] = src[t];
-  };
+  // im2col of output pixels [m_begin, m_end) of group gi into rows of K floats at dst (xnn_im2col.h)
   auto im2col = [&](int64_t gi, int64_t m_begin, int64_t m_end, float* dst_rows) {
-    const float* X = ap->cdata();
-    int64_t bn = m_begin / (OH * OW), oh = (m_begin / OW) % OH, ow = m_begin % OW;  // then stepped, no divisions
-    for (int64_t m = m_begin; m < m_end; m++, ow++) {
-      if (ow == OW) {
-        ow = 0;
-        if (++oh == OH) { oh = 0; bn++; }
-      }
-      float* row = dst_rows + (m - m_begin) * K;
-      int64_t iw0 = ow * n.sw - n.pad_left;
-      for (int64_t i = 0; i < (int64_t)n.kh; i++) {
-        int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
-        float* dst = row + i * run;
-        if (ih < 0 || ih >= H) {
-          std::memset(dst, 0, (size_t)run * 4);
-          continue;
-        }
-        const float* src_row = X + ((bn * H + ih) * W) * C + gi * ICg;
-        if (row_runs && iw0 >= 0 && iw0 + KW <= W) {
-          copy(dst, src_row + iw0 * C, run);
-          continue;
-        }
-        for (int64_t j = 0; j < KW; j++, dst += ICg) {
-          int64_t iw = iw0 + j * n.dw;
-          if (iw < 0 || iw >= W) std::memset(dst, 0, (size_t)ICg * 4);
-          else copy(dst, src_row + iw * C, ICg);
-        }
-      }
-    }
+    im2col_rows(n, ap->cdata(), H, W, C, OH, OW, gi, m_begin, m_end, dst_rows, K, 0.f);
   };
   for (int64_t gi = 0; gi < G; gi++) {
     GemmEpilogue ep = epilogue(n, bias ? bias + gi * OCg : nullptr);

@@ -90,8 +90,12 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc);
 // functions pack the int8 filter (n.qconv per group; n.qpacked) where the input is on an int8
 // grid and the filter int8 with zero point 0; conv2d_q8 computes the node from it into o (false,
 // having done nothing, where it does not apply); fully_connected_q8 for an FC so prepared.
-void prepare_conv_q8(const Graph& g, Node& n, const Value& w);
-bool prepare_fc_q8(const Graph& g, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw);
+// (x: the node's input value, or null)
+void prepare_conv_q8(const Value* x, Node& n, const Value& w);
+bool prepare_fc_q8(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw);
+// The int8 values of a quantized filter of OC x K values (its decoded grid points divided by the
+// scale of their output channel, dimension `oc_dim` of its 2-D view: 0 [OC, K], 1 [K, OC]).
+void filter_int8_values(const Value& w, int64_t OC, int64_t K, int oc_dim, const float* scales, std::vector<int8_t>& q);
 bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N, int64_t H, int64_t W, int64_t OH,
                int64_t OW, const float* bias, Value& o, Scratch& sc);
 void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, int64_t IC, int64_t OC,

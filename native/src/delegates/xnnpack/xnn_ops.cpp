@@ -61,21 +61,12 @@ void ensure_shape(Value& v, const std::vector<int64_t>& shape) {
 
 bool on_int8_grid(const Value& v) { return v.quant == Quant::PerTensor && (v.dtype == QINT8 || v.dtype == QUINT8); }
 
-void snap_to_grid(const Value& v, float* d, int64_t n) {
-  // q = clamp(round(x / scale) + zp) and back, as clamp(x / scale, qmin - zp, qmax - zp) rounded
-  // to nearest even by adding and subtracting 1.5 * 2^23 (exact for |t| < 2^22): a loop the
-  // compiler vectorises (NaN stays NaN)
-  const float zp = (float)v.zero_point, lo = (v.dtype == QINT8 ? -128.f : 0.f) - zp,
-              hi = (v.dtype == QINT8 ? 127.f : 255.f) - zp, inv = 1.f / v.scale, scale = v.scale;
-  const float magic = 12582912.f;
-  for (int64_t i = 0; i < n; i++) {
-    float t = d[i] * inv;
-    t = t < lo ? lo : t;
-    t = t > hi ? hi : t;
-    t = (t + magic) - magic;
-    d[i] = t * scale;
-  }
+Int8Grid grid_of(const Value& v) {
+  const float zp = (float)v.zero_point;
+  return {1.f / v.scale, (v.dtype == QINT8 ? -128.f : 0.f) - zp, (v.dtype == QINT8 ? 127.f : 255.f) - zp, v.scale};
 }
+
+void snap_to_grid(const Value& v, float* d, int64_t n) { snap_to_grid(grid_of(v), d, n); }
 
 void finalize_value(KernelContext& ctx, Value& v) {
   int64_t n = v.numel();
@@ -117,6 +108,17 @@ void finalize_value(KernelContext& ctx, Value& v) {
   }
 }
 
+void filter_int8_values(const Value& w, int64_t OC, int64_t K, int oc_dim, const float* scales, std::vector<int8_t>& q) {
+  // the filter's int8 values are its decoded grid points divided by the channel scale
+  q.resize((size_t)(OC * K));
+  const float* f = w.cdata();
+  for (int64_t i = 0; i < OC * K; i++) {
+    const float s = scales[oc_dim == 0 ? i / K : i % OC];
+    const double v = s != 0.f ? std::nearbyint((double)f[i] / s) : 0.0;
+    q[(size_t)i] = (int8_t)clamp_q(v, -128.0, 127.0);
+  }
+}
+
 void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
   auto constant = [&](size_t k) -> Value* {
     Value* v = k < n.inputs.size() && n.inputs[k] != kInvalidId ? &g.values[n.inputs[k]] : nullptr;
@@ -127,34 +129,28 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
   }
   Value* w = constant(1);
   if (!w) return;
+  const Value* x = n.inputs.empty() || n.inputs[0] >= g.values.size() ? nullptr : &g.values[n.inputs[0]];
   if (n.type == FullyConnected) {
     if (w->dims.size() != 2) fail(n, "filter must be 2-D");
     bool tw = n.flags & kTransposeWeights;
     int64_t IC = tw ? w->dims[0] : w->dims[1], OC = tw ? w->dims[1] : w->dims[0];
-    const Value* x = n.inputs.empty() || n.inputs[0] >= g.values.size() ? nullptr : &g.values[n.inputs[0]];
     if (x && x->dtype == QDINT8 && w->dtype == QCINT8 && w->quant == Quant::PerChannel && w->zero_point == 0 &&
         w->channel_dim == (tw ? 1 : 0) && (int64_t)w->scales.size() >= OC && IC > 0 && OC > 0 &&
         IC <= 32768) {  // int32 sums of up to 32768 products of 255 * 128 (and the zero-point term) cannot overflow
-      // qd8 x qc8w: the filter's int8 values are its grid points divided by the channel scale
-      std::vector<int8_t> q((size_t)(IC * OC));
-      const float* f = w->cdata();
-      for (int64_t i = 0; i < IC * OC; i++) {
-        int64_t c = tw ? i % OC : i / IC;
-        float s = w->scales[(size_t)c];
-        double v = s != 0.f ? std::nearbyint((double)f[i] / s) : 0.0;
-        q[(size_t)i] = (int8_t)clamp_q(v, -128.0, 127.0);
-      }
+      // qd8 x qc8w
+      std::vector<int8_t> q;
+      filter_int8_values(*w, OC, IC, tw ? 1 : 0, w->scales.data(), q);
       n.qpacked = pack_q8(IC, OC, q.data(), tw ? OC : 1, tw ? 1 : IC, w->scales.data());
       return;
     }
-    if (prepare_fc_q8(g, n, *w, IC, OC, tw)) return;  // static int8: the int8 filter only
+    if (prepare_fc_q8(x, n, *w, IC, OC, tw)) return;  // static int8: the int8 filter only
     n.packed.push_back(pack_b(pool, IC, OC, w->cdata(), tw ? OC : 1, tw ? 1 : IC));
   } else if (n.type == Conv2d) {
     if (w->dims.size() != 4) fail(n, "filter must be 4-D");
     int64_t K = (int64_t)n.kh * n.kw * n.group_in, OCg = n.group_out;
     if (w->dims[0] != (int64_t)n.groups * OCg || w->dims[1] * w->dims[2] * w->dims[3] != K) fail(n, "filter shape mismatch");
     for (uint32_t gi = 0; gi < n.groups; gi++) n.packed.push_back(pack_b(pool, K, OCg, w->cdata() + gi * OCg * K, 1, K));
-    prepare_conv_q8(g, n, *w);
+    prepare_conv_q8(x, n, *w);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/quantize_row.h"
 #include "kernels/registry.h"
 
 namespace etnp::xnn {
@@ -26,8 +27,9 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n);
 void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s);
 // Snap a freshly written value to its datatype (fp16 rounding, quantization grid).
 void finalize_value(KernelContext& ctx, Value& v);
-// Values on a per-tensor int8 grid (qs8 / qu8), and the snapping of n of their floats to it.
+// Values on a per-tensor int8 grid (qs8 / qu8), that grid, and the snapping of n of their floats to it.
 bool on_int8_grid(const Value& v);
+Int8Grid grid_of(const Value& v);
 void snap_to_grid(const Value& v, float* d, int64_t n);
 // memcpy of n floats that is well-defined for n == 0 (empty vectors have null data).
 inline void copy_floats(float* dst, const float* src, int64_t n) {

@@ -1,12 +1,13 @@
 // Static-int8 Conv2d and FullyConnected in integer arithmetic: an input on a per-tensor int8 grid
 // (qs8 / qu8) times an int8 filter (per-channel qc8w or per-tensor qs8, zero point 0), accumulated exactly in int32
-// by the int8 GEMM (kernels/qgemm.h), scaled back to float with the bias and clamp; the caller
-// then snaps the output to its grid (finalize_value), as for every static-int8 value. The float
+// by the int8 GEMM (kernels/qgemm.h), scaled back to float with the bias and clamp and snapped to
+// the output's grid in the GEMM's epilogue (static-int8 values are kept as grid points). The float
 // path computes the same sums in float32 (rounding each product sum); here they are exact, as
 // in XNNPACK. Inputs become their codes once (q + 128 for qs8, q for qu8); KxK convolutions
 // unfold blocks of output pixels into per-thread byte rows (the spatial padding is the code of 0,
 // i.e. the zero point), multiplied right away.
 #include "delegates/xnnpack/xnn_node_util.h"
+#include "delegates/xnnpack/xnn_im2col.h"
 
 #include <algorithm>
 #include <cmath>
@@ -44,14 +45,7 @@ bool int8_filter(const Value& w, int64_t OC, int64_t K, int oc_dim, std::vector<
     std::fill(scales.begin(), scales.end(), w.scale);
   else
     return false;
-  // the filter's int8 values are its decoded grid points divided by the channel scale
-  q.resize((size_t)(OC * K));
-  const float* f = w.data.data();
-  for (int64_t i = 0; i < OC * K; i++) {
-    const float s = scales[(size_t)(oc_dim == 0 ? i / K : i % OC)];
-    const double v = s != 0.f ? std::nearbyint((double)f[i] / s) : 0.0;
-    q[(size_t)i] = (int8_t)clamp_q(v, -128.0, 127.0);
-  }
+  filter_int8_values(w, OC, K, oc_dim, scales.data(), q);
   return true;
 }
 
@@ -81,20 +75,15 @@ QActivations repeated_params(const Value& a, int32_t zpa, int64_t rows, std::vec
 
 // The output's grid, when the node's own output (not a fused one) is on a per-tensor int8 grid:
 // the GEMM then snaps its results itself and run_node skips finalize_value (Node::snapped).
-const OutputGrid* output_grid(const Value& o, OutputGrid& g) {
+const Int8Grid* output_grid(const Value& o, Int8Grid& g) {
   if (!on_int8_grid(o) || !(o.scale > 0.f)) return nullptr;
-  const float zp = (float)o.zero_point;
-  g.lo = (o.dtype == QINT8 ? -128.f : 0.f) - zp;
-  g.hi = (o.dtype == QINT8 ? 127.f : 255.f) - zp;
-  g.inv = 1.f / o.scale;
-  g.scale = o.scale;
+  g = grid_of(o);
   return &g;
 }
 
 }  // namespace
 
-void prepare_conv_q8(const Graph& g, Node& n, const Value& w) {
-  const Value* x = n.inputs.empty() || n.inputs[0] >= g.values.size() ? nullptr : &g.values[n.inputs[0]];
+void prepare_conv_q8(const Value* x, Node& n, const Value& w) {
   const int64_t G = n.groups, OCg = n.group_out, K = (int64_t)n.kh * n.kw * n.group_in;
   std::vector<int8_t> q;
   std::vector<float> scales;
@@ -103,8 +92,7 @@ void prepare_conv_q8(const Graph& g, Node& n, const Value& w) {
     n.qconv.push_back(pack_q8(K, OCg, q.data() + gi * OCg * K, 1, K, scales.data() + gi * OCg));
 }
 
-bool prepare_fc_q8(const Graph& g, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw) {
-  const Value* x = n.inputs.empty() || n.inputs[0] >= g.values.size() ? nullptr : &g.values[n.inputs[0]];
+bool prepare_fc_q8(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw) {
   std::vector<int8_t> q;
   std::vector<float> scales;
   if (!int8_input(x) || !int8_filter(w, OC, IC, tw ? 1 : 0, q, scales)) return false;
@@ -127,8 +115,8 @@ void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, 
   thread_local std::vector<int32_t> z;
   QActivations qa = repeated_params(a, zpa, M, s, z);
   qa.data = rows;
-  OutputGrid og;
-  const OutputGrid* grid = output_grid(o, og);
+  Int8Grid og;
+  const Int8Grid* grid = output_grid(o, og);
   qgemm_q8(ctx.pool, M, qa, pq, bias, n.out_min, n.out_max, o.data.data(), OC, grid);
   n.snapped = grid != nullptr;
 }
@@ -148,8 +136,8 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
   const bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left &&
                          !n.pad_bottom && !n.pad_right;
   float* Y = o.data.data();
-  OutputGrid og;
-  const OutputGrid* grid = output_grid(o, og);
+  Int8Grid og;
+  const Int8Grid* grid = output_grid(o, og);
   n.snapped = grid != nullptr;
   if (pointwise && G == 1 && C == Kp) {  // the codes are the GEMM's rows
     thread_local std::vector<float> s;
@@ -161,12 +149,6 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
   }
   // blocks of output pixels unfolded into per-thread byte rows of Kp and multiplied right away
   const int64_t rows = std::max<int64_t>(24, std::min<int64_t>(240, (int64_t(1) << 15) / Kp)) / 24 * 24;
-  const int64_t KW = n.kw, run = KW * ICg;
-  const bool row_runs = G == 1 && n.dw == 1;
-  auto copy = [](uint8_t* d, const uint8_t* src, int64_t len) {  // short runs (a group's channels): no memcpy call
-    if (len >= 32) std::memcpy(d, src, (size_t)len);
-    else for (int64_t t = 0; t < len; t++) d[t] = src[t];
-  };
   // tasks: blocks of output pixels, each unfolded and multiplied group after group (its input
   // rows stay in cache)
   parallel(ctx, (M + rows - 1) / rows, 1, [&](int64_t b, int64_t e) {
@@ -179,34 +161,9 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     for (int64_t blk = b; blk < e; blk++) {
       const int64_t m0 = blk * rows, m1 = std::min(M, m0 + rows);
       for (int64_t gi = 0; gi < G; gi++) {
-        int64_t bn = m0 / (OH * OW), oh = (m0 / OW) % OH, ow = m0 % OW;
-        for (int64_t m = m0; m < m1; m++, ow++) {
-          if (ow == OW) {
-            ow = 0;
-            if (++oh == OH) { oh = 0; bn++; }
-          }
-          uint8_t* row = buf.data() + (m - m0) * Kp;
-          const int64_t iw0 = ow * n.sw - n.pad_left;
-          for (int64_t i = 0; i < (int64_t)n.kh; i++) {
-            const int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
-            uint8_t* dst = row + i * run;
-            if (ih < 0 || ih >= H) {
-              std::memset(dst, pad_code, (size_t)run);
-              continue;
-            }
-            const uint8_t* src_row = codes + (bn * H + ih) * W * C + gi * ICg;
-            if (row_runs && iw0 >= 0 && iw0 + KW <= W) {
-              copy(dst, src_row + iw0 * C, run);
-              continue;
-            }
-            for (int64_t j = 0; j < KW; j++, dst += ICg) {
-              const int64_t iw = iw0 + j * n.dw;
-              if (iw < 0 || iw >= W) std::memset(dst, pad_code, (size_t)ICg);
-              else copy(dst, src_row + iw * C, ICg);
-            }
-          }
-          if (Kp > K) std::memset(row + K, 0, (size_t)(Kp - K));  // (zero weights there)
-        }
+        im2col_rows(n, codes, H, W, C, OH, OW, gi, m0, m1, buf.data(), Kp, pad_code);
+        if (Kp > K)  // (zero weights there)
+          for (int64_t m = m0; m < m1; m++) std::memset(buf.data() + (m - m0) * Kp + K, 0, (size_t)(Kp - K));
         qgemm_q8(nullptr, m1 - m0, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, Y + m0 * OC + gi * OCg, OC,
                  grid);
       }
