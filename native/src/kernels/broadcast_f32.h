@@ -62,9 +62,5 @@ void broadcast_binary(ThreadPool* pool, const BroadcastPlan& p, const TX* x, con
   if (pool && pool->num_threads() > 1 && rows > grain) pool->parallel_for(rows, grain, run);
   else run(0, rows);
 }
-template <typename F>
-void broadcast_binary_f32(ThreadPool* pool, const BroadcastPlan& p, const float* x, const float* y, float* z, F f) {
-  broadcast_binary(pool, p, x, y, z, f);
-}
 
 }  // namespace etnp

@@ -8,41 +8,42 @@
 namespace etnp {
 
 namespace {
-bool binary_f32_broadcast(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, BinaryD fd);
+void binary_f32_broadcast(KernelContext& ctx, const BroadcastPlan& p, const Tensor& a, const Tensor& b, Tensor& out,
+                          BinaryD fd);
 }
 
 void binary_apply(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, BinaryD fd, BinaryI fi) {
   resize(out, broadcast_shapes(a, b));
   bool fl = is_floating(a.dtype) || is_floating(b.dtype) || is_floating(out.dtype) || !fi;
   if (fl && !fd) throw_exec(std::string(ctx.op) + " is not defined for floating-point dtypes");
-  bool contig = a.default_dim_order() && b.default_dim_order() && out.default_dim_order();
-  if (fl && contig && a.dtype == DType::F32 && b.dtype == DType::F32 && out.dtype == DType::F32 &&
-      binary_f32_broadcast(ctx, a, b, out, fd))
+  // contiguous operands: one typed loop over the merged broadcast (kernels/broadcast_f32.h), no
+  // per-element dtype dispatch (other layouts and dtypes: the generic loops below)
+  BroadcastPlan p;
+  const bool planned = a.default_dim_order() && b.default_dim_order() && out.default_dim_order() &&
+                       plan_broadcast(shape_of(a), shape_of(b), shape_of(out), p);
+  if (planned && fl && a.dtype == DType::F32 && b.dtype == DType::F32 && out.dtype == DType::F32) {
+    binary_f32_broadcast(ctx, p, a, b, out, fd);
     return;
-  if (contig && out.dtype == DType::Bool && a.dtype == b.dtype && (a.dtype == DType::F32 || (a.dtype == DType::I64 && !fl))) {
-    // comparisons and logical ops into bool: one typed loop (no per-element dtype dispatch)
-    BroadcastPlan p;
-    if (plan_broadcast(shape_of(a), shape_of(b), shape_of(out), p)) {
-      uint8_t* z = out.ptr<uint8_t>();
-      if (a.dtype == DType::F32)
-        broadcast_binary(ctx.pool, p, a.ptr<float>(), b.ptr<float>(), z,
-                         [fd](float u, float v) -> uint8_t { return fd((double)u, (double)v) != 0; });
-      else
-        broadcast_binary(nullptr, p, a.ptr<int64_t>(), b.ptr<int64_t>(), z,  // (integer ops may throw: this thread)
-                         [fi](int64_t u, int64_t v) -> uint8_t { return fi(u, v) != 0; });
-      return;
-    }
   }
-  if (contig && !fl && a.dtype == b.dtype && a.dtype == out.dtype && (a.dtype == DType::I64 || a.dtype == DType::Bool)) {
-    BroadcastPlan p;  // integer ops may throw (division by zero): on this thread only
-    if (plan_broadcast(shape_of(a), shape_of(b), shape_of(out), p)) {
-      if (a.dtype == DType::I64)
-        broadcast_binary(nullptr, p, a.ptr<int64_t>(), b.ptr<int64_t>(), out.ptr<int64_t>(), fi);
-      else
-        broadcast_binary(nullptr, p, a.ptr<uint8_t>(), b.ptr<uint8_t>(), out.ptr<uint8_t>(),
-                         [fi](uint8_t u, uint8_t v) -> uint8_t { return fi(u != 0, v != 0) != 0; });
-      return;
-    }
+  if (planned && out.dtype == DType::Bool && a.dtype == b.dtype && (a.dtype == DType::F32 || (a.dtype == DType::I64 && !fl))) {
+    // comparisons and logical ops into bool (integer ops may throw: on this thread only)
+    uint8_t* z = out.ptr<uint8_t>();
+    if (a.dtype == DType::F32)
+      broadcast_binary(ctx.pool, p, a.ptr<float>(), b.ptr<float>(), z,
+                       [fd](float u, float v) -> uint8_t { return fd((double)u, (double)v) != 0; });
+    else
+      broadcast_binary(nullptr, p, a.ptr<int64_t>(), b.ptr<int64_t>(), z,
+                       [fi](int64_t u, int64_t v) -> uint8_t { return fi(u, v) != 0; });
+    return;
+  }
+  if (planned && !fl && a.dtype == b.dtype && a.dtype == out.dtype && (a.dtype == DType::I64 || a.dtype == DType::Bool)) {
+    // integer ops may throw (division by zero): on this thread only
+    if (a.dtype == DType::I64)
+      broadcast_binary(nullptr, p, a.ptr<int64_t>(), b.ptr<int64_t>(), out.ptr<int64_t>(), fi);
+    else
+      broadcast_binary(nullptr, p, a.ptr<uint8_t>(), b.ptr<uint8_t>(), out.ptr<uint8_t>(),
+                       [fi](uint8_t u, uint8_t v) -> uint8_t { return fi(u != 0, v != 0) != 0; });
+    return;
   }
   const Tensor* ins[2] = {&a, &b};
   if (fl) {
@@ -168,33 +169,31 @@ BIN(truncdiv, std::trunc(x / y), safe_div_trunc(x, y))
 #undef BIN
 double div_d(double x, double y) { return x / y; }
 
-// All-float32 contiguous operands, any broadcast (kernels/broadcast_f32.h). + - * / computed in
+// All-float32 contiguous operands, any broadcast (planned by binary_apply). + - * / computed in
 // float32 equal the double result rounded to float (double holds the exact product/quotient to
 // well past float's rounding point), as do max/min with their NaN rule; other functions go
 // through `fd` in double, one call an element.
-bool binary_f32_broadcast(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, BinaryD fd) {
-  BroadcastPlan p;
-  if (!plan_broadcast(shape_of(a), shape_of(b), shape_of(out), p)) return false;
+void binary_f32_broadcast(KernelContext& ctx, const BroadcastPlan& p, const Tensor& a, const Tensor& b, Tensor& out,
+                          BinaryD fd) {
   const float* x = a.ptr<float>();
   const float* y = b.ptr<float>();
   float* z = out.ptr<float>();
   ThreadPool* pool = ctx.pool;
-  if (fd == add_d) broadcast_binary_f32(pool, p, x, y, z, [](float u, float v) { return u + v; });
-  else if (fd == sub_d) broadcast_binary_f32(pool, p, x, y, z, [](float u, float v) { return u - v; });
-  else if (fd == mul_d) broadcast_binary_f32(pool, p, x, y, z, [](float u, float v) { return u * v; });
-  else if (fd == div_d) broadcast_binary_f32(pool, p, x, y, z, [](float u, float v) { return u / v; });
+  if (fd == add_d) broadcast_binary(pool, p, x, y, z, [](float u, float v) { return u + v; });
+  else if (fd == sub_d) broadcast_binary(pool, p, x, y, z, [](float u, float v) { return u - v; });
+  else if (fd == mul_d) broadcast_binary(pool, p, x, y, z, [](float u, float v) { return u * v; });
+  else if (fd == div_d) broadcast_binary(pool, p, x, y, z, [](float u, float v) { return u / v; });
   else if (fd == maximum_d)
-    broadcast_binary_f32(pool, p, x, y, z, [](float u, float v) { return u != u || v != v ? NAN : (u > v ? u : v); });
+    broadcast_binary(pool, p, x, y, z, [](float u, float v) { return u != u || v != v ? NAN : (u > v ? u : v); });
   else if (fd == minimum_d)
-    broadcast_binary_f32(pool, p, x, y, z, [](float u, float v) { return u != u || v != v ? NAN : (u < v ? u : v); });
+    broadcast_binary(pool, p, x, y, z, [](float u, float v) { return u != u || v != v ? NAN : (u < v ? u : v); });
   // x ** 2 and x ** 3 (GELU's tanh approximation, variances): products in double are the
   // (correctly rounded) double power, without a pow call an element
   else if (fd == pow_d && b.numel() == 1 && *y == 2.f)
-    broadcast_binary_f32(pool, p, x, y, z, [](float u, float) { return (float)((double)u * u); });
+    broadcast_binary(pool, p, x, y, z, [](float u, float) { return (float)((double)u * u); });
   else if (fd == pow_d && b.numel() == 1 && *y == 3.f)
-    broadcast_binary_f32(pool, p, x, y, z, [](float u, float) { return (float)((double)u * u * u); });
-  else broadcast_binary_f32(pool, p, x, y, z, [fd](float u, float v) { return (float)fd((double)u, (double)v); });
-  return true;
+    broadcast_binary(pool, p, x, y, z, [](float u, float) { return (float)((double)u * u * u); });
+  else broadcast_binary(pool, p, x, y, z, [fd](float u, float v) { return (float)fd((double)u, (double)v); });
 }
 double atan2_d(double x, double y) { return std::atan2(x, y); }
 double hypot_d(double x, double y) { return std::hypot(x, y); }
