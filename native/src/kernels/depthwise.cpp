@@ -64,6 +64,25 @@ void row_generic(const DepthwiseGeom& g, const float* x, const float* w, const f
 }
 
 #if defined(__x86_64__)
+// One output pixel's channels [c, c + 8 NV): NV independent FMA chains over its in-range taps
+// [i0, i1) x [j0, j1); base is the element offset of tap (0, 0).
+template <int NV>
+ETNP_TARGET_INLINE("avx2,fma") void pixel_channels_avx2(const DepthwiseGeom& g, const float* x, const float* w,
+                                                     const float* bias, float* out, int64_t base, int64_t i0,
+                                                     int64_t i1, int64_t j0, int64_t j1, int64_t c, __m256 lo,
+                                                     __m256 hi) {
+  const int64_t C = g.C;
+  __m256 a[NV];
+  for (int v = 0; v < NV; v++) a[v] = bias ? _mm256_loadu_ps(bias + c + 8 * v) : _mm256_setzero_ps();
+  for (int64_t i = i0; i < i1; i++)
+    for (int64_t j = j0; j < j1; j++) {
+      const float* xp = x + (base + (i * g.dh * g.W + j * g.dw) * C + c);
+      const float* kp = w + (i * g.KW + j) * C + c;
+      for (int v = 0; v < NV; v++) a[v] = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 8 * v), _mm256_loadu_ps(kp + 8 * v), a[v]);
+    }
+  for (int v = 0; v < NV; v++) _mm256_storeu_ps(out + c + 8 * v, _mm256_min_ps(hi, _mm256_max_ps(lo, a[v])));  // NaN stays NaN
+}
+
 ETNP_TARGET("avx2,fma") void row_avx2(const DepthwiseGeom& g, const float* x, const float* w,
                                                   const float* bias, float* y, int64_t bn, int64_t oh,
                                                   int64_t ow_begin, int64_t ow_end) {
@@ -78,46 +97,10 @@ ETNP_TARGET("avx2,fma") void row_avx2(const DepthwiseGeom& g, const float* x, co
     // element offset of tap (0, 0), possibly outside the input (only in-range taps are read)
     const int64_t base = ((bn * g.H + (oh * g.sh - g.pad_top)) * g.W + (ow * g.sw - g.pad_left)) * C;
     int64_t c = 0;
-    for (; c + 32 <= C; c += 32) {  // four FMA chains in flight (one chain waits on its latency)
-      __m256 a0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
-      __m256 a1 = bias ? _mm256_loadu_ps(bias + c + 8) : _mm256_setzero_ps();
-      __m256 a2 = bias ? _mm256_loadu_ps(bias + c + 16) : _mm256_setzero_ps();
-      __m256 a3 = bias ? _mm256_loadu_ps(bias + c + 24) : _mm256_setzero_ps();
-      for (int64_t i = i0; i < i1; i++)
-        for (int64_t j = j0; j < j1; j++) {
-          const float* xp = x + (base + (i * g.dh * g.W + j * g.dw) * C + c);
-          const float* kp = w + (i * g.KW + j) * C + c;
-          a0 = _mm256_fmadd_ps(_mm256_loadu_ps(xp), _mm256_loadu_ps(kp), a0);
-          a1 = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 8), _mm256_loadu_ps(kp + 8), a1);
-          a2 = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 16), _mm256_loadu_ps(kp + 16), a2);
-          a3 = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 24), _mm256_loadu_ps(kp + 24), a3);
-        }
-      _mm256_storeu_ps(out + c, _mm256_min_ps(hi, _mm256_max_ps(lo, a0)));  // NaN stays NaN
-      _mm256_storeu_ps(out + c + 8, _mm256_min_ps(hi, _mm256_max_ps(lo, a1)));
-      _mm256_storeu_ps(out + c + 16, _mm256_min_ps(hi, _mm256_max_ps(lo, a2)));
-      _mm256_storeu_ps(out + c + 24, _mm256_min_ps(hi, _mm256_max_ps(lo, a3)));
-    }
-    for (; c + 16 <= C; c += 16) {
-      __m256 a0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
-      __m256 a1 = bias ? _mm256_loadu_ps(bias + c + 8) : _mm256_setzero_ps();
-      for (int64_t i = i0; i < i1; i++)
-        for (int64_t j = j0; j < j1; j++) {
-          const float* xp = x + (base + (i * g.dh * g.W + j * g.dw) * C + c);
-          const float* kp = w + (i * g.KW + j) * C + c;
-          a0 = _mm256_fmadd_ps(_mm256_loadu_ps(xp), _mm256_loadu_ps(kp), a0);
-          a1 = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 8), _mm256_loadu_ps(kp + 8), a1);
-        }
-      _mm256_storeu_ps(out + c, _mm256_min_ps(hi, _mm256_max_ps(lo, a0)));  // NaN stays NaN
-      _mm256_storeu_ps(out + c + 8, _mm256_min_ps(hi, _mm256_max_ps(lo, a1)));
-    }
-    for (; c + 8 <= C; c += 8) {
-      __m256 a0 = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
-      for (int64_t i = i0; i < i1; i++)
-        for (int64_t j = j0; j < j1; j++)
-          a0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + (base + (i * g.dh * g.W + j * g.dw) * C + c)),
-                               _mm256_loadu_ps(w + (i * g.KW + j) * C + c), a0);
-      _mm256_storeu_ps(out + c, _mm256_min_ps(hi, _mm256_max_ps(lo, a0)));
-    }
+    // 32, then 16, then 8 channels a step (four FMA chains in flight where there are enough)
+    for (; c + 32 <= C; c += 32) pixel_channels_avx2<4>(g, x, w, bias, out, base, i0, i1, j0, j1, c, lo, hi);
+    for (; c + 16 <= C; c += 16) pixel_channels_avx2<2>(g, x, w, bias, out, base, i0, i1, j0, j1, c, lo, hi);
+    for (; c + 8 <= C; c += 8) pixel_channels_avx2<1>(g, x, w, bias, out, base, i0, i1, j0, j1, c, lo, hi);
     for (; c < C; c++) {
       float s = bias ? bias[c] : 0.f;
       for (int64_t i = i0; i < i1; i++)
