@@ -6,13 +6,7 @@
 #include "os/file_source.h"
 #include "runtime/error.h"
 
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#include <windows.h>
+#include "os/win32_api.h"
 
 namespace etnp::os {
 

@@ -1,13 +1,7 @@
 #include "os/pages.h"
 
 #ifdef _WIN32
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#include <windows.h>
+#include "os/win32_api.h"
 #else
 #include <sys/mman.h>
 #endif
