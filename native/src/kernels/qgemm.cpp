@@ -228,32 +228,44 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
   // (the caller's buffers: a thread_local named inside the task would be the worker's own)
   const int16_t* x16 = xw.data();
   const float* bp = bias_padded.data();
-  const int64_t MB = avx2 ? 4 : 8;  // rows a task (the AVX2 tiles take 4, VNNI's up to 8)
+  const int64_t MB = avx2 ? 4 : 8;  // rows a tile (the AVX2 tiles take 4, VNNI's up to 8)
   const int64_t rb = (M + MB - 1) / MB;
-  const GemmTasks grid = gemm_tasks(rb, panels, tp);
+  // A task is `rows` row blocks x a range of panels, swept panel by panel: each panel's weights
+  // come from memory once for all the task's rows, whose activations (at most ~256 KB) stay in
+  // cache across the panels. (Row block by row block, a layer whose weights exceed the cache -
+  // a 3x3x256x512 filter is 1.2 MB - read them from memory once per row block.)
+  const int64_t row_bytes = MB * w.Kp * (avx2 ? 2 : 1);
+  const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(rb, (256 << 10) / row_bytes));
+  const int64_t row_tasks = (rb + rows - 1) / rows;
+  const GemmTasks grid = gemm_tasks(row_tasks, panels, tp);
   const int64_t split = grid.split, per = grid.per;
   auto blocks = [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; t++) {
-      const int64_t m0 = (t / split) * MB, mm = std::min(MB, M - m0);
+      const int64_t b0 = (t / split) * rows, b1 = std::min(rb, b0 + rows);
+      const int64_t m0 = b0 * MB, m1 = std::min(M, b1 * MB);
       const int64_t p0 = (t % split) * per, p1 = std::min(panels, p0 + per);
 #if defined(__x86_64__)
       if (avx2) {  // snaps in its epilogue
         for (int64_t p = p0; p < p1; p++)
-          for (int h = 0; h < 2; h++) kAvx2[mm - 1](m0, p, h, x16, a, w, bp, lohi, C, ldc, snap_to);
+          for (int h = 0; h < 2; h++)
+            for (int64_t m = m0; m < m1; m += MB) kAvx2[std::min(MB, M - m) - 1](m, p, h, x16, a, w, bp, lohi, C, ldc, snap_to);
         continue;
       }
       if (vnni) {
-        int64_t p = p0;
-        for (; p + 2 <= p1; p += 2) kVnni2[mm - 1](m0, p, a, w, bias, lo, hi, C, ldc);
-        if (p < p1) kVnni1[mm - 1](m0, p, a, w, bias, lo, hi, C, ldc);
+        for (int64_t p = p0; p < p1; p += 2)
+          for (int64_t m = m0; m < m1; m += MB) {
+            const int64_t mm = std::min(MB, M - m);
+            if (p + 2 <= p1) kVnni2[mm - 1](m, p, a, w, bias, lo, hi, C, ldc);
+            else kVnni1[mm - 1](m, p, a, w, bias, lo, hi, C, ldc);
+          }
       } else
 #endif
-        rows_generic(m0, m0 + mm, p0, p1, a, w, bias, lo, hi, C, ldc);
-      if (snap_to) snap_block(C, ldc, m0, m0 + mm, p0 * NR, std::min(w.N, p1 * NR), *snap_to);
+        rows_generic(m0, m1, p0, p1, a, w, bias, lo, hi, C, ldc);
+      if (snap_to) snap_block(C, ldc, m0, m1, p0 * NR, std::min(w.N, p1 * NR), *snap_to);
     }
   };
-  if (tp) tp->parallel_for(rb * split, 1, blocks);
-  else blocks(0, rb * split);
+  if (tp) tp->parallel_for(row_tasks * split, 1, blocks);
+  else blocks(0, row_tasks * split);
 }
 
 }  // namespace etnp

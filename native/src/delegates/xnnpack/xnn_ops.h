@@ -12,6 +12,7 @@ namespace etnp::xnn {
 struct Scratch {
   std::vector<float> col;  // im2col / temporaries, reused across calls
   std::vector<uint8_t> q8;  // quantized activations (uint8 = int8 + 128) for the int8 GEMM
+  std::vector<uint8_t> q8col;  // their unfolded (im2col) rows, when a convolution unfolds them all
   FloatBuffer padded;       // zero-padded convolution input for the indirect GEMM
   std::vector<const float*> conv_rows;
   std::vector<int32_t> conv_koff;

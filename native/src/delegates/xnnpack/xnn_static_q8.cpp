@@ -149,9 +149,31 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
   }
   // blocks of output pixels unfolded into per-thread byte rows of Kp and multiplied right away
   const int64_t rows = std::max<int64_t>(24, std::min<int64_t>(240, (int64_t(1) << 15) / Kp)) / 24 * 24;
+  const int64_t blocks = (M + rows - 1) / rows;
+  const int nt = ctx.pool ? ctx.pool->num_threads() : 1;
+  if (nt > 1 && blocks < 4 * nt && M * Kp <= (int64_t(16) << 20)) {
+    // Too few blocks to share among the threads (a deep layer's small map: 4x4 pixels of a
+    // 3x3x256 window are one block): unfold every pixel, then one GEMM the threads split by columns.
+    sc.q8col.resize((size_t)(M * Kp));
+    uint8_t* col = sc.q8col.data();
+    thread_local std::vector<float> s;
+    thread_local std::vector<int32_t> z;
+    QActivations qa = repeated_params(a, zpa, M, s, z);
+    qa.data = col;
+    for (int64_t gi = 0; gi < G; gi++) {
+      parallel(ctx, blocks, 1, [&](int64_t b, int64_t e) {
+        const int64_t m0 = b * rows, m1 = std::min(M, e * rows);
+        im2col_rows(n, codes, H, W, C, OH, OW, gi, m0, m1, col + m0 * Kp, Kp, pad_code);
+        if (Kp > K)  // (zero weights there)
+          for (int64_t m = m0; m < m1; m++) std::memset(col + m * Kp + K, 0, (size_t)(Kp - K));
+      });
+      qgemm_q8(ctx.pool, M, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, Y + gi * OCg, OC, grid);
+    }
+    return true;
+  }
   // tasks: blocks of output pixels, each unfolded and multiplied group after group (its input
   // rows stay in cache)
-  parallel(ctx, (M + rows - 1) / rows, 1, [&](int64_t b, int64_t e) {
+  parallel(ctx, blocks, 1, [&](int64_t b, int64_t e) {
     thread_local std::vector<uint8_t> buf;  // grows only
     thread_local std::vector<float> s;
     thread_local std::vector<int32_t> z;
