@@ -226,22 +226,33 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
       continue;
     }
     if (!n.packed.empty()) {
-      // Blocks of output pixels, each unfolded into a small per-thread buffer (kept in cache)
-      // and multiplied right away: no full-size im2col pass through memory.
       const int64_t rows = std::max<int64_t>(8, std::min<int64_t>(256, (int64_t(1) << 14) / K)) / 8 * 8;
-      const PackedB& pb = n.packed[gi];
-      parallel(ctx, (M + rows - 1) / rows, 1, [&](int64_t b, int64_t e) {
+      const int64_t blocks = (M + rows - 1) / rows, groups = G - gi;
+      const int nt = ctx.pool ? ctx.pool->num_threads() : 1;
+      if (nt > 1 && blocks * groups < 4 * nt && M * K <= (int64_t(4) << 20)) {
+        // Too few blocks to share among the threads (a deep layer's small map): unfold every
+        // pixel, then one GEMM the threads split by columns.
+        sc.col.resize((size_t)(M * K));
+        float* col = sc.col.data();
+        parallel(ctx, blocks, 1, [&](int64_t b, int64_t e) { im2col(gi, b * rows, std::min(M, e * rows), col + b * rows * K); });
+        sgemm_packed(ctx.pool, M, col, K, 1, n.packed[gi], Cp, OC, ep);
+        continue;
+      }
+      // Blocks of output pixels x groups [gi, G), each unfolded into a small per-thread buffer
+      // (kept in cache) and multiplied right away: no full-size im2col pass through memory. One
+      // region for all the groups (a grouped convolution's groups are small GEMMs each).
+      parallel(ctx, blocks * groups, 1, [&](int64_t b, int64_t e) {
         thread_local FloatBuffer buf;  // grows only
         if (buf.size() < (size_t)(rows * K)) buf.resize((size_t)(rows * K));
-        for (int64_t blk = b; blk < e; blk++) {
-          int64_t m0 = blk * rows, m1 = std::min(M, m0 + rows);
-          im2col(gi, m0, m1, buf.data());
-          GemmEpilogue epb = ep;
-          if (epb.residual) epb.residual += m0 * OC;
-          sgemm_packed(nullptr, m1 - m0, buf.data(), K, 1, pb, Cp + m0 * OC, OC, epb);
+        for (int64_t t = b; t < e; t++) {
+          const int64_t m0 = t / groups * rows, m1 = std::min(M, m0 + rows), gt = gi + t % groups;
+          im2col(gt, m0, m1, buf.data());
+          GemmEpilogue epb = epilogue(n, bias ? bias + gt * OCg : nullptr);
+          with_residual(epb, n, res, gt * OCg + m0 * OC, OC);
+          sgemm_packed(nullptr, m1 - m0, buf.data(), K, 1, n.packed[gt], o.data.data() + gt * OCg + m0 * OC, OC, epb);
         }
       });
-      continue;
+      break;
     }
     // weights computed at run time: one im2col buffer, then a GEMM
     // (filter [OC, KH, KW, ICg]: B(k, oc) = w[(gi*OCg + oc)*K + k])

@@ -150,8 +150,14 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
   // blocks of output pixels unfolded into per-thread byte rows of Kp and multiplied right away
   const int64_t rows = std::max<int64_t>(24, std::min<int64_t>(240, (int64_t(1) << 15) / Kp)) / 24 * 24;
   const int64_t blocks = (M + rows - 1) / rows;
+  // pixels [m0, m1) of group gi as byte rows of Kp at dst (zeros past K: zero weights there)
+  auto unfold = [&](int64_t gi, int64_t m0, int64_t m1, uint8_t* dst) {
+    im2col_rows(n, codes, H, W, C, OH, OW, gi, m0, m1, dst, Kp, pad_code);
+    if (Kp > K)
+      for (int64_t m = m0; m < m1; m++) std::memset(dst + (m - m0) * Kp + K, 0, (size_t)(Kp - K));
+  };
   const int nt = ctx.pool ? ctx.pool->num_threads() : 1;
-  if (nt > 1 && blocks < 4 * nt && M * Kp <= (int64_t(16) << 20)) {
+  if (nt > 1 && blocks * G < 4 * nt && M * Kp <= (int64_t(16) << 20)) {
     // Too few blocks to share among the threads (a deep layer's small map: 4x4 pixels of a
     // 3x3x256 window are one block): unfold every pixel, then one GEMM the threads split by columns.
     sc.q8col.resize((size_t)(M * Kp));
@@ -162,33 +168,26 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     qa.data = col;
     for (int64_t gi = 0; gi < G; gi++) {
       parallel(ctx, blocks, 1, [&](int64_t b, int64_t e) {
-        const int64_t m0 = b * rows, m1 = std::min(M, e * rows);
-        im2col_rows(n, codes, H, W, C, OH, OW, gi, m0, m1, col + m0 * Kp, Kp, pad_code);
-        if (Kp > K)  // (zero weights there)
-          for (int64_t m = m0; m < m1; m++) std::memset(col + m * Kp + K, 0, (size_t)(Kp - K));
+        unfold(gi, b * rows, std::min(M, e * rows), col + b * rows * Kp);
       });
       qgemm_q8(ctx.pool, M, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, Y + gi * OCg, OC, grid);
     }
     return true;
   }
-  // tasks: blocks of output pixels, each unfolded and multiplied group after group (its input
-  // rows stay in cache)
-  parallel(ctx, blocks, 1, [&](int64_t b, int64_t e) {
+  // tasks: a block of output pixels x a group, the groups of a block in turn (its input rows
+  // stay in cache); one region for all the groups (a grouped convolution's are small GEMMs)
+  parallel(ctx, blocks * G, 1, [&](int64_t b, int64_t e) {
     thread_local std::vector<uint8_t> buf;  // grows only
     thread_local std::vector<float> s;
     thread_local std::vector<int32_t> z;
     if (buf.size() < (size_t)(rows * Kp)) buf.resize((size_t)(rows * Kp));
     QActivations qa = repeated_params(a, zpa, rows, s, z);
     qa.data = buf.data();
-    for (int64_t blk = b; blk < e; blk++) {
-      const int64_t m0 = blk * rows, m1 = std::min(M, m0 + rows);
-      for (int64_t gi = 0; gi < G; gi++) {
-        im2col_rows(n, codes, H, W, C, OH, OW, gi, m0, m1, buf.data(), Kp, pad_code);
-        if (Kp > K)  // (zero weights there)
-          for (int64_t m = m0; m < m1; m++) std::memset(buf.data() + (m - m0) * Kp + K, 0, (size_t)(Kp - K));
-        qgemm_q8(nullptr, m1 - m0, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, Y + m0 * OC + gi * OCg, OC,
-                 grid);
-      }
+    for (int64_t t = b; t < e; t++) {
+      const int64_t m0 = t / G * rows, m1 = std::min(M, m0 + rows), gi = t % G;
+      unfold(gi, m0, m1, buf.data());
+      qgemm_q8(nullptr, m1 - m0, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, Y + m0 * OC + gi * OCg, OC,
+               grid);
     }
   });
   return true;
