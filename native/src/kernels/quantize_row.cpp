@@ -109,9 +109,48 @@ ETNP_TARGET("avx2,fma") int64_t codes_avx2(const float* x, int64_t n, float inv,
   }
   return i;
 }
+
+// the table indices of 8 values on grid (inv, lo, hi; off = lo as int32), NaN -> 256
+ETNP_TARGET_INLINE("avx2,fma") __m256i grid_index_avx2(__m256 v, __m256 inv, __m256 lo, __m256 hi, __m256i off) {
+  const __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v, inv), lo), hi);
+  const __m256 i = _mm256_castsi256_ps(_mm256_sub_epi32(_mm256_cvtps_epi32(t), off));
+  const __m256 nan_index = _mm256_castsi256_ps(_mm256_set1_epi32(256));
+  return _mm256_castps_si256(_mm256_blendv_ps(i, nan_index, _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+}
+
+ETNP_TARGET("avx2,fma") int64_t lookup_avx2(const Int8Grid& g, const float* table, const float* x, float* y,
+                                            int64_t n) {
+  const __m256 vi = _mm256_set1_ps(g.inv), lo = _mm256_set1_ps(g.lo), hi = _mm256_set1_ps(g.hi);
+  const __m256i off = _mm256_set1_epi32((int32_t)g.lo);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i a = grid_index_avx2(_mm256_loadu_ps(x + i), vi, lo, hi, off);
+    const __m256i b = grid_index_avx2(_mm256_loadu_ps(x + i + 8), vi, lo, hi, off);
+    _mm256_storeu_ps(y + i, _mm256_i32gather_ps(table, a, 4));
+    _mm256_storeu_ps(y + i + 8, _mm256_i32gather_ps(table, b, 4));
+  }
+  return i;
+}
 #endif
 
 }  // namespace
+
+void grid_table_lookup(const Int8Grid& g, const float* table, const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+#if defined(__x86_64__)
+  static const bool avx2 = cpu_has_avx2_fma();
+  if (avx2) i = lookup_avx2(g, table, x, y, n);
+#endif
+  for (; i < n; i++) {
+    if (x[i] != x[i]) {
+      y[i] = table[256];
+      continue;
+    }
+    float t = x[i] * g.inv;
+    t = std::min(std::max(t, g.lo), g.hi);
+    y[i] = table[(int32_t)std::nearbyint(t) - (int32_t)g.lo];
+  }
+}
 
 void float_to_codes(const float* x, int64_t n, float inv, float shift, uint8_t* codes) {
   int64_t i = 0;

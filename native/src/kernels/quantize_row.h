@@ -28,6 +28,14 @@ inline float snap_to_grid(float x, const Int8Grid& g) {
 inline void snap_to_grid(const Int8Grid& g, float* d, int64_t n) {
   for (int64_t i = 0; i < n; i++) d[i] = snap_to_grid(d[i], g);
 }
+inline void snap_to_grid(const Int8Grid& g, const float* x, float* y, int64_t n) {  // y = snapped x
+  for (int64_t i = 0; i < n; i++) y[i] = snap_to_grid(x[i], g);
+}
+
+// y[i] = table[index of x[i] on grid g]: x[i] = t * g.scale (t in [g.lo, g.hi], an integer) reads
+// table[t - g.lo], NaN reads table[256]. A function of a value on an int8 grid has 256 results:
+// computed once into the table, the function becomes a lookup (x must lie on the grid).
+void grid_table_lookup(const Int8Grid& g, const float* table, const float* x, float* y, int64_t n);
 
 // codes[i] = clamp(round_half_even(x[i] * inv + shift), 0, 255), NaN -> 0: the byte codes of
 // values on a per-tensor int8 grid (shift = zero point, + 128 for signed codes).

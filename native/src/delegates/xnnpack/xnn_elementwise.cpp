@@ -48,31 +48,51 @@ struct DivF { float operator()(float x, float y) const { return x / y; } };
 struct MinF { float operator()(float x, float y) const { return x != x || y != y ? x + y : (y < x ? y : x); } };
 struct MaxF { float operator()(float x, float y) const { return x != x || y != y ? x + y : (x < y ? y : x); } };
 struct PreluF { float operator()(float x, float s) const { return x > 0 ? x : x * s; } };
+// A unary node: f(x, y, count) over the input's elements, split across threads when large. For
+// a costly f (a transcendental function: several times a lookup) and an input on an int8 grid,
+// which has 256 values (and NaN): f runs on those once, into a table, and the elements are looked
+// up (the same results); when the output is on an int8 grid and the node has no clamp, the table
+// holds the snapped results and the output needs no snapping pass.
 template <typename F>
-void unary(KernelContext& ctx, Graph& g, Node& n, F f) {
-  Value &a = in(g, n, 0), &o = out(g, n);
-  ensure_shape(o, a.shape);
-  Tensor ta = wrap(a), to = wrap(o);
-  unary_apply_fn(ctx, ta, to, f);
-}
-// a float32 function the compiler vectorises (exact in float32 or XNNPACK's own float formula)
-template <typename F>
-void unary_f32(KernelContext& ctx, Graph& g, Node& n, F f) {
-  Value &a = in(g, n, 0), &o = out(g, n);
-  ensure_shape(o, a.shape);
-  const float* x = a.data.data();
-  float* y = o.data.data();
-  parallel(ctx, a.numel(), 1 << 16, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; i++) y[i] = f(x[i]);
-  });
-}
-// float32 elementwise functions of kernels/vec_math.h, split across threads when large
-void unary_vec(KernelContext& ctx, Graph& g, Node& n, void (*f)(const float*, float*, int64_t)) {
+void unary_node(KernelContext& ctx, Graph& g, Node& n, int64_t grain, bool costly, F f) {
   Value &a = in(g, n, 0), &o = out(g, n);
   ensure_shape(o, a.shape);
   const float* x = a.cdata();
   float* y = o.data.data();
-  parallel(ctx, a.numel(), 1 << 14, [&](int64_t b, int64_t e) { f(x + b, y + b, e - b); });
+  const int64_t total = a.numel();
+  const Value& grid = a.grid_source != kInvalidId ? g.values[a.grid_source] : a;  // (see Value::grid_source)
+  if (!costly || !on_int8_grid(grid) || !(grid.scale > 0.f) || total < 1024) {
+    parallel(ctx, total, grain, [&](int64_t b, int64_t e) { f(x + b, y + b, e - b); });
+    return;
+  }
+  const Int8Grid ga = grid_of(grid);
+  float xs[257], table[257];
+  for (int t = 0; t < 256; t++) xs[t] = (ga.lo + (float)t) * ga.scale;  // as snap_to_grid writes them
+  xs[256] = NAN;
+  f(xs, table, 257);
+  if (on_int8_grid(o) && o.scale > 0.f && !std::isfinite(n.out_min) && !std::isfinite(n.out_max)) {
+    snap_to_grid(grid_of(o), table, 257);
+    n.snapped = true;
+  }
+  parallel(ctx, total, 1 << 15, [&](int64_t b, int64_t e) { grid_table_lookup(ga, table, x + b, y + b, e - b); });
+}
+// a function in double, rounded to float
+template <typename F>
+void unary(KernelContext& ctx, Graph& g, Node& n, F f) {
+  unary_node(ctx, g, n, 1 << 14, true, [&](const float* x, float* y, int64_t count) {
+    for (int64_t i = 0; i < count; i++) y[i] = (float)f((double)x[i]);
+  });
+}
+// a float32 function the compiler vectorises (exact in float32 or XNNPACK's own float formula)
+template <typename F>
+void unary_f32(KernelContext& ctx, Graph& g, Node& n, F f) {
+  unary_node(ctx, g, n, 1 << 16, false, [&](const float* x, float* y, int64_t count) {
+    for (int64_t i = 0; i < count; i++) y[i] = f(x[i]);
+  });
+}
+// float32 elementwise functions of kernels/vec_math.h (hardswish: a few arithmetic operations)
+void unary_vec(KernelContext& ctx, Graph& g, Node& n, void (*f)(const float*, float*, int64_t)) {
+  unary_node(ctx, g, n, 1 << 14, f != &vec_hardswish, f);
 }
 double add_f(double x, double y) { return x + y; }
 double sub_f(double x, double y) { return x - y; }
@@ -93,15 +113,32 @@ void softmax(KernelContext& ctx, Graph& g, Node& n) {
   });
 }
 
-void copy_value(Graph& g, Node& n) {
+// Clamp, Copy, Convert: the values copied, then clamped and converted by run_node; or, onto an
+// int8 grid without a clamp, snapped on the way (one pass). A Convert whose input nothing else
+// reads takes the input's buffer instead (Node::move_input; run_node converts it in place).
+void copy_value(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   Value &a = in(g, n, 0), &o = out(g, n);
+  if (n.move_input && &o != &a) {
+    o.data.swap(a.data);
+    sc.moves.emplace_back(n.output, n.inputs[0]);
+    ensure_shape(o, a.shape);
+    return;
+  }
   ensure_shape(o, a.shape);
-  copy_floats(o.data.data(), a.data.data(), a.numel());
+  const float* x = a.cdata();
+  float* y = o.data.data();
+  if (on_int8_grid(o) && o.scale > 0.f && !std::isfinite(n.out_min) && !std::isfinite(n.out_max)) {
+    const Int8Grid go = grid_of(o);
+    parallel(ctx, a.numel(), 1 << 16, [&](int64_t b, int64_t e) { snap_to_grid(go, x + b, y + b, e - b); });
+    n.snapped = true;
+    return;
+  }
+  parallel(ctx, a.numel(), 1 << 18, [&](int64_t b, int64_t e) { copy_floats(y + b, x + b, e - b); });
 }
 
 }  // namespace
 
-bool run_elementwise(KernelContext& ctx, Graph& g, Node& n) {
+bool run_elementwise(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   switch (n.type) {
     case Add: binary(ctx, g, n, add_f, AddF()); return true;
     case Subtract: binary(ctx, g, n, sub_f, SubF()); return true;
@@ -110,7 +147,7 @@ bool run_elementwise(KernelContext& ctx, Graph& g, Node& n) {
     case Minimum: binary(ctx, g, n, min_f, MinF()); return true;
     case Maximum: binary(ctx, g, n, max_f, MaxF()); return true;
     case PReLU: binary(ctx, g, n, prelu_f, PreluF()); return true;
-    case Clamp: case Copy: case Convert: copy_value(g, n); return true;
+    case Clamp: case Copy: case Convert: copy_value(ctx, g, n, sc); return true;
     case Sigmoid: unary_vec(ctx, g, n, vec_sigmoid); return true;
     case Tanh: unary_vec(ctx, g, n, vec_tanh); return true;
     case Floor: unary_f32(ctx, g, n, [](float x) { return std::floor(x); }); return true;

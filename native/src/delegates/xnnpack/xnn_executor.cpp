@@ -158,10 +158,12 @@ class XnnDelegate : public DelegateHandle {
     }
   }
 
-  // A StaticReshape whose input nothing else reads takes over the input's buffer instead of
-  // copying it (xnn_layout.cpp): values internal to the graph (not inputs, outputs or constants)
-  // of one datatype and grid. (A later planned swap may hand a moved buffer on; the buffers then
-  // grow where needed on the first call, and the log puts them back after every call.)
+  // A StaticReshape or a Convert whose input nothing else reads takes over the input's buffer
+  // instead of copying it (xnn_layout.cpp, xnn_elementwise.cpp): values internal to the graph (not
+  // inputs, outputs or constants); a reshape's of one datatype and grid, a Convert's snapped in
+  // place afterwards. (A later planned swap may hand a moved buffer on; the buffers then grow
+  // where needed on the first call, and the log puts them back after every call.)
+  // Also: float32 values holding an int8-grid value's grid points (Value::grid_source).
   void plan_moves() {
     const size_t nv = g_.values.size();
     std::vector<int> readers(nv, 0);
@@ -175,14 +177,23 @@ class XnnDelegate : public DelegateHandle {
     }
     for (uint32_t id : g_.input_ids) readers[id] += 2;
     for (uint32_t id : g_.output_ids) readers[id] += 2;
+    auto dynamic = [](const Value& v) { return v.quant == Quant::PerToken || v.dtype == QDINT8; };
     for (Node& n : g_.nodes) {
-      if (n.type != StaticReshape || n.inputs.size() != 1 || n.inputs[0] >= nv || n.output >= nv) continue;
+      if ((n.type != StaticReshape && n.type != Convert && n.type != StaticTranspose) || n.inputs.size() != 1 ||
+          n.inputs[0] >= nv || n.output >= nv)
+        continue;
       uint32_t a = n.inputs[0], o = n.output;
-      const Value &va = g_.values[a], &vo = g_.values[o];
-      n.move_input = readers[a] == 1 && !va.is_constant && !vo.is_constant &&
-                     va.external_id == kInvalidId && va.dtype == vo.dtype && va.quant == vo.quant &&
-                     va.scale == vo.scale && va.zero_point == vo.zero_point && va.quant != Quant::PerToken &&
-                     va.dtype != QDINT8 && readers[o] < 2;
+      Value &va = g_.values[a], &vo = g_.values[o];
+      const bool same_grid = va.dtype == vo.dtype && va.quant == vo.quant && va.scale == vo.scale &&
+                             va.zero_point == vo.zero_point;
+      if (n.type != StaticTranspose)
+        n.move_input = readers[a] == 1 && !va.is_constant && !vo.is_constant && va.external_id == kInvalidId &&
+                       !dynamic(va) && !dynamic(vo) && readers[o] < 2 && (n.type == Convert || same_grid);
+      const bool no_clamp = !std::isfinite(n.out_min) && !std::isfinite(n.out_max);
+      if (vo.dtype == FP32 && vo.quant == Quant::None && no_clamp && !va.is_constant) {
+        if (on_int8_grid(va)) vo.grid_source = a;
+        else if (va.grid_source != kInvalidId) vo.grid_source = va.grid_source;
+      }
     }
   }
 

@@ -51,6 +51,9 @@ struct Value {
   // caller's tensor for a graph input that only transposes read (the executor's BorrowGuard)
   const float* raw = nullptr;
   const float* cdata() const { return raw ? raw : data.data(); }
+  // a float32 value whose elements are those of an int8-grid value (a Convert's dequantized copy,
+  // reshaped or transposed): that value's id; its 256 grid points are this value's only values
+  uint32_t grid_source = kInvalidId;
   int64_t numel() const {
     int64_t n = 1;
     for (auto d : shape) n *= d;
@@ -97,7 +100,7 @@ struct Node {
   bool residual_pending = false;  // during a call: the add is still to be applied (shapes differed)
   bool clamp_fused = false;       // a Clamp after it was fused into out_min/out_max (profiles say so)
   bool snapped = false;           // during a call: the node snapped its output to its int8 grid itself
-  bool move_input = false;        // StaticReshape: takes its input's buffer (nothing else reads it)
+  bool move_input = false;        // StaticReshape, Convert: takes its input's buffer (nothing else reads it)
   // A DepthwiseConv2d that absorbed the pointwise Conv2d producing its input (the expansion of an
   // inverted-residual block): `pre` is that node (its output, inputs[0] here, is written only when
   // the band pipeline cannot run); its input is also inputs[3] here, for the buffer planner.

@@ -58,7 +58,7 @@ inline void clamp_output(const Node& n, Value& o) { clamp_values(o, n.out_min, n
 
 // ---- elementwise (xnn_elementwise.cpp) ----
 // Runs n when it is an elementwise node (binary, unary, softmax, clamp/copy/convert); false otherwise.
-bool run_elementwise(KernelContext& ctx, Graph& g, Node& n);
+bool run_elementwise(KernelContext& ctx, Graph& g, Node& n, Scratch& sc);
 void add_values(KernelContext& ctx, Value& a, Value& b, Value& o);  // o = a + b, broadcasting
 
 // ---- layout (xnn_layout.cpp) ----

@@ -155,7 +155,7 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
 }
 
 void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
-  if (!run_elementwise(ctx, g, n)) switch (n.type) {
+  if (!run_elementwise(ctx, g, n, s)) switch (n.type) {
     case StaticTranspose: transpose(ctx, g, n); break;
     case StaticReshape: reshape(g, n, s); break;
     case StaticSlice: slice(ctx, g, n); break;
