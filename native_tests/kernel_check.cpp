@@ -157,7 +157,9 @@ static void check_depthwise(std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   struct Case { int64_t H, W, C, K, s, d, p; };
   const Case cases[] = {{9, 11, 8, 3, 1, 1, 1}, {10, 10, 13, 3, 2, 1, 1}, {12, 9, 37, 5, 1, 1, 2}, {11, 13, 20, 5, 2, 1, 2},
-                        {8, 8, 4, 3, 1, 2, 2}, {7, 16, 33, 3, 1, 1, 0}, {6, 6, 3, 5, 1, 1, 0}, {14, 14, 64, 3, 2, 1, 1}};
+                        {8, 8, 4, 3, 1, 2, 2}, {7, 16, 33, 3, 1, 1, 0}, {6, 6, 3, 5, 1, 1, 0}, {14, 14, 64, 3, 2, 1, 1},
+                        {9, 40, 4, 3, 1, 1, 1}, {8, 37, 6, 3, 1, 1, 1}, {5, 21, 12, 5, 1, 1, 2}, {6, 19, 36, 3, 1, 1, 1},
+                        {3, 3, 2, 3, 1, 1, 1}, {7, 1, 5, 3, 1, 1, 1}};
   for (const Case& cs : cases)
     for (bool with_bias : {true, false}) {
       DepthwiseGeom g{2, cs.H, cs.W, cs.C, 0, 0, cs.K, cs.K, cs.s, cs.s, cs.d, cs.d, cs.p, cs.p, -0.7f, 0.9f};

@@ -1,6 +1,8 @@
 #include "kernels/depthwise.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "kernels/cpu_features.h"
 #include "util/compiler.h"
@@ -64,6 +66,20 @@ void row_generic(const DepthwiseGeom& g, const float* x, const float* w, const f
 }
 
 #if defined(__x86_64__)
+template <bool MASKED>
+ETNP_TARGET_INLINE("avx2,fma") __m256 load8(__m256i m, const float* p) {
+  return MASKED ? _mm256_maskload_ps(p, m) : _mm256_loadu_ps(p);
+}
+template <bool MASKED>
+ETNP_TARGET_INLINE("avx2,fma") void store8(__m256i m, float* p, __m256 v) {
+  if (MASKED) _mm256_maskstore_ps(p, m, v);
+  else _mm256_storeu_ps(p, v);
+}
+// the first k lanes (0 < k <= 8)
+ETNP_TARGET_INLINE("avx2,fma") __m256i lanes8(int64_t k) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 // One output pixel's channels [c, c + 8 NV): NV independent FMA chains over its in-range taps
 // [i0, i1) x [j0, j1); base is the element offset of tap (0, 0).
 template <int NV>
@@ -101,11 +117,14 @@ ETNP_TARGET("avx2,fma") void row_avx2(const DepthwiseGeom& g, const float* x, co
     for (; c + 32 <= C; c += 32) pixel_channels_avx2<4>(g, x, w, bias, out, base, i0, i1, j0, j1, c, lo, hi);
     for (; c + 16 <= C; c += 16) pixel_channels_avx2<2>(g, x, w, bias, out, base, i0, i1, j0, j1, c, lo, hi);
     for (; c + 8 <= C; c += 8) pixel_channels_avx2<1>(g, x, w, bias, out, base, i0, i1, j0, j1, c, lo, hi);
-    for (; c < C; c++) {
-      float s = bias ? bias[c] : 0.f;
+    if (c < C) {  // channels past the last full block: masked
+      const __m256i m = lanes8(C - c);
+      __m256 a = bias ? _mm256_maskload_ps(bias + c, m) : _mm256_setzero_ps();
       for (int64_t i = i0; i < i1; i++)
-        for (int64_t j = j0; j < j1; j++) s += x[base + (i * g.dh * g.W + j * g.dw) * C + c] * w[(i * g.KW + j) * C + c];
-      out[c] = std::min(std::max(s, g.lo), g.hi);
+        for (int64_t j = j0; j < j1; j++)
+          a = _mm256_fmadd_ps(_mm256_maskload_ps(x + (base + (i * g.dh * g.W + j * g.dw) * C + c), m),
+                              _mm256_maskload_ps(w + (i * g.KW + j) * C + c, m), a);
+      _mm256_maskstore_ps(out + c, m, _mm256_min_ps(hi, _mm256_max_ps(lo, a)));
     }
   }
 }
@@ -267,49 +286,132 @@ ETNP_TARGET("avx512f") void channel_inner_avx512(const DepthwiseGeom& g, const f
   }
 }
 
+// One block of 8 channels (the lanes in m when MASKED: the channels past the last full block)
+// across `cols` output pixels, the taps' weights in registers.
+template <int KH, int KW, bool MASKED>
+ETNP_TARGET("avx2,fma") void stationary_block_avx2(const DepthwiseGeom& g, const float* xp, const float* wc,
+                                                   const float* bc, float* yp, int64_t cols, __m256i m) {
+  const int64_t C = g.C, tap_step_w = g.dw * C, tap_step_h = g.dh * g.W * C, step = g.sw * C;
+  const __m256 lo = _mm256_set1_ps(g.lo), hi = _mm256_set1_ps(g.hi);
+  __m256 k[KH * KW];
+  for (int t = 0; t < KH * KW; t++) k[t] = load8<MASKED>(m, wc + t * C);
+  const __m256 b = bc ? load8<MASKED>(m, bc) : _mm256_setzero_ps();
+  int64_t ow = 0;
+  for (; ow + 4 <= cols; ow += 4, xp += 4 * step, yp += 4 * C) {  // four FMA chains in flight
+    __m256 a0 = b, a1 = b, a2 = b, a3 = b;
+#pragma GCC unroll 5
+    for (int i = 0; i < KH; i++)
+#pragma GCC unroll 5
+      for (int j = 0; j < KW; j++) {
+        const float* t = xp + i * tap_step_h + j * tap_step_w;
+        const __m256 kk = k[i * KW + j];
+        a0 = _mm256_fmadd_ps(load8<MASKED>(m, t), kk, a0);
+        a1 = _mm256_fmadd_ps(load8<MASKED>(m, t + step), kk, a1);
+        a2 = _mm256_fmadd_ps(load8<MASKED>(m, t + 2 * step), kk, a2);
+        a3 = _mm256_fmadd_ps(load8<MASKED>(m, t + 3 * step), kk, a3);
+      }
+    store8<MASKED>(m, yp, _mm256_min_ps(hi, _mm256_max_ps(lo, a0)));
+    store8<MASKED>(m, yp + C, _mm256_min_ps(hi, _mm256_max_ps(lo, a1)));
+    store8<MASKED>(m, yp + 2 * C, _mm256_min_ps(hi, _mm256_max_ps(lo, a2)));
+    store8<MASKED>(m, yp + 3 * C, _mm256_min_ps(hi, _mm256_max_ps(lo, a3)));
+  }
+  for (; ow < cols; ow++, xp += step, yp += C) {
+    __m256 acc = b;
+    for (int i = 0; i < KH; i++)
+      for (int j = 0; j < KW; j++)
+        acc = _mm256_fmadd_ps(load8<MASKED>(m, xp + i * tap_step_h + j * tap_step_w), k[i * KW + j], acc);
+    store8<MASKED>(m, yp, _mm256_min_ps(hi, _mm256_max_ps(lo, acc)));
+  }
+}
+
 template <int KH, int KW>
 ETNP_TARGET("avx2,fma") void stationary_avx2(const DepthwiseGeom& g, const float* x, const float* w,
                                                         const float* bias, float* y, int64_t bn, int64_t oh,
                                                         int64_t ow_begin, int64_t ow_end) {
-  const int64_t C = g.C, tap_step_w = g.dw * C, tap_step_h = g.dh * g.W * C, step = g.sw * C;
+  const int64_t C = g.C;
   const float* xrow = x + ((bn * g.H + (oh * g.sh - g.pad_top)) * g.W + (ow_begin * g.sw - g.pad_left)) * C;
   float* yrow = y + ((bn * g.OH + oh) * g.OW + ow_begin) * C;
-  const __m256 lo = _mm256_set1_ps(g.lo), hi = _mm256_set1_ps(g.hi);
+  const __m256i all = _mm256_set1_epi32(-1);
   int64_t c = 0;
-  for (; c + 8 <= C; c += 8) {
-    __m256 k[KH * KW];
-    for (int t = 0; t < KH * KW; t++) k[t] = _mm256_loadu_ps(w + t * C + c);
-    const __m256 b = bias ? _mm256_loadu_ps(bias + c) : _mm256_setzero_ps();
-    const float* xp = xrow + c;
-    float* yp = yrow + c;
-    int64_t ow = ow_begin;
-    for (; ow + 4 <= ow_end; ow += 4, xp += 4 * step, yp += 4 * C) {  // four FMA chains in flight
-      __m256 a0 = b, a1 = b, a2 = b, a3 = b;
-#pragma GCC unroll 5
-      for (int i = 0; i < KH; i++)
-#pragma GCC unroll 5
-        for (int j = 0; j < KW; j++) {
-          const float* t = xp + i * tap_step_h + j * tap_step_w;
-          const __m256 kk = k[i * KW + j];
-          a0 = _mm256_fmadd_ps(_mm256_loadu_ps(t), kk, a0);
-          a1 = _mm256_fmadd_ps(_mm256_loadu_ps(t + step), kk, a1);
-          a2 = _mm256_fmadd_ps(_mm256_loadu_ps(t + 2 * step), kk, a2);
-          a3 = _mm256_fmadd_ps(_mm256_loadu_ps(t + 3 * step), kk, a3);
-        }
-      _mm256_storeu_ps(yp, _mm256_min_ps(hi, _mm256_max_ps(lo, a0)));
-      _mm256_storeu_ps(yp + C, _mm256_min_ps(hi, _mm256_max_ps(lo, a1)));
-      _mm256_storeu_ps(yp + 2 * C, _mm256_min_ps(hi, _mm256_max_ps(lo, a2)));
-      _mm256_storeu_ps(yp + 3 * C, _mm256_min_ps(hi, _mm256_max_ps(lo, a3)));
-    }
-    for (; ow < ow_end; ow++, xp += step, yp += C) {
-      __m256 acc = b;
-      for (int i = 0; i < KH; i++)
-        for (int j = 0; j < KW; j++)
-          acc = _mm256_fmadd_ps(_mm256_loadu_ps(xp + i * tap_step_h + j * tap_step_w), k[i * KW + j], acc);
-      _mm256_storeu_ps(yp, _mm256_min_ps(hi, _mm256_max_ps(lo, acc)));
-    }
+  for (; c + 8 <= C; c += 8)
+    stationary_block_avx2<KH, KW, false>(g, xrow + c, w + c, bias ? bias + c : nullptr, yrow + c, ow_end - ow_begin, all);
+  if (c < C)  // channels past the last full block: masked
+    stationary_block_avx2<KH, KW, true>(g, xrow + c, w + c, bias ? bias + c : nullptr, yrow + c, ow_end - ow_begin,
+                                        lanes8(C - c));
+}
+
+// Stride 1, channel counts off the vector width (C % 8 != 0: 4, 6, 12, 36 ...), where the
+// channel-vector kernels leave channels to scalar code. Output columns [ow_begin, ow_end) of a
+// row are one flat run of (ow_end - ow_begin) * C floats, and so is each tap's input (shifted by
+// the tap's offset): 32 floats a step whatever C is, against weights (and bias) tiled along the
+// run with period P = lcm(C, 8) (FlatTaps). Tap rows [i0, i1) only (the others lie outside the
+// input); same summation order as the per-pixel kernels.
+struct FlatTaps {
+  int64_t P = 0, L = 0;   // period, and the length of each tiled row (P + 24: four vectors from any phase)
+  std::vector<float> w;   // [KH * KW][L]: w[t][f] = weight of tap t, channel f % C
+  std::vector<float> b;   // [L]: bias of channel f % C (zeros without one)
+};
+inline int64_t lcm_with_8(int64_t C) {
+  int64_t a = C, b = 8;
+  while (b) std::swap(a, b), b %= a;  // gcd in a
+  return C / a * 8;
+}
+void tile_taps(const DepthwiseGeom& g, const float* w, const float* bias, FlatTaps& t) {
+  const int64_t C = g.C, T = g.KH * g.KW;
+  t.P = lcm_with_8(C);
+  t.L = t.P + 24;
+  t.w.resize((size_t)(T * t.L));
+  t.b.resize((size_t)t.L);
+  for (int64_t f = 0; f < t.L; f++) {
+    for (int64_t k = 0; k < T; k++) t.w[(size_t)(k * t.L + f)] = w[k * C + f % C];
+    t.b[(size_t)f] = bias ? bias[f % C] : 0.f;
   }
-  stationary_channels_scalar(g, xrow, w, bias, yrow, c, ow_begin, ow_end);  // channels past the last vector
+}
+
+ETNP_TARGET("avx2,fma") void flat_row_avx2(const DepthwiseGeom& g, const float* x, const FlatTaps& t, float* y,
+                                           int64_t bn, int64_t oh, int64_t ow_begin, int64_t ow_end) {
+  int64_t i0, i1;
+  tap_range(oh, g.sh, g.pad_top, g.dh, g.KH, g.H, i0, i1);
+  const int64_t C = g.C, KW = g.KW, L = t.L, P = t.P, n = (ow_end - ow_begin) * C;
+  const int64_t row = g.dh * g.W * C, col = g.dw * C;
+  // element offset of tap (i0, 0) for the run's first element (inside the input)
+  const float* x0 = x + ((bn * g.H + (oh * g.sh - g.pad_top + i0 * g.dh)) * g.W + (ow_begin - g.pad_left)) * C;
+  float* yrow = y + ((bn * g.OH + oh) * g.OW + ow_begin) * C;
+  const float* wt = t.w.data() + i0 * KW * L;
+  const __m256 lo = _mm256_set1_ps(g.lo), hi = _mm256_set1_ps(g.hi);
+  int64_t f = 0, ph = 0;  // ph = f % P
+  for (; f + 32 <= n; f += 32) {
+    __m256 a0 = _mm256_loadu_ps(t.b.data() + ph), a1 = _mm256_loadu_ps(t.b.data() + ph + 8),
+           a2 = _mm256_loadu_ps(t.b.data() + ph + 16), a3 = _mm256_loadu_ps(t.b.data() + ph + 24);
+    const float* xr = x0 + f;
+    const float* wr = wt + ph;
+    for (int64_t i = i0; i < i1; i++, xr += row)
+      for (int64_t j = 0; j < KW; j++, wr += L) {
+        const float* xp = xr + j * col;
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(xp), _mm256_loadu_ps(wr), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 8), _mm256_loadu_ps(wr + 8), a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 16), _mm256_loadu_ps(wr + 16), a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 24), _mm256_loadu_ps(wr + 24), a3);
+      }
+    _mm256_storeu_ps(yrow + f, _mm256_min_ps(hi, _mm256_max_ps(lo, a0)));  // NaN stays NaN
+    _mm256_storeu_ps(yrow + f + 8, _mm256_min_ps(hi, _mm256_max_ps(lo, a1)));
+    _mm256_storeu_ps(yrow + f + 16, _mm256_min_ps(hi, _mm256_max_ps(lo, a2)));
+    _mm256_storeu_ps(yrow + f + 24, _mm256_min_ps(hi, _mm256_max_ps(lo, a3)));
+    ph += 32;
+    while (ph >= P) ph -= P;
+  }
+  for (; f < n; f += 8) {  // the rest, 8 at a time, the last masked
+    const int64_t k = std::min<int64_t>(8, n - f);
+    const __m256i m = lanes8(k);
+    __m256 a = _mm256_loadu_ps(t.b.data() + ph);
+    const float* xr = x0 + f;
+    const float* wr = wt + ph;
+    for (int64_t i = i0; i < i1; i++, xr += row)
+      for (int64_t j = 0; j < KW; j++, wr += L) a = _mm256_fmadd_ps(_mm256_maskload_ps(xr + j * col, m), _mm256_loadu_ps(wr), a);
+    _mm256_maskstore_ps(yrow + f, m, _mm256_min_ps(hi, _mm256_max_ps(lo, a)));
+    ph += 8;
+    while (ph >= P) ph -= P;
+  }
 }
 #endif
 
@@ -384,6 +486,18 @@ void depthwise_nhwc_f32(const DepthwiseGeom& g, const float* x, const float* w, 
   auto edge = [&](int64_t bn, int64_t oh, int64_t b, int64_t e) {
     if (b < e) per_pixel(g, x, w, bias, y, bn, oh, b, e);
   };
+  if (avx2 && !avx512 && g.sw == 1 && g.C % 8 != 0 && ow_lo < ow_hi &&
+      lcm_with_8(g.C) * g.KH * g.KW <= 16384) {  // (tiled taps up to 64 KB)
+    thread_local FlatTaps taps;
+    tile_taps(g, w, bias, taps);
+    for (int64_t r = row_begin; r < row_end; r++) {
+      const int64_t bn = r / g.OH, oh = r % g.OH;
+      edge(bn, oh, 0, ow_lo);
+      flat_row_avx2(g, x, taps, y, bn, oh, ow_lo, ow_hi);
+      edge(bn, oh, ow_hi, g.OW);
+    }
+    return;
+  }
   for (int64_t r = row_begin; r < row_end; r++) {
     int64_t bn = r / g.OH, oh = r % g.OH, ih0 = oh * g.sh - g.pad_top;
     bool rows_inside = ih0 >= 0 && ih0 + (g.KH - 1) * g.dh < g.H;
