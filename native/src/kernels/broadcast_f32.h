@@ -36,31 +36,39 @@ void broadcast_binary(ThreadPool* pool, const BroadcastPlan& p, const TX* x, con
   const int64_t inner = p.rank ? p.dim[p.rank - 1] : 1;
   const int64_t ia = p.rank ? p.sa[p.rank - 1] : 0, ib = p.rank ? p.sb[p.rank - 1] : 0;
   const int64_t rows = p.numel / inner;
-  auto run = [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; r++) {
+  // tasks: pieces of rows (a long inner dimension - same-shape operands merge into one row - is
+  // cut into pieces of at least 32 Ki elements, so the threads can share it)
+  constexpr int64_t kPiece = int64_t(1) << 15;
+  const bool threads = pool && pool->num_threads() > 1;
+  const int64_t pieces = threads && inner >= 2 * kPiece ? inner / kPiece : 1;
+  auto run = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) {
+      const int64_t r = t / pieces, k = t % pieces;
+      const int64_t j0 = inner * k / pieces, j1 = inner * (k + 1) / pieces;
       int64_t oa, ob;
       broadcast_row_offsets(p, r, oa, ob);
-      const TX* u = x + oa;
-      const TY* v = y + ob;
-      TZ* w = z + r * inner;
+      const TX* u = x + oa + (ia ? j0 : 0);
+      const TY* v = y + ob + (ib ? j0 : 0);
+      TZ* w = z + r * inner + j0;
+      const int64_t len = j1 - j0;
       if (ia && ib) {
-        for (int64_t j = 0; j < inner; j++) w[j] = f(u[j], v[j]);
+        for (int64_t j = 0; j < len; j++) w[j] = f(u[j], v[j]);
       } else if (ia) {
         const TY s = *v;
-        for (int64_t j = 0; j < inner; j++) w[j] = f(u[j], s);
+        for (int64_t j = 0; j < len; j++) w[j] = f(u[j], s);
       } else if (ib) {
         const TX s = *u;
-        for (int64_t j = 0; j < inner; j++) w[j] = f(s, v[j]);
+        for (int64_t j = 0; j < len; j++) w[j] = f(s, v[j]);
       } else {
         const TZ s = f(*u, *v);
-        for (int64_t j = 0; j < inner; j++) w[j] = s;
+        for (int64_t j = 0; j < len; j++) w[j] = s;
       }
     }
   };
-  // bandwidth-bound: split only when the rows hold at least 64 Ki elements a part
-  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / inner);
-  if (pool && pool->num_threads() > 1 && rows > grain) pool->parallel_for(rows, grain, run);
-  else run(0, rows);
+  // bandwidth-bound: split only when the tasks hold at least 64 Ki elements a part
+  const int64_t tasks = rows * pieces, grain = std::max<int64_t>(1, (int64_t(1) << 16) / (inner / pieces));
+  if (threads && tasks > grain) pool->parallel_for(tasks, grain, run);
+  else run(0, tasks);
 }
 
 }  // namespace etnp

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "kernels/column_sums.h"
 #include "kernels/kernel_util.h"
@@ -71,14 +72,30 @@ void global_avg_pool(KernelContext& ctx, Graph& g, Node& n) {
     for (int64_t i = 0; i < N * C; i++) o.data[i] = std::nanf("");
     return;
   }
-  parallel(ctx, N * cblocks, std::max<int64_t>(1, (int64_t(1) << 13) / (HW * CB)), [&](int64_t tb, int64_t te) {
+  // tasks: (image, channel block, part of kRows pixels) - a fixed partition, so the sums (in
+  // double, parts added in order) do not depend on the thread count
+  constexpr int64_t kRows = 512;
+  const int64_t parts = (HW + kRows - 1) / kRows, tasks = N * cblocks * parts;
+  thread_local std::vector<double> partial;
+  partial.resize((size_t)(tasks * CB));
+  double* P = partial.data();  // (the caller's buffer)
+  const float* X = a.cdata();
+  parallel(ctx, tasks, std::max<int64_t>(1, (int64_t(1) << 13) / (std::min(HW, kRows) * CB)), [&](int64_t tb, int64_t te) {
     for (int64_t t = tb; t < te; t++) {
-      int64_t b = t / cblocks, c0 = (t % cblocks) * CB, cn = std::min(CB, C - c0);
-      double acc[CB];
-      column_sums_f64(a.data.data() + b * HW * C + c0, HW, C, cn, acc);
-      for (int64_t c = 0; c < cn; c++) o.data[b * C + c0 + c] = (float)(acc[c] / (double)HW);
+      const int64_t p = t % parts, bc = t / parts, b = bc / cblocks, c0 = (bc % cblocks) * CB, cn = std::min(CB, C - c0);
+      const int64_t r0 = p * kRows, rn = std::min(kRows, HW - r0);
+      column_sums_f64(X + (b * HW + r0) * C + c0, rn, C, cn, P + t * CB);
     }
   });
+  for (int64_t bc = 0; bc < N * cblocks; bc++) {
+    const int64_t b = bc / cblocks, c0 = (bc % cblocks) * CB, cn = std::min(CB, C - c0);
+    const double* first = P + bc * parts * CB;
+    for (int64_t c = 0; c < cn; c++) {
+      double acc = first[c];
+      for (int64_t p = 1; p < parts; p++) acc += first[p * CB + c];
+      o.data[b * C + c0 + c] = (float)(acc / (double)HW);
+    }
+  }
 }
 
 }  // namespace etnp::xnn
