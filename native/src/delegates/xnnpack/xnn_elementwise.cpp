@@ -37,10 +37,6 @@ void binary_values(KernelContext& ctx, Value& a, Value& b, Value& o, BinaryD f, 
   Tensor to = wrap(o);
   binary_apply(ctx, ta, tb, to, f, nullptr);
 }
-template <typename F>
-void binary(KernelContext& ctx, Graph& g, Node& n, BinaryD f, F ff) {
-  binary_values(ctx, in(g, n, 0), in(g, n, 1), out(g, n), f, ff);
-}
 struct AddF { float operator()(float x, float y) const { return x + y; } };
 struct SubF { float operator()(float x, float y) const { return x - y; } };
 struct MulF { float operator()(float x, float y) const { return x * y; } };
@@ -48,52 +44,6 @@ struct DivF { float operator()(float x, float y) const { return x / y; } };
 struct MinF { float operator()(float x, float y) const { return x != x || y != y ? x + y : (y < x ? y : x); } };
 struct MaxF { float operator()(float x, float y) const { return x != x || y != y ? x + y : (x < y ? y : x); } };
 struct PreluF { float operator()(float x, float s) const { return x > 0 ? x : x * s; } };
-// A unary node: f(x, y, count) over the input's elements, split across threads when large. For
-// a costly f (a transcendental function: several times a lookup) and an input on an int8 grid,
-// which has 256 values (and NaN): f runs on those once, into a table, and the elements are looked
-// up (the same results); when the output is on an int8 grid and the node has no clamp, the table
-// holds the snapped results and the output needs no snapping pass.
-template <typename F>
-void unary_node(KernelContext& ctx, Graph& g, Node& n, int64_t grain, bool costly, F f) {
-  Value &a = in(g, n, 0), &o = out(g, n);
-  ensure_shape(o, a.shape);
-  const float* x = a.cdata();
-  float* y = o.data.data();
-  const int64_t total = a.numel();
-  const Value& grid = a.grid_source != kInvalidId ? g.values[a.grid_source] : a;  // (see Value::grid_source)
-  if (!costly || !on_int8_grid(grid) || !(grid.scale > 0.f) || total < 1024) {
-    parallel(ctx, total, grain, [&](int64_t b, int64_t e) { f(x + b, y + b, e - b); });
-    return;
-  }
-  const Int8Grid ga = grid_of(grid);
-  float xs[257], table[257];
-  for (int t = 0; t < 256; t++) xs[t] = (ga.lo + (float)t) * ga.scale;  // as snap_to_grid writes them
-  xs[256] = NAN;
-  f(xs, table, 257);
-  if (on_int8_grid(o) && o.scale > 0.f && !std::isfinite(n.out_min) && !std::isfinite(n.out_max)) {
-    snap_to_grid(grid_of(o), table, 257);
-    n.snapped = true;
-  }
-  parallel(ctx, total, 1 << 15, [&](int64_t b, int64_t e) { grid_table_lookup(ga, table, x + b, y + b, e - b); });
-}
-// a function in double, rounded to float
-template <typename F>
-void unary(KernelContext& ctx, Graph& g, Node& n, F f) {
-  unary_node(ctx, g, n, 1 << 14, true, [&](const float* x, float* y, int64_t count) {
-    for (int64_t i = 0; i < count; i++) y[i] = (float)f((double)x[i]);
-  });
-}
-// a float32 function the compiler vectorises (exact in float32 or XNNPACK's own float formula)
-template <typename F>
-void unary_f32(KernelContext& ctx, Graph& g, Node& n, F f) {
-  unary_node(ctx, g, n, 1 << 16, false, [&](const float* x, float* y, int64_t count) {
-    for (int64_t i = 0; i < count; i++) y[i] = f(x[i]);
-  });
-}
-// float32 elementwise functions of kernels/vec_math.h (hardswish: a few arithmetic operations)
-void unary_vec(KernelContext& ctx, Graph& g, Node& n, void (*f)(const float*, float*, int64_t)) {
-  unary_node(ctx, g, n, 1 << 14, f != &vec_hardswish, f);
-}
 double add_f(double x, double y) { return x + y; }
 double sub_f(double x, double y) { return x - y; }
 double mul_f(double x, double y) { return x * y; }
@@ -101,6 +51,66 @@ double div_f(double x, double y) { return x / y; }
 double min_f(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); }
 double max_f(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }
 double prelu_f(double x, double s) { return x > 0 ? x : x * s; }
+
+template <typename F>
+void binary_node(KernelContext& ctx, Value& a, Value& b, Value& o, BinaryD f) {
+  binary_values(ctx, a, b, o, f, F());
+}
+template <typename F>
+void same_shape(const float* a, const float* b, float* y, int64_t n) {
+  const F f;
+  for (int64_t i = 0; i < n; i++) y[i] = f(a[i], b[i]);
+}
+template <typename F>
+constexpr BinaryOp binary_of(BinaryD d) {
+  return {&binary_node<F>, &same_shape<F>, d};
+}
+
+// unary functions: float32 ones the compiler vectorises (exact in float32, or XNNPACK's own float
+// formula), ones computed in double and rounded to float, and kernels/vec_math.h's
+template <typename F>
+void map_f32(const float* x, float* y, int64_t n, float param) {
+  const F f{param};
+  for (int64_t i = 0; i < n; i++) y[i] = f(x[i]);
+}
+template <void (*V)(const float*, float*, int64_t)>
+void map_vec(const float* x, float* y, int64_t n, float) {
+  V(x, y, n);
+}
+void map_copy(const float* x, float* y, int64_t n, float) { copy_floats(y, x, n); }
+struct FloorF { float p; float operator()(float x) const { return std::floor(x); } };
+struct CeilF { float p; float operator()(float x) const { return std::ceil(x); } };
+struct SqrtF { float p; float operator()(float x) const { return std::sqrt(x); } };  // correctly rounded either way
+struct SquareF { float p; float operator()(float x) const { return x * x; } };
+struct AbsF { float p; float operator()(float x) const { return std::fabs(x); } };
+struct NegF { float p; float operator()(float x) const { return -x; } };
+struct LeakyF { float p; float operator()(float x) const { return x > 0 ? x : x * p; } };
+struct RsqrtF { float p; float operator()(float x) const { return (float)(1.0 / std::sqrt((double)x)); } };
+struct LogF { float p; float operator()(float x) const { return (float)std::log((double)x); } };
+struct SinF { float p; float operator()(float x) const { return (float)std::sin((double)x); } };
+struct CosF { float p; float operator()(float x) const { return (float)std::cos((double)x); } };
+struct EluF {
+  float p;
+  float operator()(float x) const { return (float)(x > 0 ? (double)x : (double)p * std::expm1((double)x)); }
+};
+
+// A unary node: op.f over the input's elements, split across threads when large. For a costly f
+// (a transcendental function: several times a lookup) and an input on an int8 grid (see
+// unary_table) the elements are looked up instead.
+void unary_node(KernelContext& ctx, Graph& g, Node& n, const UnaryOp& op) {
+  Value &a = in(g, n, 0), &o = out(g, n);
+  ensure_shape(o, a.shape);
+  const float* x = a.cdata();
+  float* y = o.data.data();
+  const int64_t total = a.numel();
+  float table[257];
+  Int8Grid ga;
+  if (total >= 1024 && unary_table(g, n, op, table, ga)) {
+    parallel(ctx, total, 1 << 15, [&](int64_t b, int64_t e) { grid_table_lookup(ga, table, x + b, y + b, e - b); });
+    return;
+  }
+  parallel(ctx, total, op.grain, [&](int64_t b, int64_t e) { op.f(x + b, y + b, e - b, n.fparam); });
+}
 
 void softmax(KernelContext& ctx, Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);
@@ -138,36 +148,89 @@ void copy_value(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
 
 }  // namespace
 
-bool run_elementwise(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
-  switch (n.type) {
-    case Add: binary(ctx, g, n, add_f, AddF()); return true;
-    case Subtract: binary(ctx, g, n, sub_f, SubF()); return true;
-    case Multiply: binary(ctx, g, n, mul_f, MulF()); return true;
-    case Div: binary(ctx, g, n, div_f, DivF()); return true;
-    case Minimum: binary(ctx, g, n, min_f, MinF()); return true;
-    case Maximum: binary(ctx, g, n, max_f, MaxF()); return true;
-    case PReLU: binary(ctx, g, n, prelu_f, PreluF()); return true;
-    case Clamp: case Copy: case Convert: copy_value(ctx, g, n, sc); return true;
-    case Sigmoid: unary_vec(ctx, g, n, vec_sigmoid); return true;
-    case Tanh: unary_vec(ctx, g, n, vec_tanh); return true;
-    case Floor: unary_f32(ctx, g, n, [](float x) { return std::floor(x); }); return true;
-    case Ceiling: unary_f32(ctx, g, n, [](float x) { return std::ceil(x); }); return true;
-    case SquareRoot: unary_f32(ctx, g, n, [](float x) { return std::sqrt(x); }); return true;  // correctly rounded either way
-    case ReciprocalSquareRoot: unary(ctx, g, n, [](double x) { return 1.0 / std::sqrt(x); }); return true;
-    case Square: unary_f32(ctx, g, n, [](float x) { return x * x; }); return true;
-    case Abs: unary_f32(ctx, g, n, [](float x) { return std::fabs(x); }); return true;
-    case Negate: unary_f32(ctx, g, n, [](float x) { return -x; }); return true;
-    case Exp: unary_vec(ctx, g, n, vec_exp); return true;
-    case Log: unary(ctx, g, n, [](double x) { return std::log(x); }); return true;
-    case Sin: unary(ctx, g, n, [](double x) { return std::sin(x); }); return true;
-    case Cos: unary(ctx, g, n, [](double x) { return std::cos(x); }); return true;
-    case Gelu: unary_vec(ctx, g, n, vec_gelu); return true;
-    case Hardswish: unary_vec(ctx, g, n, vec_hardswish); return true;  // XNNPACK's float32 formula
-    case LeakyReLU: { float sl = n.fparam; unary_f32(ctx, g, n, [sl](float x) { return x > 0 ? x : x * sl; }); return true; }
-    case ELU: { double al = n.fparam; unary(ctx, g, n, [al](double x) { return x > 0 ? x : al * std::expm1(x); }); return true; }
-    case Softmax: softmax(ctx, g, n); return true;
-    default: return false;
+const BinaryOp* binary_op(int type) {
+  static const BinaryOp add = binary_of<AddF>(add_f), sub = binary_of<SubF>(sub_f), mul = binary_of<MulF>(mul_f),
+                        div = binary_of<DivF>(div_f), mn = binary_of<MinF>(min_f), mx = binary_of<MaxF>(max_f),
+                        prelu = binary_of<PreluF>(prelu_f);
+  switch (type) {
+    case Add: return &add;
+    case Subtract: return &sub;
+    case Multiply: return &mul;
+    case Div: return &div;
+    case Minimum: return &mn;
+    case Maximum: return &mx;
+    case PReLU: return &prelu;  // (its slope broadcasts)
+    default: return nullptr;
   }
+}
+
+const UnaryOp* unary_op(int type) {
+  static const UnaryOp copy{&map_copy, false, 1 << 18}, sigmoid{&map_vec<vec_sigmoid>, true, 1 << 14},
+      tanh{&map_vec<vec_tanh>, true, 1 << 14}, exp{&map_vec<vec_exp>, true, 1 << 14},
+      gelu{&map_vec<vec_gelu>, true, 1 << 14}, hardswish{&map_vec<vec_hardswish>, false, 1 << 14},
+      floor{&map_f32<FloorF>, false, 1 << 16}, ceil{&map_f32<CeilF>, false, 1 << 16},
+      sqrt{&map_f32<SqrtF>, false, 1 << 16}, square{&map_f32<SquareF>, false, 1 << 16},
+      abs{&map_f32<AbsF>, false, 1 << 16}, neg{&map_f32<NegF>, false, 1 << 16},
+      leaky{&map_f32<LeakyF>, false, 1 << 16}, rsqrt{&map_f32<RsqrtF>, true, 1 << 14},
+      log{&map_f32<LogF>, true, 1 << 14}, sin{&map_f32<SinF>, true, 1 << 14}, cos{&map_f32<CosF>, true, 1 << 14},
+      elu{&map_f32<EluF>, true, 1 << 14};
+  switch (type) {
+    case Clamp: case Copy: case Convert: return &copy;  // (run_node clamps and converts)
+    case Sigmoid: return &sigmoid;
+    case Tanh: return &tanh;
+    case Exp: return &exp;
+    case Gelu: return &gelu;
+    case Hardswish: return &hardswish;  // XNNPACK's float32 formula
+    case Floor: return &floor;
+    case Ceiling: return &ceil;
+    case SquareRoot: return &sqrt;
+    case Square: return &square;
+    case Abs: return &abs;
+    case Negate: return &neg;
+    case LeakyReLU: return &leaky;
+    case ReciprocalSquareRoot: return &rsqrt;
+    case Log: return &log;
+    case Sin: return &sin;
+    case Cos: return &cos;
+    case ELU: return &elu;
+    default: return nullptr;
+  }
+}
+
+bool unary_table(const Graph& g, Node& n, const UnaryOp& op, float* table, Int8Grid& ga) {
+  const Value &a = g.values[n.inputs[0]], &o = g.values[n.output];
+  const Value& grid = a.grid_source != kInvalidId ? g.values[a.grid_source] : a;  // (see Value::grid_source)
+  if (!op.costly || !on_int8_grid(grid) || !(grid.scale > 0.f)) return false;
+  ga = grid_of(grid);
+  float xs[257];
+  for (int t = 0; t < 256; t++) xs[t] = (ga.lo + (float)t) * ga.scale;  // as snap_to_grid writes them
+  xs[256] = NAN;
+  op.f(xs, table, 257, n.fparam);
+  if (on_int8_grid(o) && o.scale > 0.f && !std::isfinite(n.out_min) && !std::isfinite(n.out_max)) {
+    snap_to_grid(grid_of(o), table, 257);
+    n.snapped = true;
+  }
+  return true;
+}
+
+bool run_elementwise(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
+  if (n.type == Clamp || n.type == Copy || n.type == Convert) {
+    copy_value(ctx, g, n, sc);
+    return true;
+  }
+  if (n.type == Softmax) {
+    softmax(ctx, g, n);
+    return true;
+  }
+  if (const UnaryOp* u = unary_op(n.type)) {
+    unary_node(ctx, g, n, *u);
+    return true;
+  }
+  if (const BinaryOp* b = binary_op(n.type)) {
+    b->node(ctx, in(g, n, 0), in(g, n, 1), out(g, n), b->generic);
+    return true;
+  }
+  return false;
 }
 
 void add_values(KernelContext& ctx, Value& a, Value& b, Value& o) { binary_values(ctx, a, b, o, add_f, AddF()); }

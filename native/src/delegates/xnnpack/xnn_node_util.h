@@ -59,6 +59,28 @@ inline void clamp_output(const Node& n, Value& o) { clamp_values(o, n.out_min, n
 // ---- elementwise (xnn_elementwise.cpp) ----
 // Runs n when it is an elementwise node (binary, unary, softmax, clamp/copy/convert); false otherwise.
 bool run_elementwise(KernelContext& ctx, Graph& g, Node& n, Scratch& sc);
+// The elementwise node types' functions (null for other types). Unary: y = f(x) over n elements
+// (param: the node's fparam); costly: transcendental (a table lookup is cheaper: unary_table);
+// grain: elements a thread's share at least. Clamp, Copy and Convert copy (run_node clamps and
+// converts). Binary: the whole node (broadcasting), and f over same-shape arrays.
+struct UnaryOp {
+  void (*f)(const float* x, float* y, int64_t n, float param);
+  bool costly;
+  int64_t grain;
+};
+struct BinaryOp {
+  void (*node)(KernelContext& ctx, Value& a, Value& b, Value& o, double (*generic)(double, double));
+  void (*same_shape)(const float* a, const float* b, float* y, int64_t n);
+  double (*generic)(double, double);  // the same function in double (shapes the float path cannot take)
+};
+const UnaryOp* unary_op(int type);
+const BinaryOp* binary_op(int type);
+// For a costly unary node whose input lies on an int8 grid (its own, or Value::grid_source's),
+// which has 256 values and NaN: f of each into table[257], indexed as grid_table_lookup reads it
+// (kernels/quantize_row.h; ga: the input's grid), and true. The same results as f on the elements;
+// when the output is on an int8 grid and the node has no clamp, the table holds them snapped and
+// n.snapped is set (run_node skips the snapping pass). False: no table.
+bool unary_table(const Graph& g, Node& n, const UnaryOp& op, float* table, Int8Grid& ga);
 void add_values(KernelContext& ctx, Value& a, Value& b, Value& o);  // o = a + b, broadcasting
 
 // ---- layout (xnn_layout.cpp) ----
