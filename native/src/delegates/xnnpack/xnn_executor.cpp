@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "delegates/backend.h"
+#include "delegates/xnnpack/xnn_chain.h"
 #include "delegates/xnnpack/xnn_graph.h"
 #include "delegates/xnnpack/xnn_ops.h"
 #include "kernels/kernel_util.h"
@@ -33,6 +34,7 @@ class XnnDelegate : public DelegateHandle {
       if (n.type == Conv2d && !n.qconv.empty() && n.residual == kInvalidId && n.nchw_transposed == kInvalidId)
         std::vector<PackedB>().swap(n.packed);
     }
+    chains_ = plan_chains(g_);
     plan_buffer_reuse();
     plan_borrowing();
     plan_moves();
@@ -63,19 +65,19 @@ class XnnDelegate : public DelegateHandle {
     for (size_t k = 0; k < ni; k++) load_input(*args[g_.input_args[k]], g_.values[g_.input_ids[k]], k, borrowable_[k]);
     SwapGuard guard{this};
     scratch_.moves.clear();
-    for (size_t i = 0; i < g_.nodes.size(); i++) {
-      for (; guard.done < reuse_end_[i]; guard.done++) {
+    for (size_t i = 0; i < g_.nodes.size();) {
+      const size_t len = std::max<size_t>(1, chains_[i]), last = i + len - 1;
+      // (the swaps of a chain's nodes are made before it: plan_buffer_reuse gives them only
+      // buffers of values dead before the chain)
+      for (; guard.done < reuse_end_[last]; guard.done++) {
         swap_buffers(reuse_[guard.done]);
         scratch_.moves.emplace_back(reuse_[guard.done].taker, reuse_[guard.done].giver);
       }
-      if (ctx.profiler) {  // a profiled call (Method.profile): each node's span
-        int64_t t0 = Profiler::now();
-        run_node(ctx, g_, g_.nodes[i], scratch_);
-        int64_t t1 = Profiler::now();
-        profile_event(*ctx.profiler, i, t0, t1);
-      } else {
-        run_node(ctx, g_, g_.nodes[i], scratch_);
-      }
+      const int64_t t0 = ctx.profiler ? Profiler::now() : 0;
+      if (len == 1 || !run_chain(ctx, g_, i, len))
+        for (size_t k = i; k <= last; k++) run_node(ctx, g_, g_.nodes[k], scratch_);
+      if (ctx.profiler) profile_event(*ctx.profiler, i, len, t0, Profiler::now());  // (Method.profile)
+      i += len;
     }
     for (size_t k = 0; k < no; k++) store_output(g_.values[g_.output_ids[k]], *args[g_.output_args[k]], k);
   }
@@ -106,10 +108,13 @@ class XnnDelegate : public DelegateHandle {
   void plan_buffer_reuse() {
     const size_t nv = g_.values.size(), nn = g_.nodes.size();
     // internal: written by a node, neither constant nor a graph input/output
-    std::vector<int64_t> last_use(nv, -1), produced_at(nv, -1);
+    // a value read or written inside a chain (run chunk by chunk) lives to the chain's end
+    std::vector<int64_t> last_use(nv, -1), produced_at(nv, -1), chain_end(nn);
+    for (size_t i = 0; i < nn; i++)
+      chain_end[i] = chains_[i] >= 1 ? (int64_t)(i + chains_[i] - 1) : chain_end[i - 1];
     for (size_t i = 0; i < nn; i++) {
       for (uint32_t id : g_.nodes[i].inputs)
-        if (id < nv) last_use[id] = (int64_t)i;
+        if (id < nv) last_use[id] = chain_end[i];
       for (uint32_t id : {g_.nodes[i].output, g_.nodes[i].output2})
         if (id < nv && produced_at[id] < 0) produced_at[id] = (int64_t)i;
     }
@@ -129,7 +134,7 @@ class XnnDelegate : public DelegateHandle {
     std::vector<int64_t> cap(nv, 0);       // planned size of the buffer each value holds
     std::vector<std::vector<uint32_t>> dies_after(nn);
     for (uint32_t id = 0; id < nv; id++)
-      if (internal(id)) dies_after[std::max(last_use[id], produced_at[id])].push_back(id);
+      if (internal(id)) dies_after[std::max(last_use[id], chain_end[produced_at[id]])].push_back(id);
     reuse_end_.assign(nn, 0);
     for (size_t i = 0; i < nn; i++) {
       for (uint32_t o : {g_.nodes[i].output, g_.nodes[i].output2}) {
@@ -178,7 +183,9 @@ class XnnDelegate : public DelegateHandle {
     for (uint32_t id : g_.input_ids) readers[id] += 2;
     for (uint32_t id : g_.output_ids) readers[id] += 2;
     auto dynamic = [](const Value& v) { return v.quant == Quant::PerToken || v.dtype == QDINT8; };
-    for (Node& n : g_.nodes) {
+    for (size_t i = 0; i < g_.nodes.size(); i++) {
+      Node& n = g_.nodes[i];
+      const bool in_chain = chains_[i] != 1;  // (run chunk by chunk: no buffer taken over)
       if ((n.type != StaticReshape && n.type != Convert && n.type != StaticTranspose) || n.inputs.size() != 1 ||
           n.inputs[0] >= nv || n.output >= nv)
         continue;
@@ -188,7 +195,7 @@ class XnnDelegate : public DelegateHandle {
                              va.zero_point == vo.zero_point;
       if (n.type != StaticTranspose)
         n.move_input = readers[a] == 1 && !va.is_constant && !vo.is_constant && va.external_id == kInvalidId &&
-                       !dynamic(va) && !dynamic(vo) && readers[o] < 2 && (n.type == Convert || same_grid);
+                       !dynamic(va) && !dynamic(vo) && readers[o] < 2 && (n.type == Convert || same_grid) && !in_chain;
       const bool no_clamp = !std::isfinite(n.out_min) && !std::isfinite(n.out_max);
       if (vo.dtype == FP32 && vo.quant == Quant::None && no_clamp && !va.is_constant) {
         if (on_int8_grid(va)) vo.grid_source = a;
@@ -321,12 +328,14 @@ class XnnDelegate : public DelegateHandle {
   }
 
   // method.profile(): the node's time, name (with what was fused into it) and output shape
-  void profile_event(Profiler& p, size_t i, int64_t t0, int64_t t1) const {
+  // node i's span, or a chain's (nodes [i, i + len): one event named after them all)
+  void profile_event(Profiler& p, size_t i, size_t len, int64_t t0, int64_t t1) const {
     const Node& n = g_.nodes[i];
-    std::string shape;
+    std::string shape, name = node_display_name(n);
+    for (size_t k = i + 1; k < i + len; k++) name += "+" + node_display_name(g_.nodes[k]).substr(3);
     if (n.output < g_.values.size())
       for (int64_t d : g_.values[n.output].shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
-    p.add(node_display_name(n), t0, t1, 1, (int32_t)i, std::move(shape));
+    p.add(name, t0, t1, 1, (int32_t)i, std::move(shape));
   }
 
   Graph g_;
@@ -334,6 +343,7 @@ class XnnDelegate : public DelegateHandle {
   std::vector<bool> borrowable_;    // per graph input: read in place (see BorrowGuard)
   std::vector<Reuse> reuse_;        // in the order they are made during a call
   std::vector<size_t> reuse_end_;   // reuse_[0, reuse_end_[i]) are made before node i runs
+  std::vector<uint32_t> chains_;    // plan_chains: chain lengths at their first nodes
 };
 
 }  // namespace

@@ -1,0 +1,130 @@
+// Elementwise chains: consecutive unary/binary nodes where each reads what an earlier one wrote
+// (a SiLU is Sigmoid then Multiply, a static-int8 one Convert, Sigmoid, Multiply, Convert) run
+// chunk by chunk: every node over the first few thousand elements, then over the next, so the
+// values passed along the chain are read back from cache instead of memory. Each node's output
+// is still written whole (later nodes may read it); its clamp and grid snapping are done per
+// chunk as run_node would do them after the node.
+#include "delegates/xnnpack/xnn_chain.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "delegates/xnnpack/xnn_node_util.h"
+#include "kernels/kernel_util.h"
+#include "runtime/dtype.h"
+
+namespace etnp::xnn {
+namespace {
+
+constexpr int64_t kChunk = 4096;  // elements: a chunk of every value in the chain stays in L1/L2
+
+bool dynamic_quant(const Value& v) { return v.quant == Quant::PerToken || v.dtype == QDINT8; }
+
+// A node a chain can hold: an elementwise function of same-shape inputs (PReLU's slope broadcasts)
+// whose output needs no whole-tensor step (dynamic quantization computes per-row parameters).
+bool chainable(const Graph& g, const Node& n) {
+  const size_t nv = g.values.size();
+  const bool unary = unary_op(n.type) != nullptr, binary = binary_op(n.type) != nullptr && n.type != PReLU;
+  if ((!unary && !binary) || n.inputs.size() != (unary ? 1u : 2u) || n.output >= nv || n.output2 != kInvalidId ||
+      n.pre || n.post || n.residual != kInvalidId || n.nchw_transposed != kInvalidId)
+    return false;
+  for (uint32_t id : n.inputs)
+    if (id >= nv || id == n.output) return false;
+  return !dynamic_quant(g.values[n.output]);
+}
+
+}  // namespace
+
+std::vector<uint32_t> plan_chains(const Graph& g) {
+  const size_t nn = g.nodes.size();
+  std::vector<uint32_t> len(nn, 1);
+  if (fusion_mode() != FusionMode::On) return len;  // (ETNP_XNN_FUSION=off|steps: node by node)
+  for (size_t i = 0; i < nn;) {
+    size_t j = i + 1;
+    if (chainable(g, g.nodes[i])) {
+      std::vector<uint32_t> written{g.nodes[i].output};
+      for (; j < nn && chainable(g, g.nodes[j]); j++) {
+        const Node& n = g.nodes[j];
+        const bool linked = std::any_of(n.inputs.begin(), n.inputs.end(), [&](uint32_t id) {
+          return std::find(written.begin(), written.end(), id) != written.end();
+        });
+        const bool rewrites = std::find(written.begin(), written.end(), n.output) != written.end();
+        if (!linked || rewrites) break;
+        written.push_back(n.output);
+      }
+    }
+    if (j - i > 1) {
+      len[i] = (uint32_t)(j - i);
+      for (size_t k = i + 1; k < j; k++) len[k] = 0;
+    }
+    i = j;
+  }
+  return len;
+}
+
+bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count) {
+  // every input of every node must have the chain's shape (the first node's first input's)
+  const std::vector<int64_t> shape = g.values[g.nodes[first].inputs[0]].shape;
+  struct Step {
+    Node* n;
+    const UnaryOp* u;
+    const BinaryOp* b;
+    const float* x[2];
+    float* y;
+    bool table;
+    Int8Grid ga;
+    float t[257];
+    bool snap;  // onto the output's int8 grid here (not done by the table)
+    Int8Grid go;
+    int16_t round;  // FP16 / BF16 output: rounded to it
+  };
+  std::vector<Step> steps(count);
+  for (size_t k = 0; k < count; k++) {  // shapes first (outputs become inputs of later nodes)
+    Node& n = g.nodes[first + k];
+    for (uint32_t id : n.inputs)
+      if (g.values[id].shape != shape || (!g.values[id].is_constant && g.values[id].data.size() < (size_t)g.values[id].numel()))
+        return false;
+    ensure_shape(out(g, n), shape);
+  }
+  for (size_t k = 0; k < count; k++) {
+    Node& n = g.nodes[first + k];
+    Step& s = steps[k];
+    Value& o = out(g, n);
+    s.n = &n;
+    s.u = unary_op(n.type);
+    s.b = s.u ? nullptr : binary_op(n.type);
+    for (size_t i = 0; i < n.inputs.size(); i++) s.x[i] = g.values[n.inputs[i]].cdata();
+    s.y = o.data.data();
+    n.snapped = false;
+    s.table = s.u && unary_table(g, n, *s.u, s.t, s.ga);
+    s.snap = on_int8_grid(o) && !n.snapped;
+    if (s.snap) s.go = grid_of(o);
+    n.snapped = false;  // (run_node's flag: the chain finishes its nodes itself)
+    s.round = o.dtype == FP16 || o.dtype == BF16 ? o.dtype : 0;
+  }
+  const int64_t total = out(g, g.nodes[first]).numel();
+  const int64_t chunks = (total + kChunk - 1) / kChunk;
+  parallel(ctx, chunks, 4, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; c++) {
+      const int64_t b = c * kChunk, len = std::min(kChunk, total - b);
+      for (Step& s : steps) {
+        const Node& n = *s.n;
+        float* y = s.y + b;
+        if (s.table) grid_table_lookup(s.ga, s.t, s.x[0] + b, y, len);
+        else if (s.u) s.u->f(s.x[0] + b, y, len, n.fparam);
+        else s.b->same_shape(s.x[0] + b, s.x[1] + b, y, len);
+        if (std::isfinite(n.out_min) || std::isfinite(n.out_max))
+          for (int64_t i = 0; i < len; i++) y[i] = std::min(std::max(y[i], n.out_min), n.out_max);
+        if (s.snap) snap_to_grid(s.go, y, len);
+        if (s.round == FP16)
+          for (int64_t i = 0; i < len; i++) y[i] = half_to_float(float_to_half(y[i]));
+        else if (s.round == BF16)
+          for (int64_t i = 0; i < len; i++) y[i] = bf16_to_float(float_to_bf16(y[i]));
+      }
+    }
+  });
+  return true;
+}
+
+}  // namespace etnp::xnn
