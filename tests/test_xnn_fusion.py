@@ -90,3 +90,13 @@ def test_static_int8_clamp_joins_its_convolution():
     assert r.returncode == 0, r.stderr[-3000:]
     # the hardtanh after the second convolution (a separate Clamp node in int8 graphs)
     assert "XNNConv2d+Clamp " in r.stderr and "XNNClamp " not in r.stderr, r.stderr[-3000:]
+
+
+def test_elementwise_chains_run_as_one_step():
+    # consecutive elementwise nodes, each reading an earlier one's output, run chunk by chunk as
+    # one profiled step (the int8 grids' Convert nodes included); node by node with fusion off
+    on = run("on", ["qadd_constant_xnn"], profile=True)
+    assert on.returncode == 0, on.stderr[-3000:]
+    assert "XNNConvert+Add+Convert " in on.stderr, on.stderr[-3000:]
+    off = run("off", ["qadd_constant_xnn"], profile=True)
+    assert off.returncode == 0 and "XNNConvert+Add" not in off.stderr, off.stderr[-3000:]
