@@ -114,13 +114,14 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
 // or on a worker's propagates from parallel_for after the region is closed, and the pool keeps working.
 // The 2-D transpose (register blocks + edges) against the definition, whole and by row ranges.
 static void check_transpose() {
-  for (int64_t R : {1, 3, 7, 8, 9, 16, 33, 70})
-    for (int64_t S : {1, 5, 8, 15, 32, 41, 100}) {
+  for (int64_t R : {1, 2, 3, 4, 6, 7, 8, 9, 16, 33, 70, 300})
+    for (int64_t S : {1, 2, 3, 4, 5, 7, 8, 15, 32, 41, 100, 300}) {
       std::vector<float> x((size_t)(R * S)), y((size_t)(R * S), -1.f);
       for (size_t i = 0; i < x.size(); i++) x[i] = (float)i;
-      const int64_t mid = S / 3;
-      transpose_2d_f32(x.data(), R, S, y.data(), 0, mid);
-      transpose_2d_f32(x.data(), R, S, y.data(), mid, S);
+      const int64_t mid = S / 3, rmid = R / 2;  // by row ranges, and by column ranges too
+      transpose_2d_f32(x.data(), R, S, y.data(), 0, mid, 0, R);
+      transpose_2d_f32(x.data(), R, S, y.data(), mid, S, 0, rmid);
+      transpose_2d_f32(x.data(), R, S, y.data(), mid, S, rmid, R);
       for (int64_t s = 0; s < S; s++)
         for (int64_t r = 0; r < R; r++)
           if (y[(size_t)(s * R + r)] != x[(size_t)(r * S + s)] && failures++ < 5)

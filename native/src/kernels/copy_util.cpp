@@ -33,9 +33,19 @@ void copy_view(const View& src, Tensor& dst, int64_t dst_off, const int64_t* dst
   if (n == 0) return;
   bool same = src.dtype == dst.dtype;
   size_t es = dtype_size(dst.dtype);
-  // Innermost run: contiguous in both -> memcpy rows.
+  // Innermost run: contiguous in both -> memcpy rows; dense in both -> one memmove.
   int64_t inner = nd ? src.sizes[nd - 1] : 1;
   bool row = same && nd && src.strides[nd - 1] == 1 && ds[nd - 1] == 1;
+  if (row) {
+    bool dense = true;
+    for (int64_t d = nd - 1, want = 1; d >= 0 && dense; want *= src.sizes[d], d--)
+      dense = src.sizes[d] == 1 || (src.strides[d] == want && ds[d] == want);
+    if (dense) {
+      std::memmove((uint8_t*)dst.data + dst_off * (int64_t)es, (const uint8_t*)src.data + src.offset * (int64_t)es,
+                   (size_t)(n * (int64_t)es));
+      return;
+    }
+  }
   // same dtype, strided innermost dim (a permute): typed strided runs instead of one memmove each
   bool strided = same && nd && !row && (es == 1 || es == 2 || es == 4 || es == 8);
   if (strided) {

@@ -20,33 +20,77 @@ void block_generic(const float* x, int64_t R, int64_t S, float* y, int64_t r0, i
 }
 
 #if defined(__x86_64__)
-// y[s0..s0+8)[r0..r0+8) = x[r0..r0+8)[s0..s0+8)^T in registers
-ETNP_TARGET_INLINE("avx2") void tile8_avx2(const float* x, int64_t S, float* y, int64_t R) {
-  __m256 r0 = _mm256_loadu_ps(x), r1 = _mm256_loadu_ps(x + S), r2 = _mm256_loadu_ps(x + 2 * S),
-         r3 = _mm256_loadu_ps(x + 3 * S), r4 = _mm256_loadu_ps(x + 4 * S), r5 = _mm256_loadu_ps(x + 5 * S),
-         r6 = _mm256_loadu_ps(x + 6 * S), r7 = _mm256_loadu_ps(x + 7 * S);
-  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
-         t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
-         t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-  __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
-         u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
-         u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
-         u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-  _mm256_storeu_ps(y, _mm256_permute2f128_ps(u0, u4, 0x20));
-  _mm256_storeu_ps(y + R, _mm256_permute2f128_ps(u1, u5, 0x20));
-  _mm256_storeu_ps(y + 2 * R, _mm256_permute2f128_ps(u2, u6, 0x20));
-  _mm256_storeu_ps(y + 3 * R, _mm256_permute2f128_ps(u3, u7, 0x20));
-  _mm256_storeu_ps(y + 4 * R, _mm256_permute2f128_ps(u0, u4, 0x31));
-  _mm256_storeu_ps(y + 5 * R, _mm256_permute2f128_ps(u1, u5, 0x31));
-  _mm256_storeu_ps(y + 6 * R, _mm256_permute2f128_ps(u2, u6, 0x31));
-  _mm256_storeu_ps(y + 7 * R, _mm256_permute2f128_ps(u3, u7, 0x31));
+// the 8x8 register transpose of rows t[0..8): t[k] becomes column k (in place)
+ETNP_TARGET_INLINE("avx2") void transpose8_avx2(__m256* t) {
+  __m256 a0 = _mm256_unpacklo_ps(t[0], t[1]), a1 = _mm256_unpackhi_ps(t[0], t[1]), a2 = _mm256_unpacklo_ps(t[2], t[3]),
+         a3 = _mm256_unpackhi_ps(t[2], t[3]), a4 = _mm256_unpacklo_ps(t[4], t[5]), a5 = _mm256_unpackhi_ps(t[4], t[5]),
+         a6 = _mm256_unpacklo_ps(t[6], t[7]), a7 = _mm256_unpackhi_ps(t[6], t[7]);
+  __m256 b0 = _mm256_shuffle_ps(a0, a2, 0x44), b1 = _mm256_shuffle_ps(a0, a2, 0xEE), b2 = _mm256_shuffle_ps(a1, a3, 0x44),
+         b3 = _mm256_shuffle_ps(a1, a3, 0xEE), b4 = _mm256_shuffle_ps(a4, a6, 0x44), b5 = _mm256_shuffle_ps(a4, a6, 0xEE),
+         b6 = _mm256_shuffle_ps(a5, a7, 0x44), b7 = _mm256_shuffle_ps(a5, a7, 0xEE);
+  t[0] = _mm256_permute2f128_ps(b0, b4, 0x20);
+  t[1] = _mm256_permute2f128_ps(b1, b5, 0x20);
+  t[2] = _mm256_permute2f128_ps(b2, b6, 0x20);
+  t[3] = _mm256_permute2f128_ps(b3, b7, 0x20);
+  t[4] = _mm256_permute2f128_ps(b0, b4, 0x31);
+  t[5] = _mm256_permute2f128_ps(b1, b5, 0x31);
+  t[6] = _mm256_permute2f128_ps(b2, b6, 0x31);
+  t[7] = _mm256_permute2f128_ps(b3, b7, 0x31);
+}
+ETNP_TARGET_INLINE("avx2") __m256i first_lanes(int64_t k) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-ETNP_TARGET("avx2") void rows_avx2(const float* x, int64_t R, int64_t S, float* y, int64_t s0, int64_t s1) {
+// y[s0..s0+8)[r0..r0+8) = x[r0..r0+8)[s0..s0+8)^T in registers
+ETNP_TARGET_INLINE("avx2") void tile8_avx2(const float* x, int64_t S, float* y, int64_t R) {
+  __m256 t[8];
+  for (int k = 0; k < 8; k++) t[k] = _mm256_loadu_ps(x + k * S);
+  transpose8_avx2(t);
+  for (int k = 0; k < 8; k++) _mm256_storeu_ps(y + k * R, t[k]);
+}
+
+// Few rows (R < 8: NCHW -> NHWC of a few channels): 8 output rows s at a time, each R floats;
+// every store but those reaching past the range's end writes 8 floats (the next store covers the
+// extra ones).
+ETNP_TARGET("avx2") void few_rows_avx2(const float* x, int64_t R, int64_t S, float* y, int64_t s0, int64_t s1) {
+  const __m256i m = first_lanes(R);
+  int64_t s = s0;
+  for (; s + 8 <= s1; s += 8) {
+    __m256 t[8];
+    for (int k = 0; k < 8; k++) t[k] = k < R ? _mm256_loadu_ps(x + k * S + s) : _mm256_setzero_ps();
+    transpose8_avx2(t);
+    for (int k = 0; k < 8; k++) {
+      float* d = y + (s + k) * R;
+      if ((s + k) * R + 8 <= s1 * R) _mm256_storeu_ps(d, t[k]);
+      else _mm256_maskstore_ps(d, m, t[k]);
+    }
+  }
+  block_generic(x, R, S, y, 0, R, s, s1);
+}
+
+// Few columns (S < 8: NHWC -> NCHW of a few channels): output rows [s0, s1) over columns
+// [r0, r1), 8 columns r at a time from 8 input rows of S floats (masked loads near the end).
+ETNP_TARGET("avx2") void few_cols_avx2(const float* x, int64_t R, int64_t S, float* y, int64_t s0, int64_t s1,
+                                       int64_t r0, int64_t r1) {
+  const __m256i m = first_lanes(S);
+  int64_t r = r0;
+  for (; r + 8 <= r1; r += 8) {
+    __m256 t[8];
+    const bool full = (r + 7) * S + 8 <= R * S;  // the last row's 8-float load stays inside x
+    for (int k = 0; k < 8; k++) t[k] = full ? _mm256_loadu_ps(x + (r + k) * S) : _mm256_maskload_ps(x + (r + k) * S, m);
+    transpose8_avx2(t);
+    for (int64_t q = s0; q < s1; q++) _mm256_storeu_ps(y + q * R + r, t[q]);
+  }
+  for (; r < r1; r++)
+    for (int64_t q = s0; q < s1; q++) y[q * R + r] = x[r * S + q];
+}
+
+ETNP_TARGET("avx2") void rows_avx2(const float* x, int64_t R, int64_t S, float* y, int64_t s0, int64_t s1,
+                                   int64_t r0, int64_t r1) {
   for (int64_t sb = s0; sb < s1; sb += T) {
     const int64_t se = std::min(s1, sb + T);
-    for (int64_t rb = 0; rb < R; rb += T) {
-      const int64_t re = std::min(R, rb + T);
+    for (int64_t rb = r0; rb < r1; rb += T) {
+      const int64_t re = std::min(r1, rb + T);
       int64_t s = sb;
       for (; s + 8 <= se; s += 8) {
         int64_t r = rb;
@@ -61,16 +105,25 @@ ETNP_TARGET("avx2") void rows_avx2(const float* x, int64_t R, int64_t S, float* 
 
 }  // namespace
 
-void transpose_2d_f32(const float* x, int64_t R, int64_t S, float* y, int64_t s0, int64_t s1) {
+void transpose_2d_f32(const float* x, int64_t R, int64_t S, float* y, int64_t s0, int64_t s1, int64_t r0,
+                      int64_t r1) {
 #if defined(__x86_64__)
   static const bool avx2 = cpu_has_avx2_fma();
-  if (avx2 && R >= 8) {
-    rows_avx2(x, R, S, y, s0, s1);
+  if (avx2 && S < 8) {
+    few_cols_avx2(x, R, S, y, s0, s1, r0, r1);
+    return;
+  }
+  if (avx2 && R < 8 && r0 == 0 && r1 == R) {
+    few_rows_avx2(x, R, S, y, s0, s1);
+    return;
+  }
+  if (avx2) {
+    rows_avx2(x, R, S, y, s0, s1, r0, r1);
     return;
   }
 #endif
   for (int64_t sb = s0; sb < s1; sb += T)
-    for (int64_t rb = 0; rb < R; rb += T) block_generic(x, R, S, y, rb, std::min(R, rb + T), sb, std::min(s1, sb + T));
+    for (int64_t rb = r0; rb < r1; rb += T) block_generic(x, R, S, y, rb, std::min(r1, rb + T), sb, std::min(s1, sb + T));
 }
 
 }  // namespace etnp

@@ -43,24 +43,17 @@ bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vect
   else return false;
   const float* x = a.cdata();  // the caller's tensor when the delegate input is read in place
   float* y = o.data.data();
+  // tasks: (batch, block of T output rows s, block of output columns r) - the columns split too
+  // when the rows are few (NHWC -> NCHW of a few channels); a task a thread above 64 Ki elements
   constexpr int64_t T = 32;
-  const int64_t sblocks = (S + T - 1) / T;
-  // tasks: (batch, block of T output rows s), each covering every r; split above 64 Ki elements
-  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, R * T));
-  parallel(ctx, B * sblocks, grain, [&](int64_t tb, int64_t te) {
+  const int64_t sblocks = (S + T - 1) / T, RB = S >= 2 * T ? R : std::max<int64_t>(64, (int64_t(1) << 14) / S);
+  const int64_t rblocks = (R + RB - 1) / RB, per = sblocks * rblocks;
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / (std::min(R, RB) * std::min(S, T)));
+  parallel(ctx, B * per, grain, [&](int64_t tb, int64_t te) {
     for (int64_t t = tb; t < te; t++) {
-      int64_t b = t / sblocks, s0 = (t % sblocks) * T, s1 = std::min(S, s0 + T);
-      const float* xb = x + b * R * S;
-      float* yb = y + b * R * S;
-      if (R == 3) {  // RGB images: NCHW <-> NHWC of the network input
-        for (int64_t s = s0; s < s1; s++) {
-          yb[s * 3] = xb[s];
-          yb[s * 3 + 1] = xb[S + s];
-          yb[s * 3 + 2] = xb[2 * S + s];
-        }
-        continue;
-      }
-      transpose_2d_f32(xb, R, S, yb, s0, s1);
+      const int64_t b = t / per, sb = t % per / rblocks, rb = t % rblocks;
+      const int64_t s0 = sb * T, s1 = std::min(S, s0 + T), r0 = rb * RB, r1 = std::min(R, r0 + RB);
+      transpose_2d_f32(x + b * R * S, R, S, y + b * R * S, s0, s1, r0, r1);
     }
   });
   return true;
