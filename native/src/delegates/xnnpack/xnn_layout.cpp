@@ -189,7 +189,7 @@ void pad(Graph& g, Node& n) {
     for (size_t d = nd; d-- > 0;) { if (++idx[d] < s[d]) break; idx[d] = 0; }
   }
 }
-void concat(Graph& g, Node& n) {
+void concat(KernelContext& ctx, Graph& g, Node& n) {
   Value& a0 = in(g, n, 0);
   size_t nd = a0.shape.size();
   if (n.axis >= nd) fail(n, "axis out of range");
@@ -207,14 +207,29 @@ void concat(Graph& g, Node& n) {
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < n.axis; d++) outer *= s[d];
   for (size_t d = n.axis + 1; d < nd; d++) inner *= s[d];
-  int64_t off = 0;
-  for (size_t k = 0; k < n.inputs.size(); k++) {
-    Value& a = in(g, n, k);
-    int64_t run = a.shape[n.axis] * inner;
-    for (int64_t r = 0; r < outer; r++)
-      copy_floats(o.data.data() + r * s[n.axis] * inner + off, a.data.data() + r * run, run);
-    off += run;
+  // each output row (of `outer`) holds one run of every input: rows across threads; short runs
+  // (a few channels of NHWC pixels) copied by a plain loop rather than a call each
+  const size_t ni = n.inputs.size();
+  if (ni > 5) fail(n, "more than 5 inputs");
+  const float* src[5];
+  int64_t run[5];
+  for (size_t k = 0; k < ni; k++) {
+    src[k] = in(g, n, k).cdata();
+    run[k] = g.values[n.inputs[k]].shape[n.axis] * inner;
   }
+  const int64_t row = s[n.axis] * inner;
+  float* Y = o.data.data();
+  parallel(ctx, outer, std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, row)), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; r++) {
+      float* y = Y + r * row;
+      for (size_t k = 0; k < ni; k++) {
+        const float* x = src[k] + r * run[k];
+        if (run[k] >= 64) copy_floats(y, x, run[k]);
+        else for (int64_t j = 0; j < run[k]; j++) y[j] = x[j];
+        y += run[k];
+      }
+    }
+  });
 }
 void resize_bilinear(Graph& g, Node& n) {  // NHWC
   Value &a = in(g, n, 0), &o = out(g, n);

@@ -91,7 +91,7 @@ void transpose(KernelContext& ctx, Graph& g, Node& n);
 void reshape(Graph& g, Node& n, Scratch& sc);
 void slice(KernelContext& ctx, Graph& g, Node& n);
 void pad(Graph& g, Node& n);
-void concat(Graph& g, Node& n);
+void concat(KernelContext& ctx, Graph& g, Node& n);
 void resize_bilinear(Graph& g, Node& n);
 
 // ---- pooling (xnn_pooling.cpp) ----
