@@ -126,51 +126,52 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t K, const float* A, int64_t rsa, c
 }
 
 // The edges of a row-major A on AVX2: ROWS (< 6) rows and/or the ragged last column panel
-// (cols < 16, the panel's B zero-padded; stores and the column bias masked), straight from A into
-// C with the epilogue in registers. (The packed path it replaces packed A and ran a scalar
-// epilogue: ~30% of small-image CNNs.)
-template <int ROWS>
+// (cols < 16, the panel's B zero-padded; partial stores and the column bias masked), straight from
+// A into C with the epilogue in registers; NV = 1 when the panel's second half is empty (cols <= 8:
+// narrow layers, the pointwise convolutions of few channels). (The packed path it replaces
+// packed A and ran a scalar epilogue: ~30% of small-image CNNs.)
+template <int ROWS, int NV>
 ETNP_TARGET("avx2,fma") void edge_avx2(int64_t K, const float* A, int64_t rsa, const float* b, float* C,
                                                    int64_t ldc, const float* bias_row, const float* bias_col,
                                                    bool accumulate, const float* lohi, int64_t cols) {
-  __m256 acc0[ROWS], acc1[ROWS];
+  __m256 acc[NV][ROWS];
 #pragma GCC unroll 6
-  for (int i = 0; i < ROWS; i++) acc0[i] = acc1[i] = _mm256_setzero_ps();
+  for (int i = 0; i < ROWS; i++)
+    for (int v = 0; v < NV; v++) acc[v][i] = _mm256_setzero_ps();
   for (int64_t k = 0; k < K; k++) {
-    const __m256 b0 = _mm256_loadu_ps(b + k * NR), b1 = _mm256_loadu_ps(b + k * NR + 8);
+    __m256 bv[NV];
+    for (int v = 0; v < NV; v++) bv[v] = _mm256_loadu_ps(b + k * NR + 8 * v);
 #pragma GCC unroll 6
     for (int i = 0; i < ROWS; i++) {
       const __m256 x = _mm256_broadcast_ss(A + i * rsa + k);
-      acc0[i] = _mm256_fmadd_ps(x, b0, acc0[i]);
-      acc1[i] = _mm256_fmadd_ps(x, b1, acc1[i]);
+      for (int v = 0; v < NV; v++) acc[v][i] = _mm256_fmadd_ps(x, bv[v], acc[v][i]);
     }
   }
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)std::min<int64_t>(cols, 8)), lane);
-  const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)std::max<int64_t>(cols - 8, 0)), lane);
   const __m256 vlo = _mm256_broadcast_ss(lohi), vhi = _mm256_broadcast_ss(lohi + 1);
-  const __m256 bc0 = bias_col ? _mm256_maskload_ps(bias_col, m0) : _mm256_setzero_ps();
-  const __m256 bc1 = bias_col ? _mm256_maskload_ps(bias_col + 8, m1) : _mm256_setzero_ps();
+  for (int v = 0; v < NV; v++) {
+    const int64_t n = std::min<int64_t>(8, cols - 8 * v);  // columns of this half (> 0)
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane);
+    const __m256 bc = bias_col ? _mm256_maskload_ps(bias_col + 8 * v, m) : _mm256_setzero_ps();
 #pragma GCC unroll 6
-  for (int i = 0; i < ROWS; i++) {
-    float* c = C + i * ldc;
-    __m256 v0 = _mm256_add_ps(acc0[i], bc0), v1 = _mm256_add_ps(acc1[i], bc1);
-    if (bias_row) {
-      const __m256 br = _mm256_broadcast_ss(bias_row + i);
-      v0 = _mm256_add_ps(v0, br);
-      v1 = _mm256_add_ps(v1, br);
+    for (int i = 0; i < ROWS; i++) {
+      float* c = C + i * ldc + 8 * v;
+      __m256 r = _mm256_add_ps(acc[v][i], bc);
+      if (bias_row) r = _mm256_add_ps(r, _mm256_broadcast_ss(bias_row + i));
+      if (accumulate) r = _mm256_add_ps(r, _mm256_maskload_ps(c, m));
+      r = _mm256_min_ps(vhi, _mm256_max_ps(vlo, r));  // NaN stays NaN
+      if (n == 8) _mm256_storeu_ps(c, r);
+      else _mm256_maskstore_ps(c, m, r);
     }
-    if (accumulate) {
-      v0 = _mm256_add_ps(v0, _mm256_maskload_ps(c, m0));
-      v1 = _mm256_add_ps(v1, _mm256_maskload_ps(c + 8, m1));
-    }
-    _mm256_maskstore_ps(c, m0, _mm256_min_ps(vhi, _mm256_max_ps(vlo, v0)));  // NaN stays NaN
-    _mm256_maskstore_ps(c + 8, m1, _mm256_min_ps(vhi, _mm256_max_ps(vlo, v1)));
   }
 }
 using EdgeTile = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, const float*, const float*, bool,
                           const float*, int64_t);
-const EdgeTile kEdgeTiles[MR] = {&edge_avx2<1>, &edge_avx2<2>, &edge_avx2<3>, &edge_avx2<4>, &edge_avx2<5>, &edge_avx2<6>};
+// [rows - 1]: both halves of the panel, and the first half only (cols <= 8)
+const EdgeTile kEdgeTiles[MR] = {&edge_avx2<1, 2>, &edge_avx2<2, 2>, &edge_avx2<3, 2>,
+                                 &edge_avx2<4, 2>, &edge_avx2<5, 2>, &edge_avx2<6, 2>};
+const EdgeTile kEdgeTilesHalf[MR] = {&edge_avx2<1, 1>, &edge_avx2<2, 1>, &edge_avx2<3, 1>,
+                                     &edge_avx2<4, 1>, &edge_avx2<5, 1>, &edge_avx2<6, 1>};
 
 // AVX-512F tiles straight from row-major A (no packing) into C, epilogue in registers:
 // C[i][j] = clamp(sum_k A[i][k] * b[k][j] + bias_col[j] + bias_row[i] (+ C[i][j])), for ROWS rows and
@@ -432,8 +433,8 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
           if (mm == MR && nn == NR)
             tile_avx2(K, A + m0 * rsa, rsa, B.data.data() + pn * NR * K, C + m0 * ldc + n0, ldc, br, bc, ep.accumulate, lohi);
           else
-            kEdgeTiles[mm - 1](K, A + m0 * rsa, rsa, B.data.data() + pn * NR * K, C + m0 * ldc + n0, ldc, br, bc,
-                               ep.accumulate, lohi, nn);
+            (nn <= 8 ? kEdgeTilesHalf : kEdgeTiles)[mm - 1](K, A + m0 * rsa, rsa, B.data.data() + pn * NR * K,
+                                                            C + m0 * ldc + n0, ldc, br, bc, ep.accumulate, lohi, nn);
           if (ep.residual) add_residual(ep, C, ldc, m0, mm, n0, nn);
         }
         continue;
