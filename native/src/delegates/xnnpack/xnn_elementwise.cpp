@@ -25,7 +25,7 @@ template <typename F>
 bool binary_f32(KernelContext& ctx, Value& a, Value& b, Value& o, F f) {
   BroadcastPlan p;
   if (!plan_broadcast(a.shape, b.shape, o.shape, p)) return false;
-  broadcast_binary(ctx.pool, p, a.data.data(), b.data.data(), o.data.data(), f);
+  broadcast_binary(ctx.pool, p, a.cdata(), b.cdata(), o.data.data(), f);
   return true;
 }
 

@@ -9,6 +9,7 @@
 #include "delegates/backend.h"
 #include "delegates/xnnpack/xnn_chain.h"
 #include "delegates/xnnpack/xnn_graph.h"
+#include "delegates/xnnpack/xnn_node_util.h"
 #include "delegates/xnnpack/xnn_ops.h"
 #include "kernels/kernel_util.h"
 #include "runtime/profiler.h"
@@ -204,8 +205,9 @@ class XnnDelegate : public DelegateHandle {
     }
   }
 
-  // A float32 input read only by transposes (or convolutions that absorbed one) is not copied:
-  // they read the caller's tensor in place (Value::raw) during the call.
+  // A float32 input read only by nodes that read through Value::cdata() (transposes, convolutions
+  // that absorbed one, elementwise, softmax, global pooling, concatenation) is not copied: they
+  // read the caller's tensor in place (Value::raw) during the call.
   struct BorrowGuard {
     XnnDelegate* d;
     ~BorrowGuard() {
@@ -214,20 +216,29 @@ class XnnDelegate : public DelegateHandle {
   };
   void plan_borrowing() {
     borrowable_.assign(g_.input_ids.size(), false);
+    // node types that read their inputs through Value::cdata() (a fused node's parts not included)
+    auto in_place = [](const Node& n, size_t j) {
+      if (n.pre || n.post) return false;
+      if (n.type == StaticTranspose || (n.type == Conv2d && n.nchw_transposed != kInvalidId)) return j == 0;
+      return unary_op(n.type) || binary_op(n.type) || n.type == Softmax || n.type == GlobalAvgPooling2d ||
+             n.type == Concatenate2 || n.type == Concatenate3 || n.type == Concatenate4 || n.type == Concatenate5;
+    };
     for (size_t k = 0; k < g_.input_ids.size(); k++) {
       uint32_t id = g_.input_ids[k];
       const Value& v = g_.values[id];
       if (v.dtype != FP32 || v.quant != Quant::None) continue;
-      bool only_transposes = true, used = false;
-      for (const Node& n : g_.nodes)
+      bool ok = true, used = false;
+      for (const Node& n : g_.nodes) {
         for (size_t j = 0; j < n.inputs.size(); j++)
           if (n.inputs[j] == id) {
             used = true;
-            only_transposes = only_transposes && j == 0 &&
-                              (n.type == StaticTranspose || (n.type == Conv2d && n.nchw_transposed != kInvalidId));
+            ok = ok && in_place(n, j);
           }
-      for (uint32_t o : g_.output_ids) only_transposes = only_transposes && o != id;
-      borrowable_[k] = used && only_transposes;
+        for (const Node* f : {n.pre.get(), n.post.get()})  // a fused part reading it: not in place
+          if (f && std::find(f->inputs.begin(), f->inputs.end(), id) != f->inputs.end()) ok = false;
+      }
+      for (uint32_t o : g_.output_ids) ok = ok && o != id;
+      borrowable_[k] = used && ok;
     }
   }
 

@@ -43,7 +43,7 @@ inline Tensor wrap(Value& v) {
   t.dim = (int)v.shape.size();
   for (int i = 0; i < t.dim; i++) { t.sizes[i] = v.shape[i]; t.dim_order[i] = (uint8_t)i; }
   t.compute_strides();
-  t.data = v.data.data();
+  t.data = const_cast<float*>(v.cdata());  // (a graph input read in place: the caller's tensor)
   t.capacity = v.data.size() * sizeof(float);
   t.dynamism = Dynamism::Bound;
   return t;
