@@ -276,14 +276,17 @@ void depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o) {
   const float* bias = bias_of(g, n, OC);
   const float* wd = w.data.data();
   float lo = n.out_min, hi = n.out_max;
+  // output rows across threads; below 64 Ki multiply-adds in all (a few rows of a small map) a
+  // thread-pool region costs more than it saves
+  const int64_t rows = N * OH, grain = rows * OW * OC * KH * KW < (int64_t(1) << 16) ? rows : 1;
   if (mult == 1) {
     DepthwiseGeom dg{N, H, W, C, OH, OW, KH, KW, n.sh, n.sw, n.dh, n.dw, n.pad_top, n.pad_left, lo, hi};
     const float* x = a.data.data();
     float* y = o.data.data();
-    parallel(ctx, N * OH, 1, [&](int64_t b, int64_t e) { depthwise_nhwc_f32(dg, x, wd, bias, y, b, e); });
+    parallel(ctx, rows, grain, [&](int64_t b, int64_t e) { depthwise_nhwc_f32(dg, x, wd, bias, y, b, e); });
     return;
   }
-  parallel(ctx, N * OH, 1, [&](int64_t b, int64_t e) {
+  parallel(ctx, rows, grain, [&](int64_t b, int64_t e) {
     std::vector<float> acc((size_t)OC);
     for (int64_t r = b; r < e; r++) {
       int64_t bn = r / OH, oh = r % OH;

@@ -115,8 +115,9 @@ void batch_matmul(KernelContext& ctx, Graph& g, Node& n) {
     sgemm(pool, M, N, K, A, K, 1, Bp, tb ? 1 : N, tb ? K : 1, o.data.data() + i * M * N, N, ep);
   };
   // attention's batches of heads: small products, one or more whole products a thread (the
-  // GEMM would not split them); large ones split inside the GEMM
-  if (B > 1 && M * N * K < (int64_t(1) << 21)) {
+  // GEMM would not split them) when there are enough of them (a decode step's are not worth a
+  // thread-pool region: below 64 Ki multiply-adds in all); large ones split inside the GEMM
+  if (B > 1 && M * N * K < (int64_t(1) << 21) && B * M * N * K > (int64_t(1) << 16)) {
     parallel(ctx, B, 1, [&](int64_t b0, int64_t b1) {
       for (int64_t i = b0; i < b1; i++) one(nullptr, i);
     });
