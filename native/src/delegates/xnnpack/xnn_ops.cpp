@@ -87,8 +87,9 @@ void finalize_value(KernelContext& ctx, Value& v) {
     v.row_scale.assign((size_t)rows, 1.0);  // an all-zero row: q = 0, zero point 0
     v.row_zp.assign((size_t)rows, 0);
     v.q8.resize((size_t)n);
-    // rows across threads (each row's parameters and codes are its own)
-    parallel(ctx, rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
+    // rows across threads (each row's parameters and codes are its own), at least 2 Ki elements
+    // a share (~3 us: quantized in double, with a division)
+    parallel(ctx, rows, std::max<int64_t>(1, 2048 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; r++) {
         float* x = d + r * len;
         const int64_t m = std::min(len, n - r * len);
