@@ -3,6 +3,7 @@
 // (ragged rows and columns, K not a multiple of 4, bias/clamp epilogues, fused residual adds), on whichever paths
 // this CPU selects (run it again with ETNP_CPU=avx2 / generic for the others). Exit 1 on mismatch.
 #include <atomic>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -148,6 +149,31 @@ static void check_codes(std::mt19937& rng) {
       const int want = (int)std::nearbyint(t);
       if (got[(size_t)i] != want && failures++ < 5)
         std::printf("codes n=%ld i=%ld x=%g: %d != %d\n", (long)n, (long)i, x[(size_t)i], got[(size_t)i], want);
+    }
+  }
+}
+
+// Table lookup of values on an int8 grid (unary functions of static-int8 values): every grid point
+// of a signed and an unsigned grid, in every position of the vector loop, and NaN, read the table
+// entry of their grid index (table[t - lo], NaN table[256]).
+static void check_grid_lookup(std::mt19937& rng) {
+  for (const Int8Grid g : {Int8Grid{1.f / 0.0371f, -128.f - 3.f, 127.f - 3.f, 0.0371f},
+                           Int8Grid{1.f / 0.5f, 0.f - 200.f, 255.f - 200.f, 0.5f}}) {
+    float table[257];
+    for (int t = 0; t < 257; t++) table[t] = (float)(t * 7 + 1);
+    std::vector<float> x;
+    for (int t = 0; t < 256; t++) x.push_back((g.lo + (float)t) * g.scale);  // as snap_to_grid writes them
+    x.push_back(std::nanf(""));
+    std::shuffle(x.begin(), x.end(), rng);
+    for (int64_t n : {(int64_t)x.size(), (int64_t)1, (int64_t)15, (int64_t)33}) {
+      std::vector<float> y((size_t)n, -1.f);
+      grid_table_lookup(g, table, x.data(), y.data(), n);
+      for (int64_t i = 0; i < n; i++) {
+        const float v = x[(size_t)i];
+        const int idx = v != v ? 256 : (int)std::nearbyint(v / g.scale) - (int)g.lo;
+        if (y[(size_t)i] != table[idx] && failures++ < 5)
+          std::printf("grid lookup x=%g: %g != %g\n", v, y[(size_t)i], table[idx]);
+      }
     }
   }
 }
@@ -324,6 +350,7 @@ int main() {
   check_vec_math(rng);
   check_transpose();
   check_codes(rng);
+  check_grid_lookup(rng);
   check_depthwise(rng);
   ThreadPool one(1), two(2);
   const int64_t Ms[] = {1, 3, 6, 7, 8, 9, 13, 16, 17, 49, 100};
