@@ -221,7 +221,12 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
   if (avx2) {
     const int64_t total = M * w.Kp;
     if (xw.size() < (size_t)total) xw.resize((size_t)total);
-    for (int64_t i = 0; i < total; i++) xw[(size_t)i] = a.data[i];
+    int16_t* x16w = xw.data();
+    auto widen = [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; i++) x16w[i] = a.data[i];
+    };
+    if (tp && total >= (int64_t(1) << 17)) tp->parallel_for(total, int64_t(1) << 16, widen);
+    else widen(0, total);
     bias_padded.assign((size_t)(panels * NR), 0.f);
     if (bias) std::copy(bias, bias + w.N, bias_padded.begin());
   }
