@@ -155,6 +155,26 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
   }
 }
 
+namespace {
+// A node that only moves or selects its inputs' elements (transposes, reshapes, slices,
+// concatenation, max pooling, copies), all on the output's int8 grid, with no clamp: its output
+// is on that grid already (snapping it would change nothing).
+bool moves_grid_points(const Graph& g, const Node& n) {
+  switch (n.type) {
+    case StaticTranspose: case StaticReshape: case StaticSlice: case Copy: case MaxPooling2d:
+    case Concatenate2: case Concatenate3: case Concatenate4: case Concatenate5: break;
+    default: return false;
+  }
+  const Value& o = g.values[n.output];
+  if (!on_int8_grid(o) || std::isfinite(n.out_min) || std::isfinite(n.out_max) || n.inputs.empty()) return false;
+  for (uint32_t id : n.inputs) {
+    const Value& v = g.values[id];
+    if (v.dtype != o.dtype || v.quant != o.quant || v.scale != o.scale || v.zero_point != o.zero_point) return false;
+  }
+  return true;
+}
+}  // namespace
+
 void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
   if (!run_elementwise(ctx, g, n, s)) switch (n.type) {
     case StaticTranspose: transpose(ctx, g, n); break;
@@ -197,6 +217,7 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
   if (n.type != FullyConnected && n.type != Conv2d && n.type != DepthwiseConv2d && n.type != ConvTranspose2d &&
       n.type != BatchMatrixMultiply)
     clamp_output(n, o);  // the GEMM-based nodes clamp in their epilogue
+  if (!n.snapped && !added && moves_grid_points(g, n)) n.snapped = true;
   if (!n.snapped || added) finalize_value(ctx, o);  // (a static-int8 GEMM may have snapped it already)
   n.snapped = false;
   if (n.type == ArgMaxPooling2d) finalize_value(ctx, g.values[n.output2]);
