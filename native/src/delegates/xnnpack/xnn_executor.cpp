@@ -206,8 +206,8 @@ class XnnDelegate : public DelegateHandle {
   }
 
   // A float32 input read only by nodes that read through Value::cdata() (transposes, convolutions
-  // that absorbed one, elementwise, softmax, global pooling, concatenation) is not copied: they
-  // read the caller's tensor in place (Value::raw) during the call.
+  // that absorbed one, fully connected, reshape, pad, elementwise, softmax, global pooling,
+  // concatenation) is not copied: they read the caller's tensor in place (Value::raw) during the call.
   struct BorrowGuard {
     XnnDelegate* d;
     ~BorrowGuard() {
@@ -219,7 +219,9 @@ class XnnDelegate : public DelegateHandle {
     // node types that read their inputs through Value::cdata() (a fused node's parts not included)
     auto in_place = [](const Node& n, size_t j) {
       if (n.pre || n.post) return false;
-      if (n.type == StaticTranspose || (n.type == Conv2d && n.nchw_transposed != kInvalidId)) return j == 0;
+      if (n.type == StaticTranspose || (n.type == Conv2d && n.nchw_transposed != kInvalidId) ||
+          n.type == FullyConnected || n.type == StaticReshape || n.type == StaticConstantPad)
+        return j == 0;
       return unary_op(n.type) || binary_op(n.type) || n.type == Softmax || n.type == GlobalAvgPooling2d ||
              n.type == Concatenate2 || n.type == Concatenate3 || n.type == Concatenate4 || n.type == Concatenate5;
     };

@@ -148,7 +148,7 @@ void reshape(Graph& g, Node& n, Scratch& sc) {
     return;
   }
   ensure_shape(o, s);
-  if (&o != &a) copy_floats(o.data.data(), a.data.data(), total);
+  if (&o != &a) copy_floats(o.data.data(), a.cdata(), total);
 }
 void slice(KernelContext& ctx, Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);
@@ -167,27 +167,54 @@ void slice(KernelContext& ctx, Graph& g, Node& n) {
   if (nd > 8) fail(n, "rank " + std::to_string(nd) + " is above 8");
   strided_copy(ctx, a.cdata(), base, s, st, o.data.data());
 }
-void pad(Graph& g, Node& n) {
+void pad(KernelContext& ctx, Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);
-  size_t nd = a.shape.size();
+  const size_t nd = a.shape.size();
   if (n.ints.size() != nd || n.ints2.size() != nd) fail(n, "padding rank mismatch");
+  if (nd == 0 || nd > 8) fail(n, "padding of a " + std::to_string(nd) + "-D value");
   std::vector<int64_t> s(nd), ist(nd);
   int64_t acc = 1;
   for (size_t i = nd; i-- > 0;) { ist[i] = acc; acc *= a.shape[i]; }
-  for (size_t i = 0; i < nd; i++) s[i] = a.shape[i] + n.ints[i] + n.ints2[i];
-  ensure_shape(o, s);
-  int64_t total = o.numel(), idx[8] = {};
-  for (int64_t k = 0; k < total; k++) {
-    int64_t off = 0;
-    bool inside = true;
-    for (size_t d = 0; d < nd; d++) {
-      int64_t j = idx[d] - n.ints[d];
-      if (j < 0 || j >= a.shape[d]) { inside = false; break; }
-      off += j * ist[d];
-    }
-    o.data[k] = inside ? a.data[off] : n.fparam;
-    for (size_t d = nd; d-- > 0;) { if (++idx[d] < s[d]) break; idx[d] = 0; }
+  for (size_t i = 0; i < nd; i++) {
+    if (n.ints[i] < 0 || n.ints2[i] < 0) fail(n, "negative padding");
+    s[i] = a.shape[i] + n.ints[i] + n.ints2[i];
   }
+  ensure_shape(o, s);
+  // output rows along the last dim: all padding, or padding / an input row / padding
+  const int64_t L = s[nd - 1], IL = a.shape[nd - 1], left = n.ints[nd - 1];
+  if (L == 0 || o.numel() == 0) return;
+  const int64_t rows = o.numel() / L;
+  const float* X = a.cdata();
+  float* Y = o.data.data();
+  const float v = n.fparam;
+  parallel(ctx, rows, std::max<int64_t>(1, (int64_t(1) << 14) / L), [&](int64_t r0, int64_t r1) {
+    int64_t idx[8] = {};
+    for (int64_t d = (int64_t)nd - 2, t = r0; d >= 0; d--) {
+      idx[d] = t % s[d];
+      t /= s[d];
+    }
+    for (int64_t r = r0; r < r1; r++) {
+      float* y = Y + r * L;
+      int64_t off = 0;
+      bool inside = true;
+      for (size_t d = 0; d + 1 < nd && inside; d++) {
+        const int64_t j = idx[d] - n.ints[d];
+        inside = j >= 0 && j < a.shape[d];
+        off += j * ist[d];
+      }
+      if (inside) {
+        std::fill(y, y + left, v);
+        copy_floats(y + left, X + off, IL);
+        std::fill(y + left + IL, y + L, v);
+      } else {
+        std::fill(y, y + L, v);
+      }
+      for (int64_t d = (int64_t)nd - 2; d >= 0; d--) {
+        if (++idx[d] < s[d]) break;
+        idx[d] = 0;
+      }
+    }
+  });
 }
 void concat(KernelContext& ctx, Graph& g, Node& n) {
   Value& a0 = in(g, n, 0);

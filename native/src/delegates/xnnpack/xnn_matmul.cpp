@@ -87,9 +87,9 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   }
   if (!n.packed.empty()) {
     if (n.packed[0].K != IC || n.packed[0].N != OC) fail(n, "packed weights do not match the filter");
-    sgemm_packed(ctx.pool, M, a.data.data(), IC, 1, n.packed[0], o.data.data(), OC, ep);
+    sgemm_packed(ctx.pool, M, a.cdata(), IC, 1, n.packed[0], o.data.data(), OC, ep);
   } else {
-    sgemm(ctx.pool, M, OC, IC, a.data.data(), IC, 1, w.data.data(), tw ? OC : 1, tw ? 1 : IC, o.data.data(), OC, ep);
+    sgemm(ctx.pool, M, OC, IC, a.cdata(), IC, 1, w.data.data(), tw ? OC : 1, tw ? 1 : IC, o.data.data(), OC, ep);
   }
 }
 

@@ -90,7 +90,7 @@ bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vect
 void transpose(KernelContext& ctx, Graph& g, Node& n);
 void reshape(Graph& g, Node& n, Scratch& sc);
 void slice(KernelContext& ctx, Graph& g, Node& n);
-void pad(Graph& g, Node& n);
+void pad(KernelContext& ctx, Graph& g, Node& n);
 void concat(KernelContext& ctx, Graph& g, Node& n);
 void resize_bilinear(Graph& g, Node& n);
 

@@ -180,7 +180,7 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
     case StaticTranspose: transpose(ctx, g, n); break;
     case StaticReshape: reshape(g, n, s); break;
     case StaticSlice: slice(ctx, g, n); break;
-    case StaticConstantPad: pad(g, n); break;
+    case StaticConstantPad: pad(ctx, g, n); break;
     case Concatenate2: case Concatenate3: case Concatenate4: case Concatenate5: concat(ctx, g, n); break;
     case StaticResizeBilinear2D: resize_bilinear(g, n); break;
     case MaxPooling2d: pool(ctx, g, n, true, nullptr); break;
