@@ -15,6 +15,11 @@
 namespace etnp::xnn {
 
 // ---- layout ----
+// dst[0, n) = src[0, n), large copies across threads
+static void copy_values(KernelContext& ctx, float* dst, const float* src, int64_t n) {
+  parallel(ctx, n, int64_t(1) << 18, [&](int64_t b, int64_t e) { copy_floats(dst + b, src + b, e - b); });
+}
+
 // Permutations that, once runs of adjacent dims are merged, swap the last two of [B, R, S]
 // (NCHW <-> NHWC is one): out[b][s][r] = in[b][r][s], copied in cache-sized blocks.
 bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vector<int64_t>& perm, Value& o) {
@@ -34,7 +39,7 @@ bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vect
     nm++;
   }
   if (nm <= 1) {  // the same element order
-    copy_floats(o.data.data(), a.cdata(), o.numel());
+    copy_values(ctx, o.data.data(), a.cdata(), o.numel());
     return true;
   }
   int64_t B = 1, R, S;
@@ -128,7 +133,7 @@ void transpose(KernelContext& ctx, Graph& g, Node& n) {
   if (transpose_as_batched_2d(ctx, a, n.ints, o)) return;
   strided_copy(ctx, a.cdata(), 0, s, std::vector<int64_t>(st, st + nd), o.data.data());
 }
-void reshape(Graph& g, Node& n, Scratch& sc) {
+void reshape(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   Value &a = in(g, n, 0), &o = out(g, n);
   std::vector<int64_t> s = n.ints;
   int64_t known = 1, infer = -1;
@@ -148,7 +153,7 @@ void reshape(Graph& g, Node& n, Scratch& sc) {
     return;
   }
   ensure_shape(o, s);
-  if (&o != &a) copy_floats(o.data.data(), a.cdata(), total);
+  if (&o != &a) copy_values(ctx, o.data.data(), a.cdata(), total);
 }
 void slice(KernelContext& ctx, Graph& g, Node& n) {
   Value &a = in(g, n, 0), &o = out(g, n);

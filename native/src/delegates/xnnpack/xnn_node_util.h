@@ -88,7 +88,7 @@ void add_values(KernelContext& ctx, Value& a, Value& b, Value& o);  // o = a + b
 // false (nothing done) for others.
 bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vector<int64_t>& perm, Value& o);
 void transpose(KernelContext& ctx, Graph& g, Node& n);
-void reshape(Graph& g, Node& n, Scratch& sc);
+void reshape(KernelContext& ctx, Graph& g, Node& n, Scratch& sc);
 void slice(KernelContext& ctx, Graph& g, Node& n);
 void pad(KernelContext& ctx, Graph& g, Node& n);
 void concat(KernelContext& ctx, Graph& g, Node& n);

@@ -178,7 +178,7 @@ bool moves_grid_points(const Graph& g, const Node& n) {
 void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
   if (!run_elementwise(ctx, g, n, s)) switch (n.type) {
     case StaticTranspose: transpose(ctx, g, n); break;
-    case StaticReshape: reshape(g, n, s); break;
+    case StaticReshape: reshape(ctx, g, n, s); break;
     case StaticSlice: slice(ctx, g, n); break;
     case StaticConstantPad: pad(ctx, g, n); break;
     case Concatenate2: case Concatenate3: case Concatenate4: case Concatenate5: concat(ctx, g, n); break;
