@@ -153,6 +153,36 @@ static void check_codes(std::mt19937& rng) {
   }
 }
 
+// Dynamic int8 quantization of a row (qd8 activations) against its definition (double division,
+// round half to even, clamp), at scales whose reciprocal is inexact, with values whose quotient is
+// exactly a half-integer (where a product by the reciprocal could round the other way), NaN.
+static void check_quantize_row(std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-3.f, 3.f);
+  // (3474 * 2^-18: x * (1 / scale) misses some exact half-integers by one unit in the last place)
+  for (const double scale : {3474.0 / 262144, 3.0 / 256, 0.0371, 1.0 / 255, 7.0 / 1024})
+    for (const double zp : {0.0, -17.0, 100.0}) {
+      std::vector<float> x;
+      for (int k = -140; k < 140; k++) x.push_back((float)((k + 0.5) * scale));  // exact half-integers
+      for (int k = 0; k < 200; k++) x.push_back(u(rng) * (float)(scale * 100));
+      x.push_back(std::nanf(""));
+      std::shuffle(x.begin(), x.end(), rng);
+      const int64_t n = (int64_t)x.size();
+      std::vector<float> grid((size_t)n);
+      std::vector<uint8_t> q((size_t)n);
+      quantize_row_q8(x.data(), n, scale, zp, grid.data(), q.data());
+      for (int64_t i = 0; i < n; i++) {
+        double v = std::nearbyint((double)x[(size_t)i] / scale) + zp;
+        v = v >= -128.0 ? (v <= 127.0 ? v : 127.0) : (v != v ? v : -128.0);
+        const float want_grid = (float)((v - zp) * scale);
+        const int want_q = (int)((v == v ? v : -128.0) + 128.0);
+        const bool same_grid = grid[(size_t)i] == want_grid || (want_grid != want_grid && grid[(size_t)i] != grid[(size_t)i]);
+        if ((!same_grid || q[(size_t)i] != want_q) && failures++ < 5)
+          std::printf("quantize_row scale=%g zp=%g x=%.9g: %d (%g) != %d (%g)\n", scale, zp, x[(size_t)i], q[(size_t)i],
+                      grid[(size_t)i], want_q, want_grid);
+      }
+    }
+}
+
 // Table lookup of values on an int8 grid (unary functions of static-int8 values): every grid point
 // of a signed and an unsigned grid, in every position of the vector loop, and NaN, read the table
 // entry of their grid index (table[t - lo], NaN table[256]).
@@ -351,6 +381,7 @@ int main() {
   check_transpose();
   check_codes(rng);
   check_grid_lookup(rng);
+  check_quantize_row(rng);
   check_depthwise(rng);
   ThreadPool one(1), two(2);
   const int64_t Ms[] = {1, 3, 6, 7, 8, 9, 13, 16, 17, 49, 100};
