@@ -123,8 +123,8 @@ void softmax(KernelContext& ctx, Graph& g, Node& n) {
   });
 }
 
-// Clamp, Copy, Convert: the values copied, then clamped and converted by run_node; or, onto an
-// int8 grid without a clamp, snapped on the way (one pass). A Convert whose input nothing else
+// Clamp, Copy, Convert: the values copied, then clamped and converted by run_node; or, without a
+// clamp, converted on the way (one pass: finalize_value from the input). A Convert whose input nothing else
 // reads takes the input's buffer instead (Node::move_input; run_node converts it in place).
 void copy_value(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   Value &a = in(g, n, 0), &o = out(g, n);
@@ -137,9 +137,8 @@ void copy_value(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   ensure_shape(o, a.shape);
   const float* x = a.cdata();
   float* y = o.data.data();
-  if (on_int8_grid(o) && o.scale > 0.f && !std::isfinite(n.out_min) && !std::isfinite(n.out_max)) {
-    const Int8Grid go = grid_of(o);
-    parallel(ctx, a.numel(), 1 << 16, [&](int64_t b, int64_t e) { snap_to_grid(go, x + b, y + b, e - b); });
+  if (!std::isfinite(n.out_min) && !std::isfinite(n.out_max) && x != y) {  // converted while copied
+    finalize_value(ctx, o, x);
     n.snapped = true;
     return;
   }

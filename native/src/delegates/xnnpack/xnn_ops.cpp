@@ -68,15 +68,17 @@ Int8Grid grid_of(const Value& v) {
 
 void snap_to_grid(const Value& v, float* d, int64_t n) { snap_to_grid(grid_of(v), d, n); }
 
-void finalize_value(KernelContext& ctx, Value& v) {
+void finalize_value(KernelContext& ctx, Value& v, const float* src) {
   int64_t n = v.numel();
   float* d = v.data.data();
+  const float* x = src ? src : d;  // (src: the values, v.data written here)
   if (v.dtype == FP16) {
-    for (int64_t i = 0; i < n; i++) d[i] = half_to_float(float_to_half(d[i]));
+    for (int64_t i = 0; i < n; i++) d[i] = half_to_float(float_to_half(x[i]));
   } else if (v.dtype == BF16) {
-    for (int64_t i = 0; i < n; i++) d[i] = bf16_to_float(float_to_bf16(d[i]));
+    for (int64_t i = 0; i < n; i++) d[i] = bf16_to_float(float_to_bf16(x[i]));
   } else if (on_int8_grid(v)) {
-    parallel(ctx, n, 1 << 16, [&](int64_t b, int64_t e) { snap_to_grid(v, d + b, e - b); });
+    const Int8Grid g = grid_of(v);
+    parallel(ctx, n, 1 << 16, [&](int64_t b, int64_t e) { snap_to_grid(g, x + b, d + b, e - b); });
   } else if (v.quant == Quant::PerToken || v.dtype == QDINT8) {
     // Dynamic asymmetric int8 per token (rows of the trailing `nonbatch_dims` dims).
     int nb = std::max(1, std::min<int>(v.nonbatch_dims, (int)v.shape.size()));
@@ -91,21 +93,24 @@ void finalize_value(KernelContext& ctx, Value& v) {
     // a share (~3 us: quantized in double, with a division)
     parallel(ctx, rows, std::max<int64_t>(1, 2048 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; r++) {
-        float* x = d + r * len;
+        const float* xr = x + r * len;
         const int64_t m = std::min(len, n - r * len);
         float mn = 0.f, mx = 0.f;
-        row_min_max(x, m, mn, mx);
+        row_min_max(xr, m, mn, mx);
         if (mx == mn) {  // all zeros: q = 0
           std::memset(v.q8.data() + r * len, 128, (size_t)m);
+          if (src) std::copy(xr, xr + m, d + r * len);  // (the values as they are)
           continue;
         }
         double scale = ((double)mx - mn) / 255.0;
         double zp = std::nearbyint(std::min(std::max(-128.0 - mn / scale, -128.0), 127.0));
         v.row_scale[(size_t)r] = scale;
         v.row_zp[(size_t)r] = (int32_t)clamp_q(zp, -128.0, 127.0);
-        quantize_row_q8(x, m, scale, zp, x, v.q8.data() + r * len);
+        quantize_row_q8(xr, m, scale, zp, d + r * len, v.q8.data() + r * len);
       }
     });
+  } else if (src) {
+    parallel(ctx, n, 1 << 18, [&](int64_t b, int64_t e) { copy_floats(d + b, src + b, e - b); });
   }
 }
 

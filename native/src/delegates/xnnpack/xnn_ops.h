@@ -26,8 +26,10 @@ struct Scratch {
 void prepare_node(ThreadPool* pool, Graph& g, Node& n);
 // Runs one node: computes its output shape and values.
 void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s);
-// Snap a freshly written value to its datatype (fp16 rounding, quantization grid).
-void finalize_value(KernelContext& ctx, Value& v);
+// Snap a freshly written value to its datatype (fp16 rounding, quantization grid, per-row dynamic
+// quantization); with src, v's values are read from there (v.data is written: a copy and its
+// snapping in one pass).
+void finalize_value(KernelContext& ctx, Value& v, const float* src = nullptr);
 // Values on a per-tensor int8 grid (qs8 / qu8), that grid, and the snapping of n of their floats to it.
 bool on_int8_grid(const Value& v);
 Int8Grid grid_of(const Value& v);
