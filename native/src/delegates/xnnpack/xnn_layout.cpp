@@ -19,6 +19,20 @@ namespace etnp::xnn {
 static void copy_values(KernelContext& ctx, float* dst, const float* src, int64_t n) {
   parallel(ctx, n, int64_t(1) << 18, [&](int64_t b, int64_t e) { copy_floats(dst + b, src + b, e - b); });
 }
+// Nodes whose output size comes from the node's own parameters (padding, resize target): the
+// output must fit the graph value's serialized shape (its upper bounds for dynamic shapes), as
+// the exporter wrote it; more is a corrupt program (not a gigabyte allocation).
+static void check_fits_value(const Node& n, const Value& o, const std::vector<int64_t>& shape) {
+  if (o.dims.size() != shape.size()) return;  // (no serialized shape to hold it to)
+  int64_t want = 1, have = 1;
+  for (size_t d = 0; d < shape.size(); d++) {
+    if (o.dims[d] < 0) return;
+    if (etnp::mul_overflow(want, shape[d], &want)) want = INT64_MAX;
+    if (etnp::mul_overflow(have, o.dims[d], &have)) have = INT64_MAX;
+  }
+  if (want > have)
+    fail(n, "output shape " + shape_str(shape) + " exceeds the graph value's " + shape_str(o.dims) + " (corrupt program?)");
+}
 
 // Permutations that, once runs of adjacent dims are merged, swap the last two of [B, R, S]
 // (NCHW <-> NHWC is one): out[b][s][r] = in[b][r][s], copied in cache-sized blocks.
@@ -184,6 +198,7 @@ void pad(KernelContext& ctx, Graph& g, Node& n) {
     if (n.ints[i] < 0 || n.ints2[i] < 0) fail(n, "negative padding");
     s[i] = a.shape[i] + n.ints[i] + n.ints2[i];
   }
+  check_fits_value(n, o, s);
   ensure_shape(o, s);
   // output rows along the last dim: all padding, or padding / an input row / padding
   const int64_t L = s[nd - 1], IL = a.shape[nd - 1], left = n.ints[nd - 1];
@@ -267,6 +282,7 @@ void resize_bilinear(Graph& g, Node& n) {  // NHWC
   Value &a = in(g, n, 0), &o = out(g, n);
   if (a.shape.size() != 4) fail(n, "expects a 4-D NHWC input");
   int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3], OH = n.new_h, OW = n.new_w;
+  check_fits_value(n, o, {N, OH, OW, C});
   ensure_shape(o, {N, OH, OW, C});
   bool align = n.flags & kAlignCorners;
   auto src = [&](int64_t i, int64_t in_n, int64_t out_n, int64_t& i0, int64_t& i1, float& l) {
