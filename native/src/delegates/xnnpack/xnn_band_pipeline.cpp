@@ -91,9 +91,9 @@ bool band_pipeline(KernelContext& ctx, Graph& g, Node& n) {
               base = lo;
             }
             if (hi > filled) {
-              sgemm_packed(nullptr, (hi - filled) * W, Xb + filled * W * Cin, Cin, 1, *pw, S + (filled - base) * row, C,
-                           ep_pre);
-              if (e_grid) snap_to_grid(*e_grid, S + (filled - base) * row, (hi - filled) * row);
+              float* fresh = S + (filled - base) * row;  // rows [filled, hi), expanded now
+              sgemm_packed(nullptr, (hi - filled) * W, Xb + filled * W * Cin, Cin, 1, *pw, fresh, C, ep_pre);
+              if (e_grid) finalize_range(*e_grid, fresh, fresh, (hi - filled) * row);
               filled = hi;
             }
             rows = S;
@@ -104,7 +104,7 @@ bool band_pipeline(KernelContext& ctx, Graph& g, Node& n) {
           const int64_t out_row = (bn * OH + oh) * OW;  // first output pixel of the step
           if (pp) {
             depthwise_nhwc_f32(dg, rows, wd, bias, dbuf.data(), 0, ob);
-            if (d_grid) snap_to_grid(*d_grid, dbuf.data(), ob * OW * C);
+            if (d_grid) finalize_range(*d_grid, dbuf.data(), dbuf.data(), ob * OW * C);
             GemmEpilogue ep = ep_post;
             if (ep.residual) ep.residual += out_row * OC;
             sgemm_packed(nullptr, ob * OW, dbuf.data(), C, 1, *pp, Y + out_row * OC, OC, ep);

@@ -12,14 +12,11 @@
 
 #include "delegates/xnnpack/xnn_node_util.h"
 #include "kernels/kernel_util.h"
-#include "runtime/dtype.h"
 
 namespace etnp::xnn {
 namespace {
 
 constexpr int64_t kChunk = 4096;  // elements: a chunk of every value in the chain stays in L1/L2
-
-bool dynamic_quant(const Value& v) { return v.quant == Quant::PerToken || v.dtype == QDINT8; }
 
 // A node a chain can hold: an elementwise function of same-shape inputs (PReLU's slope broadcasts)
 // whose output needs no whole-tensor step (dynamic quantization computes per-row parameters).
@@ -31,7 +28,7 @@ bool chainable(const Graph& g, const Node& n) {
     return false;
   for (uint32_t id : n.inputs)
     if (id >= nv || id == n.output) return false;
-  return !dynamic_quant(g.values[n.output]);
+  return !dynamically_quantized(g.values[n.output]);
 }
 
 }  // namespace
@@ -72,12 +69,11 @@ bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count) {
     const BinaryOp* b;
     const float* x[2];
     float* y;
+    const Value* o;
     bool table;
     Int8Grid ga;
     float t[257];
-    bool snap;  // onto the output's int8 grid here (not done by the table)
-    Int8Grid go;
-    int16_t round;  // FP16 / BF16 output: rounded to it
+    bool finished;  // by the table (its entries snapped onto the output's grid)
   };
   std::vector<Step> steps(count);
   for (size_t k = 0; k < count; k++) {  // shapes first (outputs become inputs of later nodes)
@@ -96,12 +92,11 @@ bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count) {
     s.b = s.u ? nullptr : binary_op(n.type);
     for (size_t i = 0; i < n.inputs.size(); i++) s.x[i] = g.values[n.inputs[i]].cdata();
     s.y = o.data.data();
+    s.o = &o;
     n.snapped = false;
     s.table = s.u && unary_table(g, n, *s.u, s.t, s.ga);
-    s.snap = on_int8_grid(o) && !n.snapped;
-    if (s.snap) s.go = grid_of(o);
+    s.finished = n.snapped;
     n.snapped = false;  // (run_node's flag: the chain finishes its nodes itself)
-    s.round = o.dtype == FP16 || o.dtype == BF16 ? o.dtype : 0;
   }
   const int64_t total = out(g, g.nodes[first]).numel();
   const int64_t chunks = (total + kChunk - 1) / kChunk;
@@ -114,13 +109,8 @@ bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count) {
         if (s.table) grid_table_lookup(s.ga, s.t, s.x[0] + b, y, len);
         else if (s.u) s.u->f(s.x[0] + b, y, len, n.fparam);
         else s.b->same_shape(s.x[0] + b, s.x[1] + b, y, len);
-        if (std::isfinite(n.out_min) || std::isfinite(n.out_max))
-          for (int64_t i = 0; i < len; i++) y[i] = std::min(std::max(y[i], n.out_min), n.out_max);
-        if (s.snap) snap_to_grid(s.go, y, len);
-        if (s.round == FP16)
-          for (int64_t i = 0; i < len; i++) y[i] = half_to_float(float_to_half(y[i]));
-        else if (s.round == BF16)
-          for (int64_t i = 0; i < len; i++) y[i] = bf16_to_float(float_to_bf16(y[i]));
+        clamp_range(y, len, n.out_min, n.out_max);  // as run_node: clamp_output, then finalize_value
+        if (!s.finished) finalize_range(*s.o, y, y, len);
       }
     }
   });

@@ -142,7 +142,7 @@ void copy_value(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     n.snapped = true;
     return;
   }
-  parallel(ctx, a.numel(), 1 << 18, [&](int64_t b, int64_t e) { copy_floats(y + b, x + b, e - b); });
+  copy_values(ctx, y, x, a.numel());
 }
 
 }  // namespace

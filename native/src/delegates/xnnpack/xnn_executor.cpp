@@ -183,7 +183,6 @@ class XnnDelegate : public DelegateHandle {
     }
     for (uint32_t id : g_.input_ids) readers[id] += 2;
     for (uint32_t id : g_.output_ids) readers[id] += 2;
-    auto dynamic = [](const Value& v) { return v.quant == Quant::PerToken || v.dtype == QDINT8; };
     for (size_t i = 0; i < g_.nodes.size(); i++) {
       Node& n = g_.nodes[i];
       const bool in_chain = chains_[i] != 1;  // (run chunk by chunk: no buffer taken over)
@@ -192,11 +191,10 @@ class XnnDelegate : public DelegateHandle {
         continue;
       uint32_t a = n.inputs[0], o = n.output;
       Value &va = g_.values[a], &vo = g_.values[o];
-      const bool same_grid = va.dtype == vo.dtype && va.quant == vo.quant && va.scale == vo.scale &&
-                             va.zero_point == vo.zero_point;
       if (n.type != StaticTranspose)
         n.move_input = readers[a] == 1 && !va.is_constant && !vo.is_constant && va.external_id == kInvalidId &&
-                       !dynamic(va) && !dynamic(vo) && readers[o] < 2 && (n.type == Convert || same_grid) && !in_chain;
+                       !dynamically_quantized(va) && !dynamically_quantized(vo) && readers[o] < 2 &&
+                       (n.type == Convert || same_grid(va, vo)) && !in_chain;
       const bool no_clamp = !std::isfinite(n.out_min) && !std::isfinite(n.out_max);
       if (vo.dtype == FP32 && vo.quant == Quant::None && no_clamp && !va.is_constant) {
         if (on_int8_grid(va)) vo.grid_source = a;

@@ -15,10 +15,6 @@
 namespace etnp::xnn {
 
 // ---- layout ----
-// dst[0, n) = src[0, n), large copies across threads
-static void copy_values(KernelContext& ctx, float* dst, const float* src, int64_t n) {
-  parallel(ctx, n, int64_t(1) << 18, [&](int64_t b, int64_t e) { copy_floats(dst + b, src + b, e - b); });
-}
 // Nodes whose output size comes from the node's own parameters (padding, resize target): the
 // output must fit the graph value's serialized shape (its upper bounds for dynamic shapes), as
 // the exporter wrote it; more is a corrupt program (not a gigabyte allocation).

@@ -49,11 +49,11 @@ inline Tensor wrap(Value& v) {
   return t;
 }
 
-inline void clamp_values(Value& o, float lo, float hi) {
+inline void clamp_range(float* d, int64_t n, float lo, float hi) {
   if (!std::isfinite(lo) && !std::isfinite(hi)) return;
-  float* d = o.data.data();
-  for (int64_t i = 0, e = o.numel(); i < e; i++) d[i] = std::min(std::max(d[i], lo), hi);
+  for (int64_t i = 0; i < n; i++) d[i] = std::min(std::max(d[i], lo), hi);
 }
+inline void clamp_values(Value& o, float lo, float hi) { clamp_range(o.data.data(), o.numel(), lo, hi); }
 inline void clamp_output(const Node& n, Value& o) { clamp_values(o, n.out_min, n.out_max); }
 
 // ---- elementwise (xnn_elementwise.cpp) ----

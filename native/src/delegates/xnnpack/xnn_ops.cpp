@@ -66,52 +66,59 @@ Int8Grid grid_of(const Value& v) {
   return {1.f / v.scale, (v.dtype == QINT8 ? -128.f : 0.f) - zp, (v.dtype == QINT8 ? 127.f : 255.f) - zp, v.scale};
 }
 
-void snap_to_grid(const Value& v, float* d, int64_t n) { snap_to_grid(grid_of(v), d, n); }
-
-void finalize_value(KernelContext& ctx, Value& v, const float* src) {
-  int64_t n = v.numel();
-  float* d = v.data.data();
-  const float* x = src ? src : d;  // (src: the values, v.data written here)
+void finalize_range(const Value& v, const float* x, float* d, int64_t n) {
   if (v.dtype == FP16) {
     for (int64_t i = 0; i < n; i++) d[i] = half_to_float(float_to_half(x[i]));
   } else if (v.dtype == BF16) {
     for (int64_t i = 0; i < n; i++) d[i] = bf16_to_float(float_to_bf16(x[i]));
   } else if (on_int8_grid(v)) {
-    const Int8Grid g = grid_of(v);
-    parallel(ctx, n, 1 << 16, [&](int64_t b, int64_t e) { snap_to_grid(g, x + b, d + b, e - b); });
-  } else if (v.quant == Quant::PerToken || v.dtype == QDINT8) {
-    // Dynamic asymmetric int8 per token (rows of the trailing `nonbatch_dims` dims).
-    int nb = std::max(1, std::min<int>(v.nonbatch_dims, (int)v.shape.size()));
-    int64_t len = 1;
-    for (size_t k = v.shape.size() - nb; k < v.shape.size(); k++) len *= v.shape[k];
-    int64_t rows = len > 0 ? (n + len - 1) / len : 0;
-    v.row_len = len;
-    v.row_scale.assign((size_t)rows, 1.0);  // an all-zero row: q = 0, zero point 0
-    v.row_zp.assign((size_t)rows, 0);
-    v.q8.resize((size_t)n);
-    // rows across threads (each row's parameters and codes are its own), at least 2 Ki elements
-    // a share (~3 us: quantized in double, with a division)
-    parallel(ctx, rows, std::max<int64_t>(1, 2048 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; r++) {
-        const float* xr = x + r * len;
-        const int64_t m = std::min(len, n - r * len);
-        float mn = 0.f, mx = 0.f;
-        row_min_max(xr, m, mn, mx);
-        if (mx == mn) {  // all zeros: q = 0
-          std::memset(v.q8.data() + r * len, 128, (size_t)m);
-          if (src) std::copy(xr, xr + m, d + r * len);  // (the values as they are)
-          continue;
-        }
-        double scale = ((double)mx - mn) / 255.0;
-        double zp = std::nearbyint(std::min(std::max(-128.0 - mn / scale, -128.0), 127.0));
-        v.row_scale[(size_t)r] = scale;
-        v.row_zp[(size_t)r] = (int32_t)clamp_q(zp, -128.0, 127.0);
-        quantize_row_q8(xr, m, scale, zp, d + r * len, v.q8.data() + r * len);
-      }
-    });
-  } else if (src) {
-    parallel(ctx, n, 1 << 18, [&](int64_t b, int64_t e) { copy_floats(d + b, src + b, e - b); });
+    snap_to_grid(grid_of(v), x, d, n);
+  } else if (x != d) {
+    copy_floats(d, x, n);
   }
+}
+
+void finalize_value(KernelContext& ctx, Value& v, const float* src) {
+  const int64_t n = v.numel();
+  float* d = v.data.data();
+  const float* x = src ? src : d;  // (src: the values, v.data written here)
+  if (!dynamically_quantized(v)) {
+    const bool rounds = v.dtype == FP16 || v.dtype == BF16, snaps = on_int8_grid(v);
+    if (!src && !rounds && !snaps) return;  // float32 in place: as it is
+    // (fp16 / bf16 rounding on this thread; snapping from 64 Ki, copying from 256 Ki elements a share)
+    const int64_t grain = rounds ? n : snaps ? int64_t(1) << 16 : int64_t(1) << 18;
+    parallel(ctx, n, grain, [&](int64_t b, int64_t e) { finalize_range(v, x + b, d + b, e - b); });
+    return;
+  }
+  // dynamic asymmetric int8 per token (rows of the trailing `nonbatch_dims` dims)
+  int nb = std::max(1, std::min<int>(v.nonbatch_dims, (int)v.shape.size()));
+  int64_t len = 1;
+  for (size_t k = v.shape.size() - nb; k < v.shape.size(); k++) len *= v.shape[k];
+  int64_t rows = len > 0 ? (n + len - 1) / len : 0;
+  v.row_len = len;
+  v.row_scale.assign((size_t)rows, 1.0);  // an all-zero row: q = 0, zero point 0
+  v.row_zp.assign((size_t)rows, 0);
+  v.q8.resize((size_t)n);
+  // rows across threads (each row's parameters and codes are its own), at least 2 Ki elements
+  // a share (quantized in double)
+  parallel(ctx, rows, std::max<int64_t>(1, 2048 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      const float* xr = x + r * len;
+      const int64_t m = std::min(len, n - r * len);
+      float mn = 0.f, mx = 0.f;
+      row_min_max(xr, m, mn, mx);
+      if (mx == mn) {  // all zeros: q = 0
+        std::memset(v.q8.data() + r * len, 128, (size_t)m);
+        if (src) std::copy(xr, xr + m, d + r * len);  // (the values as they are)
+        continue;
+      }
+      double scale = ((double)mx - mn) / 255.0;
+      double zp = std::nearbyint(std::min(std::max(-128.0 - mn / scale, -128.0), 127.0));
+      v.row_scale[(size_t)r] = scale;
+      v.row_zp[(size_t)r] = (int32_t)clamp_q(zp, -128.0, 127.0);
+      quantize_row_q8(xr, m, scale, zp, d + r * len, v.q8.data() + r * len);
+    }
+  });
 }
 
 void filter_int8_values(const Value& w, int64_t OC, int64_t K, int oc_dim, const float* scales, std::vector<int8_t>& q) {
@@ -172,10 +179,8 @@ bool moves_grid_points(const Graph& g, const Node& n) {
   }
   const Value& o = g.values[n.output];
   if (!on_int8_grid(o) || std::isfinite(n.out_min) || std::isfinite(n.out_max) || n.inputs.empty()) return false;
-  for (uint32_t id : n.inputs) {
-    const Value& v = g.values[id];
-    if (v.dtype != o.dtype || v.quant != o.quant || v.scale != o.scale || v.zero_point != o.zero_point) return false;
-  }
+  for (uint32_t id : n.inputs)
+    if (!same_grid(g.values[id], o)) return false;
   return true;
 }
 }  // namespace

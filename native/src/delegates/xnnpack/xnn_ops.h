@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/kernel_util.h"
 #include "kernels/quantize_row.h"
 #include "kernels/registry.h"
 
@@ -30,13 +31,25 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s);
 // quantization); with src, v's values are read from there (v.data is written: a copy and its
 // snapping in one pass).
 void finalize_value(KernelContext& ctx, Value& v, const float* src = nullptr);
-// Values on a per-tensor int8 grid (qs8 / qu8), that grid, and the snapping of n of their floats to it.
+// finalize_value for n elements of a value that is not dynamically quantized: d = x as v's
+// datatype holds it (x may be d); a copy for float32.
+void finalize_range(const Value& v, const float* x, float* d, int64_t n);
+// Values on a per-tensor int8 grid (qs8 / qu8), and that grid.
 bool on_int8_grid(const Value& v);
 Int8Grid grid_of(const Value& v);
-void snap_to_grid(const Value& v, float* d, int64_t n);
+// Two values of one datatype and quantization (then one holds exactly the other's possible values).
+inline bool same_grid(const Value& a, const Value& b) {
+  return a.dtype == b.dtype && a.quant == b.quant && a.scale == b.scale && a.zero_point == b.zero_point;
+}
+// Dynamically quantized per row (QDINT8): finalize_value computes each row's parameters.
+inline bool dynamically_quantized(const Value& v) { return v.quant == Quant::PerToken || v.dtype == QDINT8; }
 // memcpy of n floats that is well-defined for n == 0 (empty vectors have null data).
 inline void copy_floats(float* dst, const float* src, int64_t n) {
   if (n > 0) std::memcpy(dst, src, (size_t)n * sizeof(float));
+}
+// copy_floats, large copies across the threads
+inline void copy_values(KernelContext& ctx, float* dst, const float* src, int64_t n) {
+  parallel(ctx, n, int64_t(1) << 18, [&](int64_t b, int64_t e) { copy_floats(dst + b, src + b, e - b); });
 }
 // Resize a value's runtime shape and storage.
 void ensure_shape(Value& v, const std::vector<int64_t>& shape);
