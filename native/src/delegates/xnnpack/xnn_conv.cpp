@@ -228,10 +228,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     if (!n.packed.empty()) {
       const int64_t rows = std::max<int64_t>(8, std::min<int64_t>(256, (int64_t(1) << 14) / K)) / 8 * 8;
       const int64_t blocks = (M + rows - 1) / rows, groups = G - gi;
-      const int nt = ctx.pool ? ctx.pool->num_threads() : 1;
-      if (nt > 1 && blocks * groups < 4 * nt && M * K <= (int64_t(4) << 20)) {
-        // Too few blocks to share among the threads (a deep layer's small map): unfold every
-        // pixel, then one GEMM the threads split by columns.
+      if (unfold_whole(ctx, blocks * groups, M * K * (int64_t)sizeof(float))) {  // (xnn_im2col.h)
         sc.col.resize((size_t)(M * K));
         float* col = sc.col.data();
         parallel(ctx, blocks, 1, [&](int64_t b, int64_t e) { im2col(gi, b * rows, std::min(M, e * rows), col + b * rows * K); });

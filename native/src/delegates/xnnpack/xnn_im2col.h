@@ -8,8 +8,18 @@
 #include <cstring>
 
 #include "delegates/xnnpack/xnn_graph.h"
+#include "kernels/kernel_util.h"
 
 namespace etnp::xnn {
+
+// The convolution paths unfold blocks of output pixels into per-thread buffers and multiply each
+// block right away; with fewer tasks (blocks x groups) than four a thread - a deep layer's small
+// map - they unfold every pixel into one buffer of `bytes` (up to 16 MiB) and split one GEMM by
+// columns instead.
+inline bool unfold_whole(const KernelContext& ctx, int64_t tasks, int64_t bytes) {
+  const int nt = ctx.pool ? ctx.pool->num_threads() : 1;
+  return nt > 1 && tasks < 4 * nt && bytes <= (int64_t(16) << 20);
+}
 
 template <typename T>
 void im2col_rows(const Node& n, const T* X, int64_t H, int64_t W, int64_t C, int64_t OH, int64_t OW, int64_t gi,

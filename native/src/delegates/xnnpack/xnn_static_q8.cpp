@@ -156,10 +156,7 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     if (Kp > K)
       for (int64_t m = m0; m < m1; m++) std::memset(dst + (m - m0) * Kp + K, 0, (size_t)(Kp - K));
   };
-  const int nt = ctx.pool ? ctx.pool->num_threads() : 1;
-  if (nt > 1 && blocks * G < 4 * nt && M * Kp <= (int64_t(16) << 20)) {
-    // Too few blocks to share among the threads (a deep layer's small map: 4x4 pixels of a
-    // 3x3x256 window are one block): unfold every pixel, then one GEMM the threads split by columns.
+  if (unfold_whole(ctx, blocks * G, M * Kp)) {  // (xnn_im2col.h; 4x4 pixels of a 3x3x256 window are one block)
     sc.q8col.resize((size_t)(M * Kp));
     uint8_t* col = sc.q8col.data();
     thread_local std::vector<float> s;
