@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/avx2_lanes.h"
 #include "kernels/cpu_features.h"
 #include "util/compiler.h"
 
@@ -24,23 +25,6 @@ inline void tap_range(int64_t o, int64_t stride, int64_t pad, int64_t dil, int64
   int64_t end = in - start;           // taps t with start + t*dil < in
   last = end <= 0 ? 0 : std::min<int64_t>(k, (end + dil - 1) / dil);
   if (first > last) first = last;
-}
-
-// The weight-stationary kernels' channels [c0, C) past their last full vector, one at a time, for
-// output pixels [ow_begin, ow_end) of the row at xrow / yrow (the interior: every tap inside).
-void stationary_channels_scalar(const DepthwiseGeom& g, const float* xrow, const float* w, const float* bias,
-                                float* yrow, int64_t c0, int64_t ow_begin, int64_t ow_end) {
-  const int64_t C = g.C, KH = g.KH, KW = g.KW, tap_step_w = g.dw * C, tap_step_h = g.dh * g.W * C, step = g.sw * C;
-  for (int64_t c = c0; c < C; c++) {
-    const float* xp = xrow + c;
-    float* yp = yrow + c;
-    for (int64_t ow = ow_begin; ow < ow_end; ow++, xp += step, yp += C) {
-      float s = bias ? bias[c] : 0.f;
-      for (int64_t i = 0; i < KH; i++)
-        for (int64_t j = 0; j < KW; j++) s += xp[i * tap_step_h + j * tap_step_w] * w[(i * KW + j) * C + c];
-      *yp = std::min(std::max(s, g.lo), g.hi);
-    }
-  }
 }
 
 void row_generic(const DepthwiseGeom& g, const float* x, const float* w, const float* bias, float* y, int64_t bn,
@@ -74,10 +58,6 @@ template <bool MASKED>
 ETNP_TARGET_INLINE("avx2,fma") void store8(__m256i m, float* p, __m256 v) {
   if (MASKED) _mm256_maskstore_ps(p, m, v);
   else _mm256_storeu_ps(p, v);
-}
-// the first k lanes (0 < k <= 8)
-ETNP_TARGET_INLINE("avx2,fma") __m256i lanes8(int64_t k) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 // One output pixel's channels [c, c + 8 NV): NV independent FMA chains over its in-range taps
@@ -118,7 +98,7 @@ ETNP_TARGET("avx2,fma") void row_avx2(const DepthwiseGeom& g, const float* x, co
     for (; c + 16 <= C; c += 16) pixel_channels_avx2<2>(g, x, w, bias, out, base, i0, i1, j0, j1, c, lo, hi);
     for (; c + 8 <= C; c += 8) pixel_channels_avx2<1>(g, x, w, bias, out, base, i0, i1, j0, j1, c, lo, hi);
     if (c < C) {  // channels past the last full block: masked
-      const __m256i m = lanes8(C - c);
+      const __m256i m = first_lanes_avx2(C - c);
       __m256 a = bias ? _mm256_maskload_ps(bias + c, m) : _mm256_setzero_ps();
       for (int64_t i = i0; i < i1; i++)
         for (int64_t j = j0; j < j1; j++)
@@ -337,7 +317,7 @@ ETNP_TARGET("avx2,fma") void stationary_avx2(const DepthwiseGeom& g, const float
     stationary_block_avx2<KH, KW, false>(g, xrow + c, w + c, bias ? bias + c : nullptr, yrow + c, ow_end - ow_begin, all);
   if (c < C)  // channels past the last full block: masked
     stationary_block_avx2<KH, KW, true>(g, xrow + c, w + c, bias ? bias + c : nullptr, yrow + c, ow_end - ow_begin,
-                                        lanes8(C - c));
+                                        first_lanes_avx2(C - c));
 }
 
 // Stride 1, channel counts off the vector width (C % 8 != 0: 4, 6, 12, 36 ...), where the
@@ -402,7 +382,7 @@ ETNP_TARGET("avx2,fma") void flat_row_avx2(const DepthwiseGeom& g, const float* 
   }
   for (; f < n; f += 8) {  // the rest, 8 at a time, the last masked
     const int64_t k = std::min<int64_t>(8, n - f);
-    const __m256i m = lanes8(k);
+    const __m256i m = first_lanes_avx2(k);
     __m256 a = _mm256_loadu_ps(t.b.data() + ph);
     const float* xr = x0 + f;
     const float* wr = wt + ph;
@@ -416,6 +396,23 @@ ETNP_TARGET("avx2,fma") void flat_row_avx2(const DepthwiseGeom& g, const float* 
 #endif
 
 #if defined(__aarch64__)
+// The NEON weight-stationary kernel's channels [c0, C) past their last full vector, one at a time, for
+// output pixels [ow_begin, ow_end) of the row at xrow / yrow (the interior: every tap inside).
+void stationary_channels_scalar(const DepthwiseGeom& g, const float* xrow, const float* w, const float* bias,
+                                float* yrow, int64_t c0, int64_t ow_begin, int64_t ow_end) {
+  const int64_t C = g.C, KH = g.KH, KW = g.KW, tap_step_w = g.dw * C, tap_step_h = g.dh * g.W * C, step = g.sw * C;
+  for (int64_t c = c0; c < C; c++) {
+    const float* xp = xrow + c;
+    float* yp = yrow + c;
+    for (int64_t ow = ow_begin; ow < ow_end; ow++, xp += step, yp += C) {
+      float s = bias ? bias[c] : 0.f;
+      for (int64_t i = 0; i < KH; i++)
+        for (int64_t j = 0; j < KW; j++) s += xp[i * tap_step_h + j * tap_step_w] * w[(i * KW + j) * C + c];
+      *yp = std::min(std::max(s, g.lo), g.hi);
+    }
+  }
+}
+
 // NEON (base aarch64): KH x KW taps of 4 channels held in registers, four output pixels at a time
 // (four FMA chains); clamps keep a NaN, as the x86 paths' min/max with the value second.
 template <int KH, int KW>

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/avx2_lanes.h"
 #include "kernels/cpu_features.h"
 #include "kernels/gemm_neon.h"
 #include "kernels/gemm_tasks.h"
@@ -147,11 +148,10 @@ ETNP_TARGET("avx2,fma") void edge_avx2(int64_t K, const float* A, int64_t rsa, c
       for (int v = 0; v < NV; v++) acc[v][i] = _mm256_fmadd_ps(x, bv[v], acc[v][i]);
     }
   }
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256 vlo = _mm256_broadcast_ss(lohi), vhi = _mm256_broadcast_ss(lohi + 1);
   for (int v = 0; v < NV; v++) {
     const int64_t n = std::min<int64_t>(8, cols - 8 * v);  // columns of this half (> 0)
-    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lane);
+    const __m256i m = first_lanes_avx2(n);
     const __m256 bc = bias_col ? _mm256_maskload_ps(bias_col + 8 * v, m) : _mm256_setzero_ps();
 #pragma GCC unroll 6
     for (int i = 0; i < ROWS; i++) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/avx2_lanes.h"
 #include "kernels/cpu_features.h"
 #include "util/compiler.h"
 
@@ -37,9 +38,6 @@ ETNP_TARGET_INLINE("avx2") void transpose8_avx2(__m256* t) {
   t[6] = _mm256_permute2f128_ps(b2, b6, 0x31);
   t[7] = _mm256_permute2f128_ps(b3, b7, 0x31);
 }
-ETNP_TARGET_INLINE("avx2") __m256i first_lanes(int64_t k) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 
 // y[s0..s0+8)[r0..r0+8) = x[r0..r0+8)[s0..s0+8)^T in registers
 ETNP_TARGET_INLINE("avx2") void tile8_avx2(const float* x, int64_t S, float* y, int64_t R) {
@@ -53,7 +51,7 @@ ETNP_TARGET_INLINE("avx2") void tile8_avx2(const float* x, int64_t S, float* y, 
 // every store but those reaching past the range's end writes 8 floats (the next store covers the
 // extra ones).
 ETNP_TARGET("avx2") void few_rows_avx2(const float* x, int64_t R, int64_t S, float* y, int64_t s0, int64_t s1) {
-  const __m256i m = first_lanes(R);
+  const __m256i m = first_lanes_avx2(R);
   int64_t s = s0;
   for (; s + 8 <= s1; s += 8) {
     __m256 t[8];
@@ -72,7 +70,7 @@ ETNP_TARGET("avx2") void few_rows_avx2(const float* x, int64_t R, int64_t S, flo
 // [r0, r1), 8 columns r at a time from 8 input rows of S floats (masked loads near the end).
 ETNP_TARGET("avx2") void few_cols_avx2(const float* x, int64_t R, int64_t S, float* y, int64_t s0, int64_t s1,
                                        int64_t r0, int64_t r1) {
-  const __m256i m = first_lanes(S);
+  const __m256i m = first_lanes_avx2(S);
   int64_t r = r0;
   for (; r + 8 <= r1; r += 8) {
     __m256 t[8];
