@@ -239,8 +239,11 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
   // come from memory once for all the task's rows, whose activations (at most ~256 KB) stay in
   // cache across the panels. (Row block by row block, a layer whose weights exceed the cache -
   // a 3x3x256x512 filter is 1.2 MB - read them from memory once per row block.)
+  // Rows are also cut into at least four tasks a thread where there are enough (a long, thin
+  // GEMM - 4096 pixels x 32 x 48 - would otherwise be one row task split over 3 panels).
   const int64_t row_bytes = MB * w.Kp * (avx2 ? 2 : 1);
-  const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(rb, (256 << 10) / row_bytes));
+  const int64_t nt = tp ? tp->num_threads() : 1;
+  const int64_t rows = std::max<int64_t>(1, std::min({rb, (256 << 10) / row_bytes, rb / (nt * 4)}));
   const int64_t row_tasks = (rb + rows - 1) / rows;
   const GemmTasks grid = gemm_tasks(row_tasks, panels, tp);
   const int64_t split = grid.split, per = grid.per;
