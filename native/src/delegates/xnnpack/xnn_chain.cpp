@@ -1,9 +1,9 @@
 // Elementwise chains: consecutive unary/binary nodes where each reads what an earlier one wrote
 // (a SiLU is Sigmoid then Multiply, a static-int8 one Convert, Sigmoid, Multiply, Convert) run
 // chunk by chunk: every node over the first few thousand elements, then over the next, so the
-// values passed along the chain are read back from cache instead of memory. Each node's output
-// is still written whole (later nodes may read it); its clamp and grid snapping are done per
-// chunk as run_node would do them after the node.
+// values passed along the chain are read back from cache instead of memory. A node's output that
+// later nodes outside the chain read is written whole; one only the chain reads stays in a
+// chunk-sized buffer. Clamps and grid snapping are done per chunk as run_node would do them.
 #include "delegates/xnnpack/xnn_chain.h"
 
 #include <algorithm>
@@ -60,7 +60,37 @@ std::vector<uint32_t> plan_chains(const Graph& g) {
   return len;
 }
 
-bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count) {
+std::vector<uint8_t> plan_chain_locals(const Graph& g, const std::vector<uint32_t>& chains) {
+  const size_t nv = g.values.size(), nn = g.nodes.size();
+  std::vector<uint8_t> local(nn, 0);
+  std::vector<int> readers(nv, 0);
+  auto count = [&](const Node& n) {
+    for (uint32_t id : n.inputs)
+      if (id < nv) readers[id]++;
+  };
+  for (const Node& n : g.nodes) {
+    count(n);
+    if (n.pre) count(*n.pre);
+    if (n.post) count(*n.post);
+  }
+  for (uint32_t id : g.input_ids) readers[id] += 2;  // (never local)
+  for (uint32_t id : g.output_ids) readers[id] += 2;
+  for (size_t f = 0; f < nn; f++) {
+    if (chains[f] < 2) continue;
+    const size_t end = f + chains[f];
+    for (size_t i = f; i + 1 < end; i++) {
+      const uint32_t o = g.nodes[i].output;
+      if (o >= nv || g.values[o].external_id != kInvalidId || g.values[o].is_constant) continue;
+      int inside = 0;
+      for (size_t j = i + 1; j < end; j++)
+        for (uint32_t id : g.nodes[j].inputs) inside += id == o;
+      local[i] = inside > 0 && inside == readers[o];
+    }
+  }
+  return local;
+}
+
+bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count, const uint8_t* local) {
   // every input of every node must have the chain's shape (the first node's first input's)
   const std::vector<int64_t> shape = g.values[g.nodes[first].inputs[0]].shape;
   struct Step {
@@ -74,6 +104,8 @@ bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count) {
     Int8Grid ga;
     float t[257];
     bool finished;  // by the table (its entries snapped onto the output's grid)
+    int slot;       // >= 0: a local output, chunk `slot` of the task's buffer
+    int from[2];    // per input: the slot of the local output it is, or -1
   };
   std::vector<Step> steps(count);
   for (size_t k = 0; k < count; k++) {  // shapes first (outputs become inputs of later nodes)
@@ -83,10 +115,17 @@ bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count) {
         return false;
     ensure_shape(out(g, n), shape);
   }
+  int slots = 0;
   for (size_t k = 0; k < count; k++) {
     Node& n = g.nodes[first + k];
     Step& s = steps[k];
     Value& o = out(g, n);
+    s.slot = local && local[k] ? slots++ : -1;
+    for (size_t i = 0; i < 2; i++) {
+      s.from[i] = -1;
+      for (size_t j = 0; i < n.inputs.size() && j < k; j++)
+        if (steps[j].slot >= 0 && g.nodes[first + j].output == n.inputs[i]) s.from[i] = steps[j].slot;
+    }
     s.n = &n;
     s.u = unary_op(n.type);
     s.b = s.u ? nullptr : binary_op(n.type);
@@ -101,14 +140,19 @@ bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count) {
   const int64_t total = out(g, g.nodes[first]).numel();
   const int64_t chunks = (total + kChunk - 1) / kChunk;
   parallel(ctx, chunks, 4, [&](int64_t c0, int64_t c1) {
+    thread_local FloatBuffer buf;  // the local outputs' chunks
+    if (buf.size() < (size_t)(slots * kChunk)) buf.resize((size_t)(slots * kChunk));
+    float* lb = buf.data();
     for (int64_t c = c0; c < c1; c++) {
       const int64_t b = c * kChunk, len = std::min(kChunk, total - b);
       for (Step& s : steps) {
         const Node& n = *s.n;
-        float* y = s.y + b;
-        if (s.table) grid_table_lookup(s.ga, s.t, s.x[0] + b, y, len);
-        else if (s.u) s.u->f(s.x[0] + b, y, len, n.fparam);
-        else s.b->same_shape(s.x[0] + b, s.x[1] + b, y, len);
+        float* y = s.slot >= 0 ? lb + s.slot * kChunk : s.y + b;
+        const float* x0 = s.from[0] >= 0 ? lb + s.from[0] * kChunk : s.x[0] + b;
+        const float* x1 = s.from[1] >= 0 ? lb + s.from[1] * kChunk : s.u ? nullptr : s.x[1] + b;
+        if (s.table) grid_table_lookup(s.ga, s.t, x0, y, len);
+        else if (s.u) s.u->f(x0, y, len, n.fparam);
+        else s.b->same_shape(x0, x1, y, len);
         clamp_range(y, len, n.out_min, n.out_max);  // as run_node: clamp_output, then finalize_value
         if (!s.finished) finalize_range(*s.o, y, y, len);
       }

@@ -36,6 +36,7 @@ class XnnDelegate : public DelegateHandle {
         std::vector<PackedB>().swap(n.packed);
     }
     chains_ = plan_chains(g_);
+    chain_locals_ = plan_chain_locals(g_, chains_);
     plan_buffer_reuse();
     plan_borrowing();
     plan_moves();
@@ -75,7 +76,7 @@ class XnnDelegate : public DelegateHandle {
         scratch_.moves.emplace_back(reuse_[guard.done].taker, reuse_[guard.done].giver);
       }
       const int64_t t0 = ctx.profiler ? Profiler::now() : 0;
-      if (len == 1 || !run_chain(ctx, g_, i, len))
+      if (len == 1 || !run_chain(ctx, g_, i, len, chain_locals_.data() + i))
         for (size_t k = i; k <= last; k++) run_node(ctx, g_, g_.nodes[k], scratch_);
       if (ctx.profiler) profile_event(*ctx.profiler, i, len, t0, Profiler::now());  // (Method.profile)
       i += len;
@@ -355,6 +356,7 @@ class XnnDelegate : public DelegateHandle {
   std::vector<Reuse> reuse_;        // in the order they are made during a call
   std::vector<size_t> reuse_end_;   // reuse_[0, reuse_end_[i]) are made before node i runs
   std::vector<uint32_t> chains_;    // plan_chains: chain lengths at their first nodes
+  std::vector<uint8_t> chain_locals_;  // plan_chain_locals: outputs only their chain reads
 };
 
 }  // namespace
