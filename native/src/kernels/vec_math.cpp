@@ -55,6 +55,14 @@ struct Scalar {
   static V neg(V a) { return -a; }
   static V copysign(V mag, V sgn) { return std::copysign(mag, sgn); }
   static V round(V a) { return std::nearbyint(a); }
+  static V shl23(V a) {  // the bits shifted left by 23 (a float's exponent field)
+    uint32_t b;
+    std::memcpy(&b, &a, 4);
+    b <<= 23;
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
   static V pow2(V k) {
     int32_t e = ((int32_t)k + 127) << 23;
     float f;

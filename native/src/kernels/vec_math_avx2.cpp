@@ -41,6 +41,7 @@ struct Avx2 {
     return _mm256_or_ps(abs(mag), _mm256_and_ps(sgn, _mm256_set1_ps(-0.f)));
   }
   static V round(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V shl23(V a) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(a), 23)); }
   static V pow2(V k) {
     __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127));
     return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));

@@ -42,6 +42,7 @@ struct Avx512 {
     return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(abs(mag)), s));
   }
   static V round(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V shl23(V a) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(a), 23)); }
   static V pow2(V k) {
     __m512i e = _mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127));
     return _mm512_castsi512_ps(_mm512_slli_epi32(e, 23));

@@ -60,13 +60,32 @@ inline typename S::V expm1_neg(typename S::V y) {
   return S::add(S::mul(t, p), S::sub(t, S::set1(1.f)));
 }
 
+// sigmoid(x) from e = e^z, z = -|x| <= 0: 1 / (1 + e) for x >= 0, e / (1 + e) below (one division
+// of the chosen numerator). e^z needs neither exp_core's clamping nor its two-factor 2^k: z = n ln2
+// + r with n = round(z log2 e) in [-126, 0] (rounded by adding 1.5 * 2^23 + 127, whose low bits
+// are then n + 127: shifted into the exponent field they are 2^n), e^r = 1 + r + r^2 q(r), q of
+// degree 4 fitted on |r| <= ln2 / 2 (relative error 3e-8). Below z = -87.3365 (e < 2^-126)
+// e is taken as 0: sigmoid(x) < 1.2e-38 there rounds to 0, as XNNPACK's does.
 template <class S>
 inline typename S::V sigmoid(typename S::V x) {
   using V = typename S::V;
-  V e = exp_core<S>(S::neg(S::abs(x)));  // in (0, 1]
-  V one = S::set1(1.f), d = S::add(one, e);
-  // 1 / (1 + e) for x >= 0, e / (1 + e) below: one division of the chosen numerator
-  V y = S::div(S::select(S::lt(x, S::set1(0.f)), e, one), d);
+  const V magic = S::set1(12583039.f);  // 0x4B40007F
+  const V z = S::neg(S::abs(x));
+  const V t = S::fmadd(z, S::set1(1.44269504088896341f), magic);
+  const V n = S::sub(t, magic);
+  V r = S::fnmadd(n, S::set1(0.693359375f), z);
+  r = S::fnmadd(n, S::set1(-2.12194440e-4f), r);
+  V q = S::set1(0.0013751758961007f);
+  q = S::fmadd(q, r, S::set1(0.00836891494691372f));
+  q = S::fmadd(q, r, S::set1(0.04166952520608902f));
+  q = S::fmadd(q, r, S::set1(0.166665181517601f));
+  q = S::fmadd(q, r, S::set1(0.49999988079071045f));
+  const V p = S::fmadd(q, S::mul(r, r), r);  // e^r - 1
+  const V s = S::shl23(t);
+  V e = S::fmadd(s, p, s);
+  const V zero = S::set1(0.f), one = S::set1(1.f);
+  e = S::select(S::lt(z, S::set1(-87.3365402f)), zero, e);
+  const V y = S::div(S::select(S::lt(x, zero), e, one), S::add(one, e));
   return S::select(S::isnan(x), x, y);
 }
 

@@ -34,6 +34,7 @@ struct Neon {
   static V neg(V a) { return vnegq_f32(a); }
   static V copysign(V mag, V sgn) { return vbslq_f32(vdupq_n_u32(0x80000000u), sgn, mag); }
   static V round(V a) { return vrndnq_f32(a); }
+  static V shl23(V a) { return vreinterpretq_f32_u32(vshlq_n_u32(vreinterpretq_u32_f32(a), 23)); }
   static V pow2(V k) {
     const int32x4_t e = vaddq_s32(vcvtnq_s32_f32(k), vdupq_n_s32(127));
     return vreinterpretq_f32_s32(vshlq_n_s32(e, 23));
