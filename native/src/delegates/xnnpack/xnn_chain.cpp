@@ -104,8 +104,10 @@ bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count, const u
     Int8Grid ga;
     float t[257];
     bool finished;  // by the table (its entries snapped onto the output's grid)
+    bool copies;    // Clamp / Copy / Convert: the input clamped, then finished (snapped, rounded)
+    bool alias;     // a local copy that changes nothing: later steps read its input instead
     int slot;       // >= 0: a local output, chunk `slot` of the task's buffer
-    int from[2];    // per input: the slot of the local output it is, or -1
+    int from[2];    // per input: the slot of the local output it is, or -1 (then x[i])
   };
   std::vector<Step> steps(count);
   for (size_t k = 0; k < count; k++) {  // shapes first (outputs become inputs of later nodes)
@@ -120,16 +122,26 @@ bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count, const u
     Node& n = g.nodes[first + k];
     Step& s = steps[k];
     Value& o = out(g, n);
-    s.slot = local && local[k] ? slots++ : -1;
-    for (size_t i = 0; i < 2; i++) {
-      s.from[i] = -1;
-      for (size_t j = 0; i < n.inputs.size() && j < k; j++)
-        if (steps[j].slot >= 0 && g.nodes[first + j].output == n.inputs[i]) s.from[i] = steps[j].slot;
-    }
     s.n = &n;
     s.u = unary_op(n.type);
     s.b = s.u ? nullptr : binary_op(n.type);
-    for (size_t i = 0; i < n.inputs.size(); i++) s.x[i] = g.values[n.inputs[i]].cdata();
+    s.copies = n.type == Clamp || n.type == Copy || n.type == Convert;
+    const bool clamps = std::isfinite(n.out_min) || std::isfinite(n.out_max);
+    const bool plain = o.dtype == FP32 && !on_int8_grid(o) && !dynamically_quantized(o);
+    const bool is_local = local && local[k];
+    s.alias = is_local && s.copies && !clamps && plain;
+    s.slot = is_local && !s.alias ? slots++ : -1;
+    for (size_t i = 0; i < n.inputs.size(); i++) {
+      s.from[i] = -1;
+      s.x[i] = g.values[n.inputs[i]].cdata();
+      for (size_t j = k; j-- > 0;) {  // the latest earlier step writing it
+        const Step& w = steps[j];
+        if (w.n->output != n.inputs[i]) continue;
+        if (w.alias) s.from[i] = w.from[0], s.x[i] = w.x[0];
+        else if (w.slot >= 0) s.from[i] = w.slot;
+        break;
+      }
+    }
     s.y = o.data.data();
     s.o = &o;
     n.snapped = false;
@@ -146,10 +158,15 @@ bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count, const u
     for (int64_t c = c0; c < c1; c++) {
       const int64_t b = c * kChunk, len = std::min(kChunk, total - b);
       for (Step& s : steps) {
+        if (s.alias) continue;
         const Node& n = *s.n;
         float* y = s.slot >= 0 ? lb + s.slot * kChunk : s.y + b;
         const float* x0 = s.from[0] >= 0 ? lb + s.from[0] * kChunk : s.x[0] + b;
         const float* x1 = s.from[1] >= 0 ? lb + s.from[1] * kChunk : s.u ? nullptr : s.x[1] + b;
+        if (s.copies && !std::isfinite(n.out_min) && !std::isfinite(n.out_max)) {
+          finalize_range(*s.o, x0, y, len);  // copied and finished in one pass
+          continue;
+        }
         if (s.table) grid_table_lookup(s.ga, s.t, x0, y, len);
         else if (s.u) s.u->f(x0, y, len, n.fparam);
         else s.b->same_shape(x0, x1, y, len);
