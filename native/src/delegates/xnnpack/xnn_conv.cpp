@@ -261,7 +261,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
 }
 
 // into `o`: the node's output, or its own result when a projection was fused after it
-void depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o) {
+bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o) {
   Value &a = in(g, n, 0), &w = in(g, n, 1);
   if (a.shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
   int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3], OC = w.shape[3];
@@ -276,12 +276,22 @@ void depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o) {
   // output rows across threads; below 64 Ki multiply-adds in all (a few rows of a small map) a
   // thread-pool region costs more than it saves
   const int64_t rows = N * OH, grain = rows * OW * OC * KH * KW < (int64_t(1) << 16) ? rows : 1;
+  // each task finishes its rows (snapped to an int8 grid, rounded to fp16/bf16) while they are in
+  // cache, instead of run_node's pass over the whole output afterwards
+  const bool finish = !dynamically_quantized(o);
+  const int64_t row_len = OW * OC;
+  auto finish_rows = [&](int64_t b, int64_t e) {
+    if (finish) finalize_range(o, o.data.data() + b * row_len, o.data.data() + b * row_len, (e - b) * row_len);
+  };
   if (mult == 1) {
     DepthwiseGeom dg{N, H, W, C, OH, OW, KH, KW, n.sh, n.sw, n.dh, n.dw, n.pad_top, n.pad_left, lo, hi};
     const float* x = a.data.data();
     float* y = o.data.data();
-    parallel(ctx, rows, grain, [&](int64_t b, int64_t e) { depthwise_nhwc_f32(dg, x, wd, bias, y, b, e); });
-    return;
+    parallel(ctx, rows, grain, [&](int64_t b, int64_t e) {
+      depthwise_nhwc_f32(dg, x, wd, bias, y, b, e);
+      finish_rows(b, e);
+    });
+    return finish;
   }
   parallel(ctx, rows, grain, [&](int64_t b, int64_t e) {
     std::vector<float> acc((size_t)OC);
@@ -310,7 +320,9 @@ void depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o) {
         for (int64_t c = 0; c < OC; c++) y[c] = std::min(std::max(acc[c], lo), hi);
       }
     }
+    finish_rows(b, e);
   });
+  return finish;
 }
 
 void deconv(Graph& g, Node& n) {

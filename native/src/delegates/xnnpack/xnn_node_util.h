@@ -122,7 +122,10 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
                int64_t OW, const float* bias, Value& o, Scratch& sc);
 void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, int64_t IC, int64_t OC,
                         const float* bias, Value& o, Scratch& sc);
-void depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o);
+// Depthwise convolution into o (the node's output, or a fused projection's input); true when it
+// also finished o (snapped, rounded: finalize_value's work, done per task), false when o is
+// dynamically quantized and still needs finalize_value.
+bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o);
 void deconv(Graph& g, Node& n);
 
 }  // namespace etnp::xnn

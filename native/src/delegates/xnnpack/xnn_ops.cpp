@@ -204,11 +204,10 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
       if (n.pre) run_node(ctx, g, *n.pre, s);  // shapes the band pipeline cannot take: step by step
       if (n.post) {  // the depthwise step writes its own result, then the projection runs
         Value& d = g.values[n.post->inputs[0]];
-        depthwise(ctx, g, n, d);
-        finalize_value(ctx, d);
+        if (!depthwise(ctx, g, n, d)) finalize_value(ctx, d);
         run_node(ctx, g, *n.post, s);
       } else {
-        depthwise(ctx, g, n, out(g, n));
+        n.snapped = depthwise(ctx, g, n, out(g, n));
       }
       break;
     case ConvTranspose2d: deconv(g, n); break;
