@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/broadcast_f32.h"
 #include "kernels/cpu_features.h"
 #include "kernels/depthwise.h"
 #include "kernels/gemm.h"
@@ -249,6 +250,69 @@ static void check_depthwise(std::mt19937& rng) {
     }
 }
 
+// broadcast_binary against index arithmetic: random shapes (size-1 dims, missing leading dims),
+// both orders, 1 and 2 threads; finish() must cover every output element exactly once.
+static void check_broadcast(std::mt19937& rng) {
+  ThreadPool two(2);
+  const int64_t sizes[] = {1, 2, 3, 5, 16, 17, 70};
+  auto run = [&](const std::vector<int64_t>& sa, const std::vector<int64_t>& sb, const std::vector<int64_t>& so, ThreadPool* pool) {
+    int64_t na = 1, nb = 1, no = 1;
+    for (auto d : sa) na *= d;
+    for (auto d : sb) nb *= d;
+    for (auto d : so) no *= d;
+    std::vector<float> a((size_t)na), b((size_t)nb), z((size_t)no, -1.f);
+    std::vector<int> fin((size_t)no, 0);
+    for (int64_t i = 0; i < na; i++) a[(size_t)i] = (float)i;
+    for (int64_t i = 0; i < nb; i++) b[(size_t)i] = (float)i;
+    BroadcastPlan p;
+    if (!plan_broadcast(sa, sb, so, p)) {
+      if (failures++ < 5) std::printf("broadcast: a plan was refused\n");
+      return;
+    }
+    broadcast_binary(pool, p, a.data(), b.data(), z.data(), [](float x, float y) { return x * 4096.f + y; },
+                     [&](float* w, int64_t n) {
+                       for (int64_t i = 0; i < n; i++) fin[(size_t)(w - z.data() + i)]++;
+                     });
+    const size_t r = so.size();
+    for (int64_t o = 0; o < no; o++) {
+      int64_t rem = o, ia = 0, ib = 0, ma = 1, mb = 1;
+      for (size_t k = r; k-- > 0;) {
+        const int64_t i = rem % so[k];
+        rem /= so[k];
+        const size_t ka = k + sa.size() - r, kb = k + sb.size() - r;  // (aligned from the right)
+        if (k + sa.size() >= r) { ia += (sa[ka] == 1 ? 0 : i) * ma; ma *= sa[ka]; }
+        if (k + sb.size() >= r) { ib += (sb[kb] == 1 ? 0 : i) * mb; mb *= sb[kb]; }
+      }
+      const float want = (float)ia * 4096.f + (float)ib;
+      if ((z[(size_t)o] != want || fin[(size_t)o] != 1) && failures++ < 5) {
+        std::printf("broadcast: rank %zu element %lld: %g (finished %d times), want %g\n", r, (long long)o,
+                    z[(size_t)o], fin[(size_t)o], want);
+        return;
+      }
+    }
+  };
+  for (int t = 0; t < 400; t++) {
+    const size_t rank = 1 + rng() % 4;
+    std::vector<int64_t> so(rank), sa, sb;
+    for (auto& d : so) d = sizes[rng() % 7];
+    const size_t ra = rank - rng() % rank, rb = rank - (t % 2 ? 0 : rng() % rank);
+    for (size_t k = rank - ra; k < rank; k++) sa.push_back(rng() % 3 == 0 ? 1 : so[k]);
+    for (size_t k = rank - rb; k < rank; k++) sb.push_back(rng() % 3 == 0 ? 1 : so[k]);
+    for (size_t k = 0; k < rank; k++) {  // the output is what they broadcast to
+      int64_t d = 1;
+      if (k + sa.size() >= rank) d = std::max(d, sa[k + sa.size() - rank]);
+      if (k + sb.size() >= rank) d = std::max(d, sb[k + sb.size() - rank]);
+      so[k] = d;
+    }
+    run(sa, sb, so, (t & 2) ? &two : nullptr);
+  }
+  // the threaded and long-row paths: per-channel rows, one long row in pieces, an outer broadcast
+  run({300, 64}, {64}, {300, 64}, &two);
+  run({64}, {3000, 64}, {3000, 64}, &two);
+  run({1, 200000}, {1, 200000}, {1, 200000}, &two);
+  run({40, 3000, 1}, {40, 1, 7}, {40, 3000, 7}, &two);
+}
+
 static void check_pool() {
   for (int threads : {1, 2, 3, 5}) {
     ThreadPool pool(threads);
@@ -383,6 +447,7 @@ int main() {
   check_grid_lookup(rng);
   check_quantize_row(rng);
   check_depthwise(rng);
+  check_broadcast(rng);
   ThreadPool one(1), two(2);
   const int64_t Ms[] = {1, 3, 6, 7, 8, 9, 13, 16, 17, 49, 100};
   const int64_t Ns[] = {1, 8, 15, 16, 17, 24, 31, 32, 33, 48, 70};
@@ -401,7 +466,7 @@ int main() {
   check_sgemm(&two, 300, 40, 96, true, rng);
   check_qgemm(&two, 64, 200, 256, rng);
   check_qgemm(&two, 2, 1000, 300, rng);
-  std::printf("kernel_check (%s): thread pool, vec_math + %d shapes x 2 kernels, %d mismatches\n",
+  std::printf("kernel_check (%s): thread pool, vec_math, broadcasts + %d shapes x 2 kernels, %d mismatches\n",
               cpu_features_string(), cases + 4, failures);
   return failures ? 1 : 0;
 }

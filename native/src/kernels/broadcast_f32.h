@@ -28,10 +28,47 @@ bool plan_broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b
 // Row r's element offsets in a and b (r counts the rows of the inner dimension).
 void broadcast_row_offsets(const BroadcastPlan& p, int64_t r, int64_t& oa, int64_t& ob);
 
+// The rows' offsets in a and b, stepped row by row without divisions (short rows - a per-channel
+// scale over NHWC is rows of C elements - paid a division per row).
+struct BroadcastRows {
+  const BroadcastPlan& p;
+  int64_t row = -1, oa = 0, ob = 0;
+  int64_t idx[BroadcastPlan::kMaxRank] = {};
+  void seek(int64_t r) {
+    if (r == row) return;
+    if (row >= 0 && r == row + 1) {
+      for (int k = p.rank - 2; k >= 0; k--) {  // the odometer: carry into outer dims
+        oa += p.sa[k];
+        ob += p.sb[k];
+        if (++idx[k] < p.dim[k]) break;
+        oa -= p.sa[k] * p.dim[k];
+        ob -= p.sb[k] * p.dim[k];
+        idx[k] = 0;
+      }
+    } else {
+      broadcast_row_offsets(p, r, oa, ob);
+      int64_t q = r;
+      for (int k = p.rank - 2; k >= 0; k--) {
+        idx[k] = q % p.dim[k];
+        q /= p.dim[k];
+      }
+    }
+    row = r;
+  }
+};
+
+struct NoFinish {
+  template <typename TZ>
+  void operator()(TZ*, int64_t) const {}
+};
+
 // z = f(x, y) elementwise under the plan; rows across the pool (null: this thread). Any element
-// types (float32 in the common case; comparisons write bool bytes, integer ops int64).
-template <typename TX, typename TY, typename TZ, typename F>
-void broadcast_binary(ThreadPool* pool, const BroadcastPlan& p, const TX* x, const TY* y, TZ* z, F f) {
+// types (float32 in the common case; comparisons write bool bytes, integer ops int64). finish(z +
+// o, n) is called on each task's output range once it is written (a clamp or rounding while the
+// range is in cache); the ranges cover z once.
+template <typename TX, typename TY, typename TZ, typename F, typename Finish = NoFinish>
+void broadcast_binary(ThreadPool* pool, const BroadcastPlan& p, const TX* x, const TY* y, TZ* z, F f,
+                      Finish finish = Finish()) {
   if (p.numel == 0) return;
   const int64_t inner = p.rank ? p.dim[p.rank - 1] : 1;
   const int64_t ia = p.rank ? p.sa[p.rank - 1] : 0, ib = p.rank ? p.sb[p.rank - 1] : 0;
@@ -41,12 +78,47 @@ void broadcast_binary(ThreadPool* pool, const BroadcastPlan& p, const TX* x, con
   constexpr int64_t kPiece = int64_t(1) << 15;
   const bool threads = pool && pool->num_threads() > 1;
   const int64_t pieces = threads && inner >= 2 * kPiece ? inner / kPiece : 1;
+  // Short rows over which one operand repeats (a per-channel scale or bias over NHWC: rows of C
+  // elements, the other operand contiguous): k rows at a time against that operand's row
+  // repeated k times, so the loop runs over hundreds of elements instead of C.
+  const bool a_rep = p.rank == 2 && ia && ib && p.sa[0] == 0 && p.sb[0] == inner;
+  const bool b_rep = p.rank == 2 && ia && ib && p.sb[0] == 0 && p.sa[0] == inner;
+  if (pieces == 1 && inner < 1024 && (a_rep || b_rep)) {
+    const int64_t k = std::max<int64_t>(1, 2048 / inner);
+    auto run_rep = [&](int64_t t0, int64_t t1) {
+      if (b_rep) {
+        std::vector<TY> rep((size_t)(k * inner));
+        for (int64_t i = 0; i < k; i++) std::copy(y, y + inner, rep.begin() + i * inner);
+        for (int64_t r = t0; r < t1; r += k) {
+          const int64_t n = std::min(k, t1 - r) * inner;
+          const TX* u = x + r * inner;
+          TZ* w = z + r * inner;
+          for (int64_t j = 0; j < n; j++) w[j] = f(u[j], rep[j]);
+        }
+      } else {
+        std::vector<TX> rep((size_t)(k * inner));
+        for (int64_t i = 0; i < k; i++) std::copy(x, x + inner, rep.begin() + i * inner);
+        for (int64_t r = t0; r < t1; r += k) {
+          const int64_t n = std::min(k, t1 - r) * inner;
+          const TY* v = y + r * inner;
+          TZ* w = z + r * inner;
+          for (int64_t j = 0; j < n; j++) w[j] = f(rep[j], v[j]);
+        }
+      }
+      finish(z + t0 * inner, (t1 - t0) * inner);
+    };
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / inner);
+    if (threads && rows > grain) pool->parallel_for(rows, grain, run_rep);
+    else run_rep(0, rows);
+    return;
+  }
   auto run = [&](int64_t t0, int64_t t1) {
+    BroadcastRows cur{p};
     for (int64_t t = t0; t < t1; t++) {
       const int64_t r = t / pieces, k = t % pieces;
       const int64_t j0 = inner * k / pieces, j1 = inner * (k + 1) / pieces;
-      int64_t oa, ob;
-      broadcast_row_offsets(p, r, oa, ob);
+      cur.seek(r);
+      const int64_t oa = cur.oa, ob = cur.ob;
       const TX* u = x + oa + (ia ? j0 : 0);
       const TY* v = y + ob + (ib ? j0 : 0);
       TZ* w = z + r * inner + j0;
@@ -64,6 +136,9 @@ void broadcast_binary(ThreadPool* pool, const BroadcastPlan& p, const TX* x, con
         for (int64_t j = 0; j < len; j++) w[j] = s;
       }
     }
+    // tasks t0..t1 wrote one contiguous range of z (pieces in order, rows in order)
+    auto offset = [&](int64_t t) { return (t / pieces) * inner + inner * (t % pieces) / pieces; };
+    finish(z + offset(t0), offset(t1) - offset(t0));
   };
   // bandwidth-bound: split only when the tasks hold at least 64 Ki elements a part
   const int64_t tasks = rows * pieces, grain = std::max<int64_t>(1, (int64_t(1) << 16) / (inner / pieces));

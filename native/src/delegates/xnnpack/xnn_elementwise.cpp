@@ -21,21 +21,34 @@ namespace {
 // float32 over every broadcast pattern (kernels/broadcast_f32.h); false leaves shapes that do not
 // broadcast to the generic path (which reports them). The arithmetic is float32's: for + - * /
 // min max that equals the generic path's double result rounded to float.
+// fin: the node whose clamp and output finishing (finalize_range) each task applies to its part
+// (null: none); true when done so.
 template <typename F>
-bool binary_f32(KernelContext& ctx, Value& a, Value& b, Value& o, F f) {
+bool binary_f32(KernelContext& ctx, Value& a, Value& b, Value& o, F f, const Node* fin) {
   BroadcastPlan p;
   if (!plan_broadcast(a.shape, b.shape, o.shape, p)) return false;
+  if (fin && !dynamically_quantized(o)) {
+    const float lo = fin->out_min, hi = fin->out_max;
+    broadcast_binary(ctx.pool, p, a.cdata(), b.cdata(), o.data.data(), f, [&](float* w, int64_t len) {
+      clamp_range(w, len, lo, hi);
+      finalize_range(o, w, w, len);
+    });
+    return true;
+  }
   broadcast_binary(ctx.pool, p, a.cdata(), b.cdata(), o.data.data(), f);
-  return true;
+  return false;
 }
 
+// o = a f b (broadcasting); true when the node `fin` (if any) was also clamped and finished
 template <typename F>
-void binary_values(KernelContext& ctx, Value& a, Value& b, Value& o, BinaryD f, F ff) {
+bool binary_values(KernelContext& ctx, Value& a, Value& b, Value& o, BinaryD f, F ff, const Node* fin = nullptr) {
   Tensor ta = wrap(a), tb = wrap(b);
   ensure_shape(o, broadcast_shapes(ta, tb));
-  if (binary_f32(ctx, a, b, o, ff)) return;
+  BroadcastPlan p;
+  if (plan_broadcast(a.shape, b.shape, o.shape, p)) return binary_f32(ctx, a, b, o, ff, fin);
   Tensor to = wrap(o);
   binary_apply(ctx, ta, tb, to, f, nullptr);
+  return false;
 }
 struct AddF { float operator()(float x, float y) const { return x + y; } };
 struct SubF { float operator()(float x, float y) const { return x - y; } };
@@ -53,8 +66,8 @@ double max_f(double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN :
 double prelu_f(double x, double s) { return x > 0 ? x : x * s; }
 
 template <typename F>
-void binary_node(KernelContext& ctx, Value& a, Value& b, Value& o, BinaryD f) {
-  binary_values(ctx, a, b, o, f, F());
+bool binary_node(KernelContext& ctx, Value& a, Value& b, Value& o, BinaryD f, const Node* fin) {
+  return binary_values(ctx, a, b, o, f, F(), fin);
 }
 template <typename F>
 void same_shape(const float* a, const float* b, float* y, int64_t n) {
@@ -226,7 +239,7 @@ bool run_elementwise(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     return true;
   }
   if (const BinaryOp* b = binary_op(n.type)) {
-    b->node(ctx, in(g, n, 0), in(g, n, 1), out(g, n), b->generic);
+    n.snapped = b->node(ctx, in(g, n, 0), in(g, n, 1), out(g, n), b->generic, &n);
     return true;
   }
   return false;

@@ -69,7 +69,8 @@ struct UnaryOp {
   int64_t grain;
 };
 struct BinaryOp {
-  void (*node)(KernelContext& ctx, Value& a, Value& b, Value& o, double (*generic)(double, double));
+  // (fin: clamp and finish the output per task as run_node would, returning true; null: not)
+  bool (*node)(KernelContext& ctx, Value& a, Value& b, Value& o, double (*generic)(double, double), const Node* fin);
   void (*same_shape)(const float* a, const float* b, float* y, int64_t n);
   double (*generic)(double, double);  // the same function in double (shapes the float path cannot take)
 };

@@ -223,9 +223,11 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
     n.residual_pending = false;
   }
   Value& o = out(g, n);
-  if (n.type != FullyConnected && n.type != Conv2d && n.type != DepthwiseConv2d && n.type != ConvTranspose2d &&
-      n.type != BatchMatrixMultiply)
-    clamp_output(n, o);  // the GEMM-based nodes clamp in their epilogue
+  // the GEMM-based nodes clamp in their epilogue; a node that finished its output (Node::snapped)
+  // has clamped it too, or has no clamp
+  if (!n.snapped && n.type != FullyConnected && n.type != Conv2d && n.type != DepthwiseConv2d &&
+      n.type != ConvTranspose2d && n.type != BatchMatrixMultiply)
+    clamp_output(n, o);
   if (!n.snapped && !added && moves_grid_points(g, n)) n.snapped = true;
   if (!n.snapped || added) finalize_value(ctx, o);  // (a static-int8 GEMM may have snapped it already)
   n.snapped = false;
