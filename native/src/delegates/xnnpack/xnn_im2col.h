@@ -44,6 +44,15 @@ inline void copy_short(char* d, const char* s, size_t bytes) {
     for (size_t t = 0; t < bytes; t++) d[t] = s[t];
 }
 
+// Rows a block when M output pixels are unfolded in blocks of at most max_rows (a multiple of
+// unit): the same number of blocks, evened out (256 pixels in blocks of <= 240: 144 + 112, not
+// 240 + 16, whose tasks the threads could not share evenly).
+inline int64_t balanced_rows(int64_t M, int64_t max_rows, int64_t unit) {
+  const int64_t blocks = std::max<int64_t>(1, (M + max_rows - 1) / max_rows);
+  const int64_t even = (M + blocks - 1) / blocks;
+  return std::max<int64_t>(unit, (even + unit - 1) / unit * unit);
+}
+
 // KW taps of BYTES each, `step` elements apart in the input, to consecutive places at dst.
 template <int BYTES, typename T>
 inline void taps_fixed(T* dst, const T* src, int64_t KW, int64_t step, int64_t ICg) {

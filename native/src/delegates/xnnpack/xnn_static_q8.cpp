@@ -148,7 +148,7 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     return true;
   }
   // blocks of output pixels unfolded into per-thread byte rows of Kp and multiplied right away
-  const int64_t rows = std::max<int64_t>(24, std::min<int64_t>(240, (int64_t(1) << 15) / Kp)) / 24 * 24;
+  const int64_t rows = balanced_rows(M, std::max<int64_t>(24, std::min<int64_t>(240, (int64_t(1) << 15) / Kp)) / 24 * 24, 24);
   const int64_t blocks = (M + rows - 1) / rows;
   // pixels [m0, m1) of group gi as byte rows of Kp at dst (zeros past K: zero weights there)
   auto unfold = [&](int64_t gi, int64_t m0, int64_t m1, uint8_t* dst) {
