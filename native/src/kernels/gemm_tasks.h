@@ -18,10 +18,14 @@ inline ThreadPool* gemm_pool(ThreadPool* pool, int64_t M, int64_t N, int64_t K) 
 struct GemmTasks {
   int64_t per, split;
 };
+// (Ranges are rounded up: 3 panels wanted whole stay one range of 4, not 2 + 1 - a split by
+// columns that no one asked for gives unequal tasks, and threads writing parts of the same
+// output rows share their cache lines.)
 inline GemmTasks gemm_tasks(int64_t row_blocks, int64_t panels, const ThreadPool* tp) {
   const int nt = tp ? tp->num_threads() : 1;
   const int64_t want = row_blocks >= nt * 4 ? 1 : (nt * 4 + row_blocks - 1) / row_blocks;
-  const int64_t per = std::max<int64_t>(2, panels / want / 2 * 2);
+  const int64_t each = (panels + want - 1) / want;
+  const int64_t per = std::max<int64_t>(2, (each + 1) / 2 * 2);
   return {per, (panels + per - 1) / per};
 }
 

@@ -106,12 +106,12 @@ ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const Q
 // AVX2: int8 -> int16 and vpmaddwd (exact, no saturation). One tile is ROWS (<= 4) rows x one
 // half (8 columns) of a 16-column panel: a group of 4 k of columns 4q..4q+3 is 16 bytes of the
 // panel, widened to 16 int16 = (column, k-pair) lanes; the activations, widened to int16 once per
-// call (xw), are broadcast 4 k at a time (vpbroadcastq), so each vpmaddwd adds 2 k of 4 columns.
+// task (x: row m0's), are broadcast 4 k at a time (vpbroadcastq), so each vpmaddwd adds 2 k of 4 columns.
 // 2 accumulators a row, reduced at the end. (Six rows need 12 accumulators, and GCC hoists all six
 // activation broadcasts ahead of the multiplies: 20 live registers, spilled accumulators and a
 // store/load chain per k. Four rows fit in 16 registers however the loads are scheduled.)
 template <int ROWS>
-ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, int half, const int16_t* xw,
+ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, int half, const int16_t* x,
                                                    const QActivations& a, const PackedQ8& w, const float* bias,
                                                    const float* lohi, float* C, int64_t ldc, const Int8Grid* grid) {
   const int64_t G = w.Kp / 4, Kp = w.Kp;
@@ -120,7 +120,6 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, int half, const i
   __m256i acc[ROWS][2];
 #pragma GCC unroll 4
   for (int i = 0; i < ROWS; i++) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
-  const int16_t* x = xw + m0 * Kp;
   const int8_t* b = w.data.data() + p0 * G * NR * 4 + half * 32;
   for (int64_t g = 0; g < G; g++, b += NR * 4) {
     const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)b));
@@ -213,25 +212,16 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
 #else
   constexpr bool vnni = false, avx2 = false;
 #endif
-  // AVX2 inputs: activations widened to int16 once (the tiles broadcast 4 of them at a time), the
-  // bias (or zeros) padded to whole panels
-  thread_local std::vector<int16_t> xw;
+  // AVX2: the bias (or zeros) padded to whole panels; each task widens its rows' activations to
+  // int16 itself (the tiles broadcast 4 of them at a time) - on the calling thread alone, the
+  // widening was a serial step before every region
   thread_local std::vector<float> bias_padded;
   const float lohi[2] = {lo, hi};
   if (avx2) {
-    const int64_t total = M * w.Kp;
-    if (xw.size() < (size_t)total) xw.resize((size_t)total);
-    int16_t* x16w = xw.data();
-    auto widen = [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; i++) x16w[i] = a.data[i];
-    };
-    if (tp && total >= (int64_t(1) << 17)) tp->parallel_for(total, int64_t(1) << 16, widen);
-    else widen(0, total);
     bias_padded.assign((size_t)(panels * NR), 0.f);
     if (bias) std::copy(bias, bias + w.N, bias_padded.begin());
   }
-  // (the caller's buffers: a thread_local named inside the task would be the worker's own)
-  const int16_t* x16 = xw.data();
+  // (the caller's buffer: a thread_local named inside the task would be the worker's own)
   const float* bp = bias_padded.data();
   const int64_t MB = avx2 ? 4 : 8;  // rows a tile (the AVX2 tiles take 4, VNNI's up to 8)
   const int64_t rb = (M + MB - 1) / MB;
@@ -254,9 +244,16 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
       const int64_t p0 = (t % split) * per, p1 = std::min(panels, p0 + per);
 #if defined(__x86_64__)
       if (avx2) {  // snaps in its epilogue
+        thread_local std::vector<int16_t> xw;  // this thread's: the task's rows, widened
+        const int64_t n = (m1 - m0) * w.Kp;
+        if (xw.size() < (size_t)n) xw.resize((size_t)n);
+        int16_t* x16 = xw.data();
+        const uint8_t* src = a.data + m0 * w.Kp;
+        for (int64_t i = 0; i < n; i++) x16[i] = src[i];
         for (int64_t p = p0; p < p1; p++)
           for (int h = 0; h < 2; h++)
-            for (int64_t m = m0; m < m1; m += MB) kAvx2[std::min(MB, M - m) - 1](m, p, h, x16, a, w, bp, lohi, C, ldc, snap_to);
+            for (int64_t m = m0; m < m1; m += MB)
+              kAvx2[std::min(MB, M - m) - 1](m, p, h, x16 + (m - m0) * w.Kp, a, w, bp, lohi, C, ldc, snap_to);
         continue;
       }
       if (vnni) {
