@@ -75,9 +75,10 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
   for (auto& x : W) x = (int8_t)qw(rng);
   for (auto& s : sw) s = u(rng);
   for (auto& b : bias) b = u(rng) * 10;
+  const bool uniform = (M + K) % 2 == 0;  // one scale and zero point for all rows (static int8), or per row
   for (int64_t m = 0; m < M; m++) {
-    sa[m] = u(rng);
-    zp[m] = qa(rng);
+    sa[m] = uniform && m ? sa[0] : u(rng);
+    zp[m] = uniform && m ? zp[0] : qa(rng);
     for (int64_t k = 0; k < K; k++) {
       xi[m * K + k] = qa(rng);
       X[m * Kp + k] = (uint8_t)(xi[m * K + k] + 128);

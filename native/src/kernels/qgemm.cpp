@@ -110,10 +110,18 @@ ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const Q
 // 2 accumulators a row, reduced at the end. (Six rows need 12 accumulators, and GCC hoists all six
 // activation broadcasts ahead of the multiplies: 20 live registers, spilled accumulators and a
 // store/load chain per k. Four rows fit in 16 registers however the loads are scheduled.)
-template <int ROWS>
+// Uniform rows (one activation scale and zero point, as static int8 has): `uni` holds per column
+// the zero-point correction (128 + zp) * col_sum (int32) and the scale product a.scale * w.scale,
+// computed once per call instead of once per row and tile.
+struct UniformRows {
+  const int32_t* corr;
+  const float* scale;
+};
+template <int ROWS, bool U>
 ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, int half, const int16_t* x,
                                                    const QActivations& a, const PackedQ8& w, const float* bias,
-                                                   const float* lohi, float* C, int64_t ldc, const Int8Grid* grid) {
+                                                   const float* lohi, float* C, int64_t ldc, const Int8Grid* grid,
+                                                   const UniformRows& uni) {
   const int64_t G = w.Kp / 4, Kp = w.Kp;
   const int64_t n0 = p0 * NR + half * 8, cols = std::min<int64_t>(8, w.N - n0);
   if (cols <= 0) return;  // the empty half of a ragged last panel
@@ -135,15 +143,22 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, int half, const i
   }
   const __m256 vlo = _mm256_broadcast_ss(lohi), vhi = _mm256_broadcast_ss(lohi + 1);
   // column parameters padded to whole panels (pack_q8; the driver pads the bias)
-  const __m256i cs = _mm256_loadu_si256((const __m256i*)(w.col_sum.data() + n0));
-  const __m256 sw = _mm256_loadu_ps(w.scale.data() + n0), bv = _mm256_loadu_ps(bias + n0);
+  const __m256i cs = _mm256_loadu_si256((const __m256i*)((U ? uni.corr : w.col_sum.data()) + n0));
+  const __m256 sw = _mm256_loadu_ps((U ? uni.scale : w.scale.data()) + n0), bv = _mm256_loadu_ps(bias + n0);
 #pragma GCC unroll 4
   for (int i = 0; i < ROWS; i++) {
     // (column, k-pair) lanes -> columns: hadd gives [c0 c1 c4 c5 | c2 c3 c6 c7]; 0xD8 orders them
     const __m256i sums = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][0], acc[i][1]), 0xD8);
-    const __m256i off = _mm256_set1_epi32(128 + a.zero_point[m0 + i]);
-    const __m256i q = _mm256_sub_epi32(sums, _mm256_mullo_epi32(off, cs));
-    const __m256 s = _mm256_mul_ps(_mm256_set1_ps(a.scale[m0 + i]), sw);
+    __m256i q;
+    __m256 s;
+    if (U) {
+      q = _mm256_sub_epi32(sums, cs);
+      s = sw;
+    } else {
+      const __m256i off = _mm256_set1_epi32(128 + a.zero_point[m0 + i]);
+      q = _mm256_sub_epi32(sums, _mm256_mullo_epi32(off, cs));
+      s = _mm256_mul_ps(_mm256_set1_ps(a.scale[m0 + i]), sw);
+    }
     __m256 r = _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, bv)));
     if (grid) {  // snap (max/min with the value second keep a NaN, as snap_to_grid)
       __m256 t = _mm256_mul_ps(r, _mm256_broadcast_ss(&grid->inv));
@@ -162,9 +177,20 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, int half, const i
   }
 }
 
+// n bytes to int16 (the AVX2 tiles' activations)
+ETNP_TARGET("avx2,fma") void widen_avx2(const uint8_t* src, int16_t* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256((__m256i*)(dst + i), _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)(src + i))));
+  for (; i < n; i++) dst[i] = src[i];
+}
+
 using TileQ2 = void (*)(int64_t, int64_t, int, const int16_t*, const QActivations&, const PackedQ8&, const float*,
-                        const float*, float*, int64_t, const Int8Grid*);
-const std::array<TileQ2, 4> kAvx2 = {&tile_avx2<1>, &tile_avx2<2>, &tile_avx2<3>, &tile_avx2<4>};
+                        const float*, float*, int64_t, const Int8Grid*, const UniformRows&);
+const std::array<TileQ2, 4> kAvx2 = {&tile_avx2<1, false>, &tile_avx2<2, false>, &tile_avx2<3, false>,
+                                     &tile_avx2<4, false>};
+const std::array<TileQ2, 4> kAvx2Uniform = {&tile_avx2<1, true>, &tile_avx2<2, true>, &tile_avx2<3, true>,
+                                            &tile_avx2<4, true>};
 
 using TileQ = void (*)(int64_t, int64_t, const QActivations&, const PackedQ8&, const float*, float, float, float*,
                        int64_t);
@@ -215,14 +241,28 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
   // AVX2: the bias (or zeros) padded to whole panels; each task widens its rows' activations to
   // int16 itself (the tiles broadcast 4 of them at a time) - on the calling thread alone, the
   // widening was a serial step before every region
-  thread_local std::vector<float> bias_padded;
+  thread_local std::vector<float> bias_padded, uni_scale;
+  thread_local std::vector<int32_t> uni_corr;
   const float lohi[2] = {lo, hi};
+  bool uniform = false;
   if (avx2) {
     bias_padded.assign((size_t)(panels * NR), 0.f);
     if (bias) std::copy(bias, bias + w.N, bias_padded.begin());
+    uniform = true;
+    for (int64_t m = 1; m < M && uniform; m++) uniform = a.zero_point[m] == a.zero_point[0] && a.scale[m] == a.scale[0];
+    if (uniform) {  // (the products the per-row epilogue computes, so results are the same)
+      uni_corr.resize((size_t)(panels * NR));
+      uni_scale.resize((size_t)(panels * NR));
+      for (int64_t n = 0; n < panels * NR; n++) {
+        uni_corr[(size_t)n] = (128 + a.zero_point[0]) * w.col_sum[(size_t)n];
+        uni_scale[(size_t)n] = a.scale[0] * w.scale[(size_t)n];
+      }
+    }
   }
-  // (the caller's buffer: a thread_local named inside the task would be the worker's own)
+  // (the caller's buffers: a thread_local named inside the task would be the worker's own)
   const float* bp = bias_padded.data();
+  const UniformRows uni{uni_corr.data(), uni_scale.data()};
+  const auto& tiles = uniform ? kAvx2Uniform : kAvx2;
   const int64_t MB = avx2 ? 4 : 8;  // rows a tile (the AVX2 tiles take 4, VNNI's up to 8)
   const int64_t rb = (M + MB - 1) / MB;
   // A task is `rows` row blocks x a range of panels, swept panel by panel: each panel's weights
@@ -248,12 +288,11 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
         const int64_t n = (m1 - m0) * w.Kp;
         if (xw.size() < (size_t)n) xw.resize((size_t)n);
         int16_t* x16 = xw.data();
-        const uint8_t* src = a.data + m0 * w.Kp;
-        for (int64_t i = 0; i < n; i++) x16[i] = src[i];
+        widen_avx2(a.data + m0 * w.Kp, x16, n);
         for (int64_t p = p0; p < p1; p++)
           for (int h = 0; h < 2; h++)
             for (int64_t m = m0; m < m1; m += MB)
-              kAvx2[std::min(MB, M - m) - 1](m, p, h, x16 + (m - m0) * w.Kp, a, w, bp, lohi, C, ldc, snap_to);
+              tiles[std::min(MB, M - m) - 1](m, p, h, x16 + (m - m0) * w.Kp, a, w, bp, lohi, C, ldc, snap_to, uni);
         continue;
       }
       if (vnni) {
