@@ -83,19 +83,34 @@ ETNP_TARGET("avx2") void few_cols_avx2(const float* x, int64_t R, int64_t S, flo
     for (int64_t q = s0; q < s1; q++) y[q * R + r] = x[r * S + q];
 }
 
+// A partial tile: rc (<= 8) input rows x sc (<= 8) columns, by masked loads and stores (a
+// channel count off a multiple of 8 - 12, 18, 36 - left its last rows or columns to scalar code)
+ETNP_TARGET_INLINE("avx2") void tile_part_avx2(const float* x, int64_t S, float* y, int64_t R, int64_t rc,
+                                               int64_t sc) {
+  const __m256i ms = first_lanes_avx2(sc), mr = first_lanes_avx2(rc);
+  __m256 t[8];
+  for (int k = 0; k < 8; k++)
+    t[k] = k >= rc ? _mm256_setzero_ps() : sc == 8 ? _mm256_loadu_ps(x + k * S) : _mm256_maskload_ps(x + k * S, ms);
+  transpose8_avx2(t);
+  for (int k = 0; k < sc; k++) {
+    if (rc == 8) _mm256_storeu_ps(y + k * R, t[k]);
+    else _mm256_maskstore_ps(y + k * R, mr, t[k]);
+  }
+}
+
 ETNP_TARGET("avx2") void rows_avx2(const float* x, int64_t R, int64_t S, float* y, int64_t s0, int64_t s1,
                                    int64_t r0, int64_t r1) {
   for (int64_t sb = s0; sb < s1; sb += T) {
     const int64_t se = std::min(s1, sb + T);
     for (int64_t rb = r0; rb < r1; rb += T) {
       const int64_t re = std::min(r1, rb + T);
-      int64_t s = sb;
-      for (; s + 8 <= se; s += 8) {
+      for (int64_t s = sb; s < se; s += 8) {
+        const int64_t sc = std::min<int64_t>(8, se - s);
         int64_t r = rb;
-        for (; r + 8 <= re; r += 8) tile8_avx2(x + r * S + s, S, y + s * R + r, R);
-        if (r < re) block_generic(x, R, S, y, r, re, s, s + 8);
+        if (sc == 8)
+          for (; r + 8 <= re; r += 8) tile8_avx2(x + r * S + s, S, y + s * R + r, R);
+        for (; r < re; r += 8) tile_part_avx2(x + r * S + s, S, y + s * R + r, R, std::min<int64_t>(8, re - r), sc);
       }
-      if (s < se) block_generic(x, R, S, y, rb, re, s, se);
     }
   }
 }
