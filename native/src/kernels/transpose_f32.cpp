@@ -98,18 +98,30 @@ ETNP_TARGET_INLINE("avx2") void tile_part_avx2(const float* x, int64_t S, float*
   }
 }
 
+// the tile at input row r, column s, cut at re, se
+ETNP_TARGET_INLINE("avx2") void tile_at_avx2(const float* x, int64_t R, int64_t S, float* y, int64_t r, int64_t s,
+                                             int64_t re, int64_t se) {
+  const int64_t rc = std::min<int64_t>(8, re - r), sc = std::min<int64_t>(8, se - s);
+  if (rc == 8 && sc == 8) tile8_avx2(x + r * S + s, S, y + s * R + r, R);
+  else tile_part_avx2(x + r * S + s, S, y + s * R + r, R, rc, sc);
+}
+
 ETNP_TARGET("avx2") void rows_avx2(const float* x, int64_t R, int64_t S, float* y, int64_t s0, int64_t s1,
                                    int64_t r0, int64_t r1) {
   for (int64_t sb = s0; sb < s1; sb += T) {
     const int64_t se = std::min(s1, sb + T);
     for (int64_t rb = r0; rb < r1; rb += T) {
       const int64_t re = std::min(r1, rb + T);
-      for (int64_t s = sb; s < se; s += 8) {
-        const int64_t sc = std::min<int64_t>(8, se - s);
-        int64_t r = rb;
-        if (sc == 8)
-          for (; r + 8 <= re; r += 8) tile8_avx2(x + r * S + s, S, y + s * R + r, R);
-        for (; r < re; r += 8) tile_part_avx2(x + r * S + s, S, y + s * R + r, R, std::min<int64_t>(8, re - r), sc);
+      // The far-apart side is swept in the inner loop, so its cache lines are used whole while
+      // loaded: long input rows (S >= R: NCHW -> NHWC), 8 input rows along their columns; else 8
+      // output rows along theirs. (Lines a power of two apart share cache sets: 8 x 8 tiles down
+      // 32 far-apart rows evicted the first rows' lines before their second half was used.)
+      if (S >= R) {
+        for (int64_t r = rb; r < re; r += 8)
+          for (int64_t s = sb; s < se; s += 8) tile_at_avx2(x, R, S, y, r, s, re, se);
+      } else {
+        for (int64_t s = sb; s < se; s += 8)
+          for (int64_t r = rb; r < re; r += 8) tile_at_avx2(x, R, S, y, r, s, re, se);
       }
     }
   }
