@@ -226,7 +226,8 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
       continue;
     }
     if (!n.packed.empty()) {
-      const int64_t rows = balanced_rows(M, std::max<int64_t>(8, std::min<int64_t>(256, (int64_t(1) << 14) / K)) / 8 * 8, 8);
+      // (a multiple of 24 rows: whole 6-row AVX2 and 8-row AVX-512 tiles, no ragged tile a block)
+      const int64_t rows = balanced_rows(M, std::max<int64_t>(24, std::min<int64_t>(264, (int64_t(1) << 14) / K)) / 24 * 24, 24);
       const int64_t blocks = (M + rows - 1) / rows, groups = G - gi;
       if (unfold_whole(ctx, blocks * groups, M * K * (int64_t)sizeof(float))) {  // (xnn_im2col.h)
         sc.col.resize((size_t)(M * K));
