@@ -47,6 +47,37 @@ ETNP_TARGET_INLINE("avx2") void tile8_avx2(const float* x, int64_t S, float* y, 
   for (int k = 0; k < 8; k++) _mm256_storeu_ps(y + k * R, t[k]);
 }
 
+// R (2-4) rows interleaved (NCHW -> NHWC of an image's 3 channels): 8 columns are R output
+// vectors; output lane e of vector j is column (8j + e) / R of row (8j + e) % R, so each output
+// vector is R permutations of the loaded rows (one index vector per j) merged by channel - no
+// 8x8 transpose of mostly empty rows, no overlapping stores.
+template <int R>
+ETNP_TARGET("avx2") void interleave_avx2(const float* x, int64_t S, float* y, int64_t s0, int64_t s1) {
+  alignas(32) int32_t idx[R][8], sel[R][R][8];
+  for (int j = 0; j < R; j++)
+    for (int e = 0; e < 8; e++) {
+      idx[j][e] = (8 * j + e) / R;
+      for (int c = 0; c < R; c++) sel[j][c][e] = (8 * j + e) % R == c ? -1 : 0;
+    }
+  __m256i vi[R], vs[R][R];
+  for (int j = 0; j < R; j++) {
+    vi[j] = _mm256_load_si256((const __m256i*)idx[j]);
+    for (int c = 0; c < R; c++) vs[j][c] = _mm256_load_si256((const __m256i*)sel[j][c]);
+  }
+  int64_t s = s0;
+  for (; s + 8 <= s1; s += 8) {
+    __m256 in[R];
+    for (int c = 0; c < R; c++) in[c] = _mm256_loadu_ps(x + c * S + s);
+    for (int j = 0; j < R; j++) {
+      __m256 v = _mm256_permutevar8x32_ps(in[0], vi[j]);
+      for (int c = 1; c < R; c++)
+        v = _mm256_blendv_ps(v, _mm256_permutevar8x32_ps(in[c], vi[j]), _mm256_castsi256_ps(vs[j][c]));
+      _mm256_storeu_ps(y + s * R + 8 * j, v);
+    }
+  }
+  block_generic(x, R, S, y, 0, R, s, s1);
+}
+
 // Few rows (R < 8: NCHW -> NHWC of a few channels): 8 output rows s at a time, each R floats;
 // every store but those reaching past the range's end writes 8 floats (the next store covers the
 // extra ones).
@@ -139,7 +170,10 @@ void transpose_2d_f32(const float* x, int64_t R, int64_t S, float* y, int64_t s0
     return;
   }
   if (avx2 && R < 8 && r0 == 0 && r1 == R) {
-    few_rows_avx2(x, R, S, y, s0, s1);
+    if (R == 2) interleave_avx2<2>(x, S, y, s0, s1);
+    else if (R == 3) interleave_avx2<3>(x, S, y, s0, s1);
+    else if (R == 4) interleave_avx2<4>(x, S, y, s0, s1);
+    else few_rows_avx2(x, R, S, y, s0, s1);
     return;
   }
   if (avx2) {
