@@ -9,6 +9,7 @@
 
 #include "delegates/xnnpack/xnn_graph.h"
 #include "kernels/kernel_util.h"
+#include "util/copy_short.h"
 
 namespace etnp::xnn {
 
@@ -19,29 +20,6 @@ namespace etnp::xnn {
 inline bool unfold_whole(const KernelContext& ctx, int64_t tasks, int64_t bytes) {
   const int nt = ctx.pool ? ctx.pool->num_threads() : 1;
   return nt > 1 && tasks < 4 * nt && bytes <= (int64_t(16) << 20);
-}
-
-// A copy of `bytes` without a memcpy call below 64 bytes: two fixed-size moves that overlap in
-// the middle (a grouped convolution's taps are 8 or 16 channels: one byte loop a tap was 18% of a
-// static-int8 RegNet call).
-inline void copy_short(char* d, const char* s, size_t bytes) {
-  auto two = [&](auto word) {
-    using W = decltype(word);
-    W a, b;
-    std::memcpy(&a, s, sizeof(W));
-    std::memcpy(&b, s + bytes - sizeof(W), sizeof(W));
-    std::memcpy(d, &a, sizeof(W));
-    std::memcpy(d + bytes - sizeof(W), &b, sizeof(W));
-  };
-  struct B16 { uint64_t lo, hi; };
-  struct B32 { B16 lo, hi; };
-  if (bytes >= 64) std::memcpy(d, s, bytes);
-  else if (bytes >= 32) two(B32{});
-  else if (bytes >= 16) two(B16{});
-  else if (bytes >= 8) two(uint64_t{});
-  else if (bytes >= 4) two(uint32_t{});
-  else
-    for (size_t t = 0; t < bytes; t++) d[t] = s[t];
 }
 
 // Rows a block when M output pixels are unfolded in blocks of at most max_rows (a multiple of

@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "kernels/transpose_f32.h"
 #include "kernels/kernel_util.h"
 #include "util/compiler.h"
+#include "util/copy_short.h"
 
 namespace etnp::xnn {
 
@@ -232,6 +234,27 @@ void pad(KernelContext& ctx, Graph& g, Node& n) {
     }
   });
 }
+namespace {
+// n runs of `len` (<= 16) floats, dst rows `ystride` apart, src rows contiguous: the run's size
+// a compile-time constant (a few channels of NHWC pixels: a copy call or a loop a run cost more
+// than the copy)
+template <int LEN>
+void runs_fixed(float* y, int64_t ystride, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) copy_short((char*)(y + i * ystride), (const char*)(x + i * LEN), LEN * sizeof(float));
+}
+template <int... L>
+void copy_runs_of(float* y, int64_t ystride, const float* x, int64_t len, int64_t n, std::integer_sequence<int, L...>) {
+  using Fn = void (*)(float*, int64_t, const float*, int64_t);
+  static constexpr Fn fns[] = {&runs_fixed<L + 1>...};
+  fns[len - 1](y, ystride, x, n);
+}
+void copy_runs(float* y, int64_t ystride, const float* x, int64_t len, int64_t n) {
+  if (len >= 1 && len <= 16) copy_runs_of(y, ystride, x, len, n, std::make_integer_sequence<int, 16>());
+  else
+    for (int64_t i = 0; i < n; i++) copy_floats(y + i * ystride, x + i * len, len);
+}
+}  // namespace
+
 void concat(KernelContext& ctx, Graph& g, Node& n) {
   Value& a0 = in(g, n, 0);
   size_t nd = a0.shape.size();
@@ -263,12 +286,17 @@ void concat(KernelContext& ctx, Graph& g, Node& n) {
   const int64_t row = s[n.axis] * inner;
   float* Y = o.data.data();
   parallel(ctx, outer, std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, row)), [&](int64_t b, int64_t e) {
+    if (row <= 64) {  // runs of at most 16 floats: input by input, a fixed-size move a row
+      for (size_t k = 0, off = 0; k < ni; off += (size_t)run[k], k++)
+        copy_runs(Y + b * row + off, row, src[k] + b * run[k], run[k], e - b);
+      return;
+    }
     for (int64_t r = b; r < e; r++) {
       float* y = Y + r * row;
       for (size_t k = 0; k < ni; k++) {
         const float* x = src[k] + r * run[k];
         if (run[k] >= 64) copy_floats(y, x, run[k]);
-        else for (int64_t j = 0; j < run[k]; j++) y[j] = x[j];
+        else copy_short((char*)y, (const char*)x, (size_t)run[k] * sizeof(float));
         y += run[k];
       }
     }
