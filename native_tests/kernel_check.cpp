@@ -188,6 +188,26 @@ static void check_quantize_row(std::mt19937& rng) {
 // Table lookup of values on an int8 grid (unary functions of static-int8 values): every grid point
 // of a signed and an unsigned grid, in every position of the vector loop, and NaN, read the table
 // entry of their grid index (table[t - lo], NaN table[256]).
+// snap_to_grid over arrays (AVX2) against its scalar formula, bit for bit: wide and half-way
+// values, the clamps, NaN and infinities, every tail length.
+static void check_snap(std::mt19937& rng) {
+  const Int8Grid g{1.f / 0.037f, -128.f - 3.f, 127.f - 3.f, 0.037f};
+  std::uniform_real_distribution<float> wide(-8.f, 8.f);
+  std::vector<float> x;
+  for (int i = 0; i < 5000; i++) x.push_back(i % 4 == 0 ? ((float)(i % 300) - 150.f + 0.5f) * 0.037f : wide(rng));
+  for (float v : {0.f, -0.f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN}) x.push_back(v);
+  for (size_t len = 0; len <= 40; len++) {
+    const size_t n = len < 40 ? len : x.size();
+    std::vector<float> y(n, -7.f);
+    snap_to_grid(g, x.data(), y.data(), (int64_t)n);
+    for (size_t i = 0; i < n; i++) {
+      const float want = snap_to_grid(x[i], g);
+      if (std::memcmp(&want, &y[i], 4) != 0 && !(want != want && y[i] != y[i]) && failures++ < 5)
+        std::printf("snap_to_grid(%g) = %g, want %g\n", x[i], y[i], want);
+    }
+  }
+}
+
 static void check_grid_lookup(std::mt19937& rng) {
   for (const Int8Grid g : {Int8Grid{1.f / 0.0371f, -128.f - 3.f, 127.f - 3.f, 0.0371f},
                            Int8Grid{1.f / 0.5f, 0.f - 200.f, 255.f - 200.f, 0.5f}}) {
@@ -446,6 +466,7 @@ int main() {
   check_transpose();
   check_codes(rng);
   check_grid_lookup(rng);
+  check_snap(rng);
   check_quantize_row(rng);
   check_depthwise(rng);
   check_broadcast(rng);

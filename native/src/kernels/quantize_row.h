@@ -25,9 +25,8 @@ inline float snap_to_grid(float x, const Int8Grid& g) {
   t = (t + 12582912.f) - 12582912.f;
   return t * g.scale;
 }
-inline void snap_to_grid(const Int8Grid& g, const float* x, float* y, int64_t n) {  // y = snapped x
-  for (int64_t i = 0; i < n; i++) y[i] = snap_to_grid(x[i], g);
-}
+// y = snapped x (vectorised on AVX2; the same results as the scalar formula)
+void snap_to_grid(const Int8Grid& g, const float* x, float* y, int64_t n);
 inline void snap_to_grid(const Int8Grid& g, float* d, int64_t n) { snap_to_grid(g, d, d, n); }
 
 // y[i] = table[index of x[i] on grid g]: x[i] = t * g.scale (t in [g.lo, g.hi], an integer) reads
