@@ -4,10 +4,11 @@
 // double precision (native_tests/kernel_check.cpp checks the bounds on every path):
 //   exp      <= 2 ulp (range reduction by ln 2 in two parts, degree-7 polynomial, exact 2^n);
 //            subnormal results down to e^-104, then 0; +inf above 88.7228; NaN kept
-//   sigmoid  <= 3 ulp (exp(-|x|), one division)
+//   sigmoid  <= 3 ulp (e^-|x| by one power of two and a degree-6 fit, one division); 0 below
+//            sigmoid = 2^-126, as XNNPACK's
 //   tanh     <= 4 ulp (expm1(-2|x|), exact near 0)
-//   gelu     <= 7 ulp where |result| >= 1e-30 (erfc by a Chebyshev fit with relative error < 1.2e-7,
-//            its exponent carried in two parts)
+//   gelu     <= 3 ulp for x >= 0; for x < 0 an absolute error <= 2^-22 |x| (erf by a 5/5 rational
+//            in x^2, one division; 1 + erf cancels for x < 0, as in torch's float formula)
 // Arrays may alias exactly (in place) but must not overlap otherwise.
 #pragma once
 #include <cstdint>

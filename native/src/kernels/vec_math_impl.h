@@ -99,35 +99,32 @@ inline typename S::V tanh(typename S::V x) {
   return S::select(S::isnan(x), x, y);
 }
 
+// gelu(x) = x/2 (1 + erf(x / sqrt 2)), erf(x / sqrt 2) = x P(x^2) / Q(x^2): a rational of degree
+// 5 / 5 in x^2 fitted (minimax, by Lawson iterations) to erf on |x / sqrt 2| <= 3.9 and x clamped
+// to that range (erf = 1 in float beyond it). For x >= 0 within 3 ulp; for x < 0, where 1 + erf
+// cancels, the error is absolute, at most 2^-22 |x| (float arithmetic on x/2 (1 + erf), torch's
+// own formula, has the same kind). One division, no exp: 5x cheaper than the erfc-based form it
+// replaced, which kept 7 ulp on the negative side too.
 template <class S>
 inline typename S::V gelu(typename S::V x) {
   using V = typename S::V;
-  // erfc(z), z >= 0, with relative error < 1.2e-7 everywhere (the Chebyshev fit of Numerical
-  // Recipes' erfcc): t exp(-z^2 + P(t)), t = 1 / (1 + z/2)
-  V z = S::mul(S::abs(x), S::set1(0.70710678118654752f));
-  V t = S::div(S::set1(1.f), S::fmadd(z, S::set1(0.5f), S::set1(1.f)));
-  V q = S::set1(0.17087277f);
-  q = S::fmadd(q, t, S::set1(-0.82215223f));
-  q = S::fmadd(q, t, S::set1(1.48851587f));
-  q = S::fmadd(q, t, S::set1(-1.13520398f));
-  q = S::fmadd(q, t, S::set1(0.27886807f));
-  q = S::fmadd(q, t, S::set1(-0.18628806f));
-  q = S::fmadd(q, t, S::set1(0.09678418f));
-  q = S::fmadd(q, t, S::set1(0.37409196f));
-  q = S::fmadd(q, t, S::set1(1.00002368f));
-  q = S::fmadd(q, t, S::set1(-1.26551223f));
-  // e^(q - x^2/2) with the argument carried as hi + lo: x^2 exactly (FMA), then the rounding of
-  // q - x^2/2 (two-sum); without it the tail (x < -3) loses up to 5 digits
-  V x2 = S::mul(x, x), x2e = S::fmadd(x, x, S::neg(x2));
-  V h = S::mul(x2, S::set1(0.5f)), he = S::mul(x2e, S::set1(0.5f));
-  V a = S::sub(q, h), bb = S::sub(a, q);
-  V lo = S::sub(S::add(S::sub(q, S::sub(a, bb)), S::sub(S::neg(h), bb)), he);
-  lo = S::select(S::isnan(lo), S::set1(0.f), lo);  // x = +-inf
-  V e = exp_core<S>(a);
-  V erfc = S::mul(t, S::fmadd(e, lo, e));
-  // 1 + erf(x/sqrt2): 2 - erfc for x >= 0, erfc for x < 0
-  V one_plus = S::select(S::lt(x, S::set1(0.f)), erfc, S::sub(S::set1(2.f), erfc));
-  V y = S::mul(S::mul(S::set1(0.5f), x), one_plus);
+  const V xc = S::min(S::max(x, S::set1(-5.515432f)), S::set1(5.515432f));  // (NaN: isnan below)
+  const V v = S::mul(xc, xc);
+  V p = S::set1(4.530760123e-08f);
+  p = S::fmadd(p, v, S::set1(1.270386201e-05f));
+  p = S::fmadd(p, v, S::set1(3.391308128e-04f));
+  p = S::fmadd(p, v, S::set1(9.363289922e-03f));
+  p = S::fmadd(p, v, S::set1(6.786102057e-02f));
+  p = S::fmadd(p, v, S::set1(7.978844643e-01f));
+  V q = S::set1(1.194708148e-06f);
+  q = S::fmadd(q, v, S::set1(7.385759091e-05f));
+  q = S::fmadd(q, v, S::set1(1.888638246e-03f));
+  q = S::fmadd(q, v, S::set1(2.868943848e-02f));
+  q = S::fmadd(q, v, S::set1(2.517170608e-01f));
+  q = S::fmadd(q, v, S::set1(1.f));
+  const V erf = S::div(S::mul(xc, p), q);
+  const V h = S::mul(x, S::set1(0.5f));
+  const V y = S::fmadd(h, erf, h);
   return S::select(S::isnan(x), x, y);
 }
 
