@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/broadcast_f32.h"
+#include "kernels/column_sums.h"
 #include "kernels/cpu_features.h"
 #include "kernels/depthwise.h"
 #include "kernels/gemm.h"
@@ -190,6 +191,26 @@ static void check_quantize_row(std::mt19937& rng) {
 // entry of their grid index (table[t - lo], NaN table[256]).
 // snap_to_grid over arrays (AVX2) against its scalar formula, bit for bit: wide and half-way
 // values, the clamps, NaN and infinities, every tail length.
+// column_sums_f64 (global average pooling) against row-order double sums, bit for bit
+static void check_column_sums(std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-100.f, 100.f);
+  for (int64_t rows : {1, 3, 49, 200})
+    for (int64_t n : {1, 3, 4, 7, 16, 21, 40}) {
+      const int64_t stride = n + (rows % 2) * 5;
+      std::vector<float> x((size_t)(rows * stride));
+      for (auto& v : x) v = u(rng);
+      std::vector<double> got((size_t)n, -1.0);
+      column_sums_f64(x.data(), rows, stride, n, got.data());
+      for (int64_t c = 0; c < n; c++) {
+        double want = 0.0;
+        for (int64_t p = 0; p < rows; p++) want += x[(size_t)(p * stride + c)];
+        if (got[(size_t)c] != want && failures++ < 5)
+          std::printf("column_sums rows=%ld n=%ld column %ld: %.17g != %.17g\n", (long)rows, (long)n, (long)c,
+                      got[(size_t)c], want);
+      }
+    }
+}
+
 static void check_snap(std::mt19937& rng) {
   const Int8Grid g{1.f / 0.037f, -128.f - 3.f, 127.f - 3.f, 0.037f};
   std::uniform_real_distribution<float> wide(-8.f, 8.f);
@@ -493,6 +514,7 @@ int main() {
   check_codes(rng);
   check_grid_lookup(rng);
   check_snap(rng);
+  check_column_sums(rng);
   check_quantize_row(rng);
   check_depthwise(rng);
   check_broadcast(rng);

@@ -6,7 +6,7 @@
 namespace etnp {
 
 // out[c] = sum over p < rows of x[p * stride + c], for c < n, each added in row order in double:
-// the AVX-512 and portable paths give identical results.
+// the AVX-512, AVX2 and portable paths give identical results.
 void column_sums_f64(const float* x, int64_t rows, int64_t stride, int64_t n, double* out);
 
 }  // namespace etnp
