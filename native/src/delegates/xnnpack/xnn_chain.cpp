@@ -16,7 +16,6 @@
 namespace etnp::xnn {
 namespace {
 
-constexpr int64_t kChunk = 4096;  // elements: a chunk of every value in the chain stays in L1/L2
 
 // A node a chain can hold: an elementwise function of same-shape inputs (PReLU's slope broadcasts)
 // whose output needs no whole-tensor step (dynamic quantization computes per-row parameters).
@@ -90,26 +89,10 @@ std::vector<uint8_t> plan_chain_locals(const Graph& g, const std::vector<uint32_
   return local;
 }
 
-bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count, const uint8_t* local) {
+bool ChainRun::prepare(Graph& g, size_t first, size_t count, const uint8_t* local) {
+  steps_.clear();
   // every input of every node must have the chain's shape (the first node's first input's)
   const std::vector<int64_t> shape = g.values[g.nodes[first].inputs[0]].shape;
-  struct Step {
-    Node* n;
-    const UnaryOp* u;
-    const BinaryOp* b;
-    const float* x[2];
-    float* y;
-    const Value* o;
-    bool table;
-    Int8Grid ga;
-    float t[257];
-    bool finished;  // by the table (its entries snapped onto the output's grid)
-    bool copies;    // Clamp / Copy / Convert: the input clamped, then finished (snapped, rounded)
-    bool alias;     // a local copy that changes nothing: later steps read its input instead
-    int slot;       // >= 0: a local output, chunk `slot` of the task's buffer
-    int from[2];    // per input: the slot of the local output it is, or -1 (then x[i])
-  };
-  std::vector<Step> steps(count);
   for (size_t k = 0; k < count; k++) {  // shapes first (outputs become inputs of later nodes)
     Node& n = g.nodes[first + k];
     for (uint32_t id : n.inputs)
@@ -117,10 +100,11 @@ bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count, const u
         return false;
     ensure_shape(out(g, n), shape);
   }
-  int slots = 0;
+  steps_.resize(count);
+  slots_ = 0;
   for (size_t k = 0; k < count; k++) {
     Node& n = g.nodes[first + k];
-    Step& s = steps[k];
+    Step& s = steps_[k];
     Value& o = out(g, n);
     s.n = &n;
     s.u = unary_op(n.type);
@@ -130,12 +114,12 @@ bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count, const u
     const bool plain = o.dtype == FP32 && !on_int8_grid(o) && !dynamically_quantized(o);
     const bool is_local = local && local[k];
     s.alias = is_local && s.copies && !clamps && plain;
-    s.slot = is_local && !s.alias ? slots++ : -1;
+    s.slot = is_local && !s.alias ? slots_++ : -1;
     for (size_t i = 0; i < n.inputs.size(); i++) {
       s.from[i] = -1;
       s.x[i] = g.values[n.inputs[i]].cdata();
       for (size_t j = k; j-- > 0;) {  // the latest earlier step writing it
-        const Step& w = steps[j];
+        const Step& w = steps_[j];
         if (w.n->output != n.inputs[i]) continue;
         if (w.alias) s.from[i] = w.from[0], s.x[i] = w.x[0];
         else if (w.slot >= 0) s.from[i] = w.slot;
@@ -149,32 +133,41 @@ bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count, const u
     s.finished = n.snapped;
     n.snapped = false;  // (run_node's flag: the chain finishes its nodes itself)
   }
-  const int64_t total = out(g, g.nodes[first]).numel();
-  const int64_t chunks = (total + kChunk - 1) / kChunk;
-  parallel(ctx, chunks, 4, [&](int64_t c0, int64_t c1) {
-    thread_local FloatBuffer buf;  // the local outputs' chunks
-    if (buf.size() < (size_t)(slots * kChunk)) buf.resize((size_t)(slots * kChunk));
-    float* lb = buf.data();
-    for (int64_t c = c0; c < c1; c++) {
-      const int64_t b = c * kChunk, len = std::min(kChunk, total - b);
-      for (Step& s : steps) {
-        if (s.alias) continue;
-        const Node& n = *s.n;
-        float* y = s.slot >= 0 ? lb + s.slot * kChunk : s.y + b;
-        const float* x0 = s.from[0] >= 0 ? lb + s.from[0] * kChunk : s.x[0] + b;
-        const float* x1 = s.from[1] >= 0 ? lb + s.from[1] * kChunk : s.u ? nullptr : s.x[1] + b;
-        if (s.copies && !std::isfinite(n.out_min) && !std::isfinite(n.out_max)) {
-          finalize_range(*s.o, x0, y, len);  // copied and finished in one pass
-          continue;
-        }
-        if (s.table) grid_table_lookup(s.ga, s.t, x0, y, len);
-        else if (s.u) s.u->f(x0, y, len, n.fparam);
-        else s.b->same_shape(x0, x1, y, len);
-        clamp_range(y, len, n.out_min, n.out_max);  // as run_node: clamp_output, then finalize_value
-        if (!s.finished) finalize_range(*s.o, y, y, len);
+  total_ = out(g, g.nodes[first]).numel();
+  return true;
+}
+
+void ChainRun::run(int64_t begin, int64_t end) const {
+  thread_local FloatBuffer buf;  // this thread's chunks of the local outputs
+  if (buf.size() < (size_t)(slots_ * kChunk)) buf.resize((size_t)(slots_ * kChunk));
+  float* lb = buf.data();
+  for (int64_t b = begin; b < end; b += kChunk) {
+    const int64_t len = std::min(kChunk, end - b);
+    for (const Step& s : steps_) {
+      if (s.alias) continue;
+      const Node& n = *s.n;
+      float* y = s.slot >= 0 ? lb + s.slot * kChunk : s.y + b;
+      const float* x0 = s.from[0] >= 0 ? lb + s.from[0] * kChunk : s.x[0] + b;
+      const float* x1 = s.from[1] >= 0 ? lb + s.from[1] * kChunk : s.u ? nullptr : s.x[1] + b;
+      if (s.copies && !std::isfinite(n.out_min) && !std::isfinite(n.out_max)) {
+        finalize_range(*s.o, x0, y, len);  // copied and finished in one pass
+        continue;
       }
+      if (s.table) grid_table_lookup(s.ga, s.t, x0, y, len);
+      else if (s.u) s.u->f(x0, y, len, n.fparam);
+      else s.b->same_shape(x0, x1, y, len);
+      clamp_range(y, len, n.out_min, n.out_max);  // as run_node: clamp_output, then finalize_value
+      if (!s.finished) finalize_range(*s.o, y, y, len);
     }
-  });
+  }
+}
+
+bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count, const uint8_t* local) {
+  ChainRun r;
+  if (!r.prepare(g, first, count, local)) return false;
+  constexpr int64_t C = ChainRun::kChunk;
+  const int64_t chunks = (r.total() + C - 1) / C;
+  parallel(ctx, chunks, 4, [&](int64_t c0, int64_t c1) { r.run(c0 * C, std::min(r.total(), c1 * C)); });
   return true;
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "delegates/xnnpack/xnn_graph.h"
+#include "delegates/xnnpack/xnn_node_util.h"
 #include "kernels/kernel_util.h"
 
 namespace etnp::xnn {
@@ -20,10 +21,42 @@ std::vector<uint32_t> plan_chains(const Graph& g);
 // dequantized copies).
 std::vector<uint8_t> plan_chain_locals(const Graph& g, const std::vector<uint32_t>& chains);
 
-// Runs nodes [first, first + count) chunk by chunk, each finished as run_node would (clamped,
-// snapped or rounded to its datatype). local: plan_chain_locals' flags of these nodes (null: none).
-// False, having done nothing but shape outputs, when an input's shape is not the chain's: the
-// caller then runs the nodes one by one (every output written whole).
+// A chain prepared for one call: run(b, e) computes every node of it over elements [b, e) (on
+// the calling thread, chunk by chunk), each finished as run_node would (clamped, snapped or
+// rounded to its datatype); the ranges must cover [0, total()) once, in any order and on any
+// threads. prepare: false, having done nothing but shape outputs, when an input's shape is not the
+// chain's (the caller then runs the nodes one by one, every output written whole). local:
+// plan_chain_locals' flags of these nodes (null: none).
+class ChainRun {
+ public:
+  static constexpr int64_t kChunk = 4096;  // elements: a chunk of every value in the chain stays in L1/L2
+  bool prepare(Graph& g, size_t first, size_t count, const uint8_t* local);
+  void run(int64_t begin, int64_t end) const;
+  int64_t total() const { return total_; }
+
+ private:
+  struct Step {
+    Node* n;
+    const UnaryOp* u;
+    const BinaryOp* b;
+    const float* x[2];
+    float* y;
+    const Value* o;
+    bool table;
+    Int8Grid ga;
+    float t[257];
+    bool finished;  // by the table (its entries snapped onto the output's grid)
+    bool copies;    // Clamp / Copy / Convert: the input clamped, then finished (snapped, rounded)
+    bool alias;     // a local copy that changes nothing: later steps read its input instead
+    int slot;       // >= 0: a local output, chunk `slot` of the thread's buffer
+    int from[2];    // per input: the slot of the local output it is, or -1 (then x[i])
+  };
+  std::vector<Step> steps_;
+  int slots_ = 0;
+  int64_t total_ = 0;
+};
+
+// Runs nodes [first, first + count) as a ChainRun, chunks across threads; false as prepare.
 bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count, const uint8_t* local);
 
 }  // namespace etnp::xnn
