@@ -24,7 +24,7 @@ print("cpu=" + en.runtime_info()["cpu_features"])
 print("ok")
 """
 
-MODELS_TO_CHECK = ["mobilenet_v2_xnn", "conv_inputs_xnn", "small_cnn_xnn", "encoder_xnn", "mlp", "small_cnn", "ops_conv3d",
+MODELS_TO_CHECK = ["mobilenet_v2_xnn", "conv_inputs_xnn", "small_cnn_xnn", "act_cnn_xnn", "encoder_xnn", "mlp", "small_cnn", "ops_conv3d",
                    "qlinear_dyn_xnn", "qmlp_dyn_xnn", "custom_lstm"]
 
 

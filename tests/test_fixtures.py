@@ -18,6 +18,7 @@ TOLERANCES = {
     "encoder_xnn": (1e-4, 1e-4), "mlp_dynamic_xnn": (1e-4, 1e-4), "mobilenet_v2_xnn": (1e-4, 1e-4),
     "qlinear_dyn_xnn": (2e-2, 0),
     "conv_inputs_xnn": (1e-4, 1e-4),  # convolutions reading NCHW inputs in place (borders, dilation)
+    "act_cnn_xnn": (1e-4, 1e-4),  # convolutions running the activation chains after them (SiLU, GELU ...)
     # wider qd8 x qc8w MLP (100 -> 512 -> 384 -> 40, 13 rows) on the int8 GEMM, vs the float model:
     # outputs ~0.16, three int8 requantisations (seen: 1.5e-3). The published ExecuTorch runtime
     # gives the same numbers as ours to 3e-8 on this program (measured, not testable here).

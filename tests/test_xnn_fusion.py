@@ -39,7 +39,7 @@ for threads in (1, 2):
 print("ok")
 """
 
-MODELS = ["mobilenet_v2_xnn", "conv_inputs_xnn", "small_cnn_xnn", "encoder_xnn", "mlp_xnn", "qmlp_dyn_xnn", "qcnn_static_xnn",
+MODELS = ["mobilenet_v2_xnn", "conv_inputs_xnn", "small_cnn_xnn", "act_cnn_xnn", "encoder_xnn", "mlp_xnn", "qmlp_dyn_xnn", "qcnn_static_xnn",
           "qadd_constant_xnn"]
 
 
@@ -100,3 +100,16 @@ def test_elementwise_chains_run_as_one_step():
     assert "XNNConvert+Add+Convert " in on.stderr, on.stderr[-3000:]
     off = run("off", ["qadd_constant_xnn"], profile=True)
     assert off.returncode == 0 and "XNNConvert+Add" not in off.stderr, off.stderr[-3000:]
+
+
+def test_convolutions_run_the_chains_after_them():
+    # a chain of elementwise nodes reading a float convolution's output is handed to it, which runs
+    # the chain on its output rows as it finishes them (one profiled step); the grouped
+    # convolution keeps the plain path but is profiled with its chain too
+    on = run("on", ["act_cnn_xnn"], profile=True)
+    assert on.returncode == 0, on.stderr[-3000:]
+    for fused in ("XNNStaticTranspose+Conv2d+Sigmoid+Multiply ", "XNNConv2d+Hardswish ",
+                  "XNNDepthwiseConv2d+Sigmoid+Multiply ", "XNNConv2d+Add+Gelu ", "XNNConv2d+Sigmoid "):
+        assert fused in on.stderr, (fused, on.stderr[-3000:])
+    off = run("off", ["act_cnn_xnn"], profile=True)
+    assert off.returncode == 0 and "Conv2d+Sigmoid" not in off.stderr and "Conv2d+Hardswish" not in off.stderr, off.stderr[-3000:]

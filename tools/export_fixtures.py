@@ -65,6 +65,31 @@ class SmallCNN(nn.Module):
         return torch.softmax(self.fc(x), dim=-1)
 
 
+class ActCNN(nn.Module):
+    """Convolutions followed by elementwise activations, as EfficientNet / MobileNetV3 have them: the
+    delegate hands such a chain (SiLU = Sigmoid + Multiply, Hardswish, GELU) to the convolution,
+    which runs it on its output rows as it finishes them (1x1, 3x3, depthwise; a residual add
+    in between; a grouped convolution and an output read twice, which keep the plain path)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=1, padding=1)
+        self.pw = nn.Conv2d(16, 24, 1)
+        self.dw = nn.Conv2d(24, 24, 3, padding=1, groups=24)
+        self.proj = nn.Conv2d(24, 16, 1)
+        self.grouped = nn.Conv2d(16, 16, 3, padding=1, groups=4)
+        self.last = nn.Conv2d(16, 8, 3, padding=1)
+
+    def forward(self, x):
+        x = F.silu(self.stem(x))                      # 3x3 conv + SiLU
+        y = F.hardswish(self.pw(x))                   # pointwise conv + Hardswish
+        y = F.silu(self.dw(y))                        # depthwise + SiLU
+        x = F.gelu(self.proj(y) + x)                  # residual add, then GELU
+        g = self.grouped(x)
+        x = F.silu(g) + g                             # grouped conv: plain path; its output read twice
+        return torch.sigmoid(self.last(x))
+
+
 class ConvInputs(nn.Module):
     """Convolutions reading network inputs (NCHW) with assorted windows: the delegate reads such
     inputs in place (large images: c, d) or through a padded copy (small padded ones: a, b);
@@ -625,6 +650,7 @@ def fixtures():
     # XNNPACK-lowered
     f["mlp_xnn"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, xnn=True)
     f["small_cnn_xnn"] = dict(methods={"forward": (SmallCNN(), (rnd(2, 3, 16, 16),))}, xnn=True)
+    f["act_cnn_xnn"] = dict(methods={"forward": (ActCNN(), (rnd(1, 3, 24, 24),))}, xnn=True)
     f["xnn_ops"] = dict(methods={"forward": (XnnOps(), (rnd(1, 4, 8, 8), rnd(1, 4, 8, 8)))}, xnn=True)
     f["encoder_xnn"] = dict(methods={"forward": (Encoder(), (rnd(2, 6, 32),))}, xnn=True)
     f["mlp_dynamic_xnn"] = dict(methods={"forward": (MLP(), (rnd(3, 16),))}, xnn=True,

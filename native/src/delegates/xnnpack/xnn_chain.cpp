@@ -59,6 +59,22 @@ std::vector<uint32_t> plan_chains(const Graph& g) {
   return len;
 }
 
+std::vector<uint32_t> plan_producer_chains(const Graph& g, const std::vector<uint32_t>& chains) {
+  const size_t nn = g.nodes.size(), nv = g.values.size();
+  std::vector<uint32_t> then(nn, 0);
+  if (fusion_mode() != FusionMode::On) return then;
+  for (size_t i = 0; i + 1 < nn; i++) {
+    const Node& p = g.nodes[i];
+    if ((p.type != Conv2d && p.type != DepthwiseConv2d) || p.pre || p.post || p.output >= nv) continue;
+    const Value& o = g.values[p.output];
+    if (o.dtype != FP32 || o.quant != Quant::None || dynamically_quantized(o)) continue;
+    const Node& c = g.nodes[i + 1];
+    const uint32_t len = chains[i + 1] >= 2 ? chains[i + 1] : chains[i + 1] == 1 && chainable(g, c) ? 1 : 0;
+    if (len && std::find(c.inputs.begin(), c.inputs.end(), p.output) != c.inputs.end()) then[i] = len;
+  }
+  return then;
+}
+
 std::vector<uint8_t> plan_chain_locals(const Graph& g, const std::vector<uint32_t>& chains) {
   const size_t nv = g.values.size(), nn = g.nodes.size();
   std::vector<uint8_t> local(nn, 0);

@@ -56,6 +56,25 @@ class ChainRun {
   int64_t total_ = 0;
 };
 
+// A chain handed to the node producing its input (Node::then): the producer, once it has shaped
+// its output, calls prepare(); if true, it must then call run.run(b, e) over every element of
+// its output exactly once, each range after the producer's values there are final, and set done.
+// A producer that does not (another path, other datatypes) leaves done false, and the executor
+// runs the chain afterwards as usual.
+struct ChainHook {
+  Graph* g;
+  size_t first, count;
+  const uint8_t* local;
+  ChainRun run;
+  bool done = false;
+  bool prepare() { return run.prepare(*g, first, count, local); }
+};
+
+// Per node: the length of the chain to hand it as Node::then (0: none): a Conv2d or
+// DepthwiseConv2d (not a band pipeline) with a float32 output, followed right away by a chain (or
+// one chainable node) whose first node reads that output.
+std::vector<uint32_t> plan_producer_chains(const Graph& g, const std::vector<uint32_t>& chains);
+
 // Runs nodes [first, first + count) as a ChainRun, chunks across threads; false as prepare.
 bool run_chain(KernelContext& ctx, Graph& g, size_t first, size_t count, const uint8_t* local);
 

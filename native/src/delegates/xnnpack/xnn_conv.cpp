@@ -1,6 +1,7 @@
 // Convolution XNNPACK nodes (NHWC): Conv2d as GEMM (1x1), indirect GEMM or im2col + GEMM (KxK),
 // reading a fused NCHW input in place where it can; depthwise; transposed convolution.
 #include "delegates/xnnpack/xnn_node_util.h"
+#include "delegates/xnnpack/xnn_chain.h"
 #include "delegates/xnnpack/xnn_im2col.h"
 
 #include <algorithm>
@@ -205,6 +206,14 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     if (conv2d_q8(ctx, g, n, *ap, N, H, W, OH, OW, bias, o, sc)) return;
     if (n.packed.empty()) fail(n, "int8 filter packed for an input that is not on an int8 grid");
   }
+  // The chain after the node (Node::then) runs on the output's rows as the paths below finish
+  // them, where a path can (one group, float32 output, no residual still to add): prepared on
+  // the first such path, which must then cover every row.
+  auto chain_ready = [&](int64_t gi) {
+    if (!n.then || G != 1 || gi != 0 || n.residual_pending || M < 192 || !n.then->prepare()) return false;
+    n.then->done = true;
+    return true;
+  };
   // im2col of output pixels [m_begin, m_end) of group gi into rows of K floats at dst (xnn_im2col.h)
   auto im2col = [&](int64_t gi, int64_t m_begin, int64_t m_end, float* dst_rows) {
     im2col_rows(n, ap->cdata(), H, W, C, OH, OW, gi, m_begin, m_end, dst_rows, K, 0.f);
@@ -221,6 +230,17 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     if (nchw) transpose_input();  // (first group: conv_indirect fails before any work or never)
     if (pointwise) {
       const float* A = ap->cdata() + gi * ICg;
+      if (!n.packed.empty() && chain_ready(gi)) {  // blocks of rows, each followed by the chain on them
+        const int64_t rows = balanced_rows(M, 96, 24), blocks = (M + rows - 1) / rows;
+        parallel(ctx, blocks, 1, [&](int64_t b, int64_t e) {
+          const int64_t m0 = b * rows, m1 = std::min(M, e * rows);
+          GemmEpilogue epb = epilogue(n, bias);
+          with_residual(epb, n, res, m0 * OC, OC);
+          sgemm_packed(nullptr, m1 - m0, A + m0 * C, C, 1, n.packed[0], Cp + m0 * OC, OC, epb);
+          n.then->run.run(m0 * OC, m1 * OC);
+        });
+        continue;
+      }
       if (!n.packed.empty()) sgemm_packed(ctx.pool, M, A, C, 1, n.packed[gi], Cp, OC, ep);
       else sgemm(ctx.pool, M, OCg, K, A, C, 1, w.data.data() + gi * OCg * K, 1, K, Cp, OC, ep);
       continue;
@@ -238,7 +258,9 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
       }
       // Blocks of output pixels x groups [gi, G), each unfolded into a small per-thread buffer
       // (kept in cache) and multiplied right away: no full-size im2col pass through memory. One
-      // region for all the groups (a grouped convolution's groups are small GEMMs each).
+      // region for all the groups (a grouped convolution's groups are small GEMMs each). With one
+      // group, the chain after the node (if any) runs on each block's rows right away.
+      const bool chained = groups == 1 && chain_ready(gi);
       parallel(ctx, blocks * groups, 1, [&](int64_t b, int64_t e) {
         thread_local FloatBuffer buf;  // grows only
         if (buf.size() < (size_t)(rows * K)) buf.resize((size_t)(rows * K));
@@ -248,6 +270,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
           GemmEpilogue epb = epilogue(n, bias ? bias + gt * OCg : nullptr);
           with_residual(epb, n, res, gt * OCg + m0 * OC, OC);
           sgemm_packed(nullptr, m1 - m0, buf.data(), K, 1, n.packed[gt], o.data.data() + gt * OCg + m0 * OC, OC, epb);
+          if (chained) n.then->run.run(m0 * OC, m1 * OC);
         }
       });
       break;
@@ -281,9 +304,14 @@ bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o) {
   // cache, instead of run_node's pass over the whole output afterwards
   const bool finish = !dynamically_quantized(o);
   const int64_t row_len = OW * OC;
+  // the chain after the node (Node::then), run on each task's rows once they are final
+  ChainHook* then = &o == &out(g, n) ? n.then : nullptr;
+  const bool chained = then && then->prepare();
   auto finish_rows = [&](int64_t b, int64_t e) {
     if (finish) finalize_range(o, o.data.data() + b * row_len, o.data.data() + b * row_len, (e - b) * row_len);
+    if (chained) then->run.run(b * row_len, e * row_len);
   };
+  if (chained) then->done = true;  // (every row goes through finish_rows below)
   if (mult == 1) {
     DepthwiseGeom dg{N, H, W, C, OH, OW, KH, KW, n.sh, n.sw, n.dh, n.dw, n.pad_top, n.pad_left, lo, hi};
     const float* x = a.data.data();

@@ -37,6 +37,7 @@ class XnnDelegate : public DelegateHandle {
     }
     chains_ = plan_chains(g_);
     chain_locals_ = plan_chain_locals(g_, chains_);
+    then_ = plan_producer_chains(g_, chains_);
     plan_buffer_reuse();
     plan_borrowing();
     plan_moves();
@@ -68,16 +69,30 @@ class XnnDelegate : public DelegateHandle {
     SwapGuard guard{this};
     scratch_.moves.clear();
     for (size_t i = 0; i < g_.nodes.size();) {
-      const size_t len = std::max<size_t>(1, chains_[i]), last = i + len - 1;
+      // a node and the chain it is handed (then_), or a chain, or one node
+      const size_t then = then_[i];
+      const size_t len = then ? 1 + then : std::max<size_t>(1, chains_[i]), last = i + len - 1;
       // (the swaps of a chain's nodes are made before it: plan_buffer_reuse gives them only
-      // buffers of values dead before the chain)
+      // buffers of values dead before the chain - or before the node handing it its input)
       for (; guard.done < reuse_end_[last]; guard.done++) {
         swap_buffers(reuse_[guard.done]);
         scratch_.moves.emplace_back(reuse_[guard.done].taker, reuse_[guard.done].giver);
       }
       const int64_t t0 = ctx.profiler ? Profiler::now() : 0;
-      if (len == 1 || !run_chain(ctx, g_, i, len, chain_locals_.data() + i))
+      if (then) {
+        ChainHook hook{&g_, i + 1, then, chain_locals_.data() + i + 1, {}};
+        struct Unhook {
+          Node& n;
+          ~Unhook() { n.then = nullptr; }
+        } unhook{g_.nodes[i]};
+        g_.nodes[i].then = &hook;
+        run_node(ctx, g_, g_.nodes[i], scratch_);
+        g_.nodes[i].then = nullptr;
+        if (!hook.done && (then == 1 || !run_chain(ctx, g_, i + 1, then, chain_locals_.data() + i + 1)))
+          for (size_t k = i + 1; k <= last; k++) run_node(ctx, g_, g_.nodes[k], scratch_);
+      } else if (len == 1 || !run_chain(ctx, g_, i, len, chain_locals_.data() + i)) {
         for (size_t k = i; k <= last; k++) run_node(ctx, g_, g_.nodes[k], scratch_);
+      }
       if (ctx.profiler) profile_event(*ctx.profiler, i, len, t0, Profiler::now());  // (Method.profile)
       i += len;
     }
@@ -112,8 +127,8 @@ class XnnDelegate : public DelegateHandle {
     // internal: written by a node, neither constant nor a graph input/output
     // a value read or written inside a chain (run chunk by chunk) lives to the chain's end
     std::vector<int64_t> last_use(nv, -1), produced_at(nv, -1), chain_end(nn);
-    for (size_t i = 0; i < nn; i++)
-      chain_end[i] = chains_[i] >= 1 ? (int64_t)(i + chains_[i] - 1) : chain_end[i - 1];
+    for (size_t i = 0; i < nn; i++)  // (a node handed a chain lives as long as the chain)
+      chain_end[i] = then_[i] ? (int64_t)(i + then_[i]) : chains_[i] >= 1 ? (int64_t)(i + chains_[i] - 1) : chain_end[i - 1];
     for (size_t i = 0; i < nn; i++) {
       for (uint32_t id : g_.nodes[i].inputs)
         if (id < nv) last_use[id] = chain_end[i];
@@ -357,6 +372,7 @@ class XnnDelegate : public DelegateHandle {
   std::vector<size_t> reuse_end_;   // reuse_[0, reuse_end_[i]) are made before node i runs
   std::vector<uint32_t> chains_;    // plan_chains: chain lengths at their first nodes
   std::vector<uint8_t> chain_locals_;  // plan_chain_locals: outputs only their chain reads
+  std::vector<uint32_t> then_;         // plan_producer_chains: chains handed to the node before them
 };
 
 }  // namespace

@@ -109,6 +109,9 @@ struct Node {
   // residual add fused): `output` is the projection's; `post->inputs[0]`, this node's own result,
   // is written only when the band pipeline cannot run. Its residual is also an input here.
   std::shared_ptr<Node> post;
+  // During a call: the elementwise chain after this node (a SiLU after a convolution), for the
+  // node to run on its output rows as soon as they are final (xnn_chain.h); null when none.
+  struct ChainHook* then = nullptr;
 };
 
 struct Graph {
