@@ -67,7 +67,8 @@ std::vector<uint32_t> plan_producer_chains(const Graph& g, const std::vector<uin
     const Node& p = g.nodes[i];
     if ((p.type != Conv2d && p.type != DepthwiseConv2d) || p.pre || p.post || p.output >= nv) continue;
     const Value& o = g.values[p.output];
-    if (o.dtype != FP32 || o.quant != Quant::None || dynamically_quantized(o)) continue;
+    if ((o.dtype != FP32 && !on_int8_grid(o)) || (o.quant != Quant::None && !on_int8_grid(o)) || dynamically_quantized(o))
+      continue;
     const Node& c = g.nodes[i + 1];
     const uint32_t len = chains[i + 1] >= 2 ? chains[i + 1] : chains[i + 1] == 1 && chainable(g, c) ? 1 : 0;
     if (len && std::find(c.inputs.begin(), c.inputs.end(), p.output) != c.inputs.end()) then[i] = len;

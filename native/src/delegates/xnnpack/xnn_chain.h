@@ -70,9 +70,18 @@ struct ChainHook {
   bool prepare() { return run.prepare(*g, first, count, local); }
 };
 
+// The chain handed to n (Node::then), prepared, when there is one and the path about to compute
+// n's output can run it on rows it has finished (`can`); the path must then cover every element
+// with run.run. Null otherwise (the executor runs the chain after the node).
+inline ChainHook* take_chain(Node& n, bool can) {
+  if (!can || !n.then || !n.then->prepare()) return nullptr;
+  n.then->done = true;
+  return n.then;
+}
+
 // Per node: the length of the chain to hand it as Node::then (0: none): a Conv2d or
-// DepthwiseConv2d (not a band pipeline) with a float32 output, followed right away by a chain (or
-// one chainable node) whose first node reads that output.
+// DepthwiseConv2d (not a band pipeline) with a float32 output (or one on a per-tensor int8 grid),
+// followed right away by a chain (or one chainable node) whose first node reads that output.
 std::vector<uint32_t> plan_producer_chains(const Graph& g, const std::vector<uint32_t>& chains);
 
 // Runs nodes [first, first + count) as a ChainRun, chunks across threads; false as prepare.

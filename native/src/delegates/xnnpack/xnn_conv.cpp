@@ -207,12 +207,11 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     if (n.packed.empty()) fail(n, "int8 filter packed for an input that is not on an int8 grid");
   }
   // The chain after the node (Node::then) runs on the output's rows as the paths below finish
-  // them, where a path can (one group, float32 output, no residual still to add): prepared on
-  // the first such path, which must then cover every row.
+  // them, where a path can (one group, a float32 output - final once the GEMM wrote it - no
+  // residual still to add): prepared on the first such path, which must then cover every row.
   auto chain_ready = [&](int64_t gi) {
-    if (!n.then || G != 1 || gi != 0 || n.residual_pending || M < 192 || !n.then->prepare()) return false;
-    n.then->done = true;
-    return true;
+    return take_chain(n, G == 1 && gi == 0 && !n.residual_pending && M >= 192 && o.dtype == FP32 &&
+                             o.quant == Quant::None) != nullptr;
   };
   // im2col of output pixels [m_begin, m_end) of group gi into rows of K floats at dst (xnn_im2col.h)
   auto im2col = [&](int64_t gi, int64_t m_begin, int64_t m_end, float* dst_rows) {
@@ -304,14 +303,13 @@ bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o) {
   // cache, instead of run_node's pass over the whole output afterwards
   const bool finish = !dynamically_quantized(o);
   const int64_t row_len = OW * OC;
-  // the chain after the node (Node::then), run on each task's rows once they are final
-  ChainHook* then = &o == &out(g, n) ? n.then : nullptr;
-  const bool chained = then && then->prepare();
+  // the chain after the node (Node::then), run on each task's rows once they are final (every row
+  // goes through finish_rows below)
+  ChainHook* then = take_chain(n, &o == &out(g, n) && finish);
   auto finish_rows = [&](int64_t b, int64_t e) {
     if (finish) finalize_range(o, o.data.data() + b * row_len, o.data.data() + b * row_len, (e - b) * row_len);
-    if (chained) then->run.run(b * row_len, e * row_len);
+    if (then) then->run.run(b * row_len, e * row_len);
   };
-  if (chained) then->done = true;  // (every row goes through finish_rows below)
   if (mult == 1) {
     DepthwiseGeom dg{N, H, W, C, OH, OW, KH, KW, n.sh, n.sw, n.dh, n.dw, n.pad_top, n.pad_left, lo, hi};
     const float* x = a.data.data();

@@ -7,6 +7,7 @@
 // unfold blocks of output pixels into per-thread byte rows (the spatial padding is the code of 0,
 // i.e. the zero point), multiplied right away.
 #include "delegates/xnnpack/xnn_node_util.h"
+#include "delegates/xnnpack/xnn_chain.h"
 #include "delegates/xnnpack/xnn_im2col.h"
 
 #include <algorithm>
@@ -139,11 +140,27 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
   Int8Grid og;
   const Int8Grid* grid = output_grid(o, og);
   n.snapped = grid != nullptr;
+  // the chain after the node (Node::then) on the rows of a block as soon as the GEMM finished
+  // them (the output is final there: snapped in the epilogue, or plain float32); one group
+  const bool final_rows = grid || (o.dtype == FP32 && o.quant == Quant::None);
   if (pointwise && G == 1 && C == Kp) {  // the codes are the GEMM's rows
     thread_local std::vector<float> s;
     thread_local std::vector<int32_t> z;
     QActivations qa = repeated_params(a, zpa, M, s, z);
     qa.data = codes;
+    if (ChainHook* then = take_chain(n, final_rows && M >= 192)) {  // blocks of rows, the chain after each
+      const int64_t rows = balanced_rows(M, 96, 24), blocks = (M + rows - 1) / rows;
+      parallel(ctx, blocks, 1, [&](int64_t b, int64_t e) {
+        const int64_t m0 = b * rows, m1 = std::min(M, e * rows);
+        QActivations qb = qa;
+        qb.data += m0 * Kp;
+        qb.scale += m0;
+        qb.zero_point += m0;
+        qgemm_q8(nullptr, m1 - m0, qb, n.qconv[0], bias, lo, hi, Y + m0 * OC, OC, grid);
+        then->run.run(m0 * OC, m1 * OC);
+      });
+      return true;
+    }
     qgemm_q8(ctx.pool, M, qa, n.qconv[0], bias, lo, hi, Y, OC, grid);
     return true;
   }
@@ -172,7 +189,9 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     return true;
   }
   // tasks: a block of output pixels x a group, the groups of a block in turn (its input rows
-  // stay in cache); one region for all the groups (a grouped convolution's are small GEMMs)
+  // stay in cache); one region for all the groups (a grouped convolution's are small GEMMs).
+  // With one group, the chain after the node runs on each block's rows right away.
+  ChainHook* then = take_chain(n, final_rows && G == 1);
   parallel(ctx, blocks * G, 1, [&](int64_t b, int64_t e) {
     thread_local std::vector<uint8_t> buf;  // grows only
     thread_local std::vector<float> s;
@@ -185,6 +204,7 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
       unfold(gi, m0, m1, buf.data());
       qgemm_q8(nullptr, m1 - m0, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, Y + m0 * OC + gi * OCg, OC,
                grid);
+      if (then) then->run.run(m0 * OC, m1 * OC);
     }
   });
   return true;
