@@ -40,7 +40,7 @@ print("ok")
 """
 
 MODELS = ["mobilenet_v2_xnn", "conv_inputs_xnn", "small_cnn_xnn", "act_cnn_xnn", "encoder_xnn", "mlp_xnn", "qmlp_dyn_xnn", "qcnn_static_xnn",
-          "qadd_constant_xnn"]
+          "qadd_constant_xnn", "qact_cnn_static_xnn"]
 
 
 def run(mode, models, profile=False):
@@ -113,3 +113,41 @@ def test_convolutions_run_the_chains_after_them():
         assert fused in on.stderr, (fused, on.stderr[-3000:])
     off = run("off", ["act_cnn_xnn"], profile=True)
     assert off.returncode == 0 and "Conv2d+Sigmoid" not in off.stderr and "Conv2d+Hardswish" not in off.stderr, off.stderr[-3000:]
+    qon = run("on", ["qact_cnn_static_xnn"], profile=True)  # static int8: the int8 GEMM's blocks
+    assert qon.returncode == 0 and "XNNConv2d+Convert+Hardswish+Convert " in qon.stderr, qon.stderr[-3000:]
+
+
+SAME = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import executorch_numpy_runtime as en
+from conftest import method_inputs, model_path, reference
+outs = {}
+for threads in (1, 2):
+    for name in sys.argv[3:]:
+        m = en.Runtime(num_threads=threads).load_program(model_path(name)).load_method("forward")
+        for i, o in enumerate(m(method_inputs(reference(name), "forward"))):
+            outs[f"{name}:{threads}:{i}"] = np.asarray(o)
+np.savez(sys.argv[2], **outs)
+"""
+
+
+@pytest.mark.parametrize("models", [["act_cnn_xnn", "qact_cnn_static_xnn", "mobilenet_v2_xnn", "qadd_constant_xnn"]])
+def test_fusion_does_not_change_results(models, tmp_path):
+    # fused units compute the same arithmetic as the nodes one by one: bit-identical outputs
+    import executorch_numpy_runtime
+    import numpy as np
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    got = {}
+    for mode in ("on", "off"):
+        env = dict(os.environ, ETNP_XNN_FUSION=mode)
+        env["PYTHONPATH"] = os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__))
+        path = str(tmp_path / f"{mode}.npz")
+        r = subprocess.run([sys.executable, "-c", SAME, tests_dir, path] + models, capture_output=True, text=True,
+                           timeout=300, env=env, cwd=tests_dir)
+        assert r.returncode == 0, r.stderr[-3000:]
+        got[mode] = dict(np.load(path))
+    assert got["on"].keys() == got["off"].keys() and got["on"]
+    for k in got["on"]:
+        np.testing.assert_array_equal(got["on"][k], got["off"][k], err_msg=k)

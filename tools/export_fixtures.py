@@ -657,6 +657,7 @@ def fixtures():
                                 dynamic={"forward": ({0: Dim("batch", min=1, max=8)},)})
     f["qlinear_dyn_xnn"] = dict(methods={"forward": (QLinear(), (rnd(4, 32),))}, xnn=True, quant="dynamic")
     f["qcnn_static_xnn"] = dict(methods={"forward": (SmallCNN(), (rnd(2, 3, 16, 16),))}, xnn=True, quant="static")
+    f["qact_cnn_static_xnn"] = dict(methods={"forward": (ActCNN(), (rnd(1, 3, 24, 24),))}, xnn=True, quant="static")
     # custom operators (their .out variants are what the program calls)
     f["custom_triple"] = dict(methods={"forward": (CustomTriple(), (rnd(3, 4),))}, custom=True)
     f["custom_lstm"] = dict(methods={"forward": (CustomLSTM(), (rnd(2, 5, 6), rnd(2, 8), rnd(2, 8)))}, custom=True)
