@@ -7,6 +7,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "threadpool/threadpool.h"
@@ -86,25 +87,19 @@ void broadcast_binary(ThreadPool* pool, const BroadcastPlan& p, const TX* x, con
   if (pieces == 1 && inner < 1024 && (a_rep || b_rep)) {
     const int64_t k = std::max<int64_t>(1, 2048 / inner);
     auto run_rep = [&](int64_t t0, int64_t t1) {
-      if (b_rep) {
-        std::vector<TY> rep((size_t)(k * inner));
-        for (int64_t i = 0; i < k; i++) std::copy(y, y + inner, rep.begin() + i * inner);
+      // rep: the repeating operand's row k times; other: the contiguous operand; g(other, rep)
+      auto sweep = [&](const auto* row, const auto* other, auto g) {
+        std::vector<std::remove_cv_t<std::remove_pointer_t<decltype(row)>>> rep((size_t)(k * inner));
+        for (int64_t i = 0; i < k; i++) std::copy(row, row + inner, rep.begin() + i * inner);
         for (int64_t r = t0; r < t1; r += k) {
           const int64_t n = std::min(k, t1 - r) * inner;
-          const TX* u = x + r * inner;
+          const auto* o = other + r * inner;
           TZ* w = z + r * inner;
-          for (int64_t j = 0; j < n; j++) w[j] = f(u[j], rep[j]);
+          for (int64_t j = 0; j < n; j++) w[j] = g(o[j], rep[j]);
         }
-      } else {
-        std::vector<TX> rep((size_t)(k * inner));
-        for (int64_t i = 0; i < k; i++) std::copy(x, x + inner, rep.begin() + i * inner);
-        for (int64_t r = t0; r < t1; r += k) {
-          const int64_t n = std::min(k, t1 - r) * inner;
-          const TY* v = y + r * inner;
-          TZ* w = z + r * inner;
-          for (int64_t j = 0; j < n; j++) w[j] = f(rep[j], v[j]);
-        }
-      }
+      };
+      if (b_rep) sweep(y, x, [&](TX u, TY v) { return f(u, v); });
+      else sweep(x, y, [&](TY v, TX u) { return f(u, v); });
       finish(z + t0 * inner, (t1 - t0) * inner);
     };
     const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / inner);
