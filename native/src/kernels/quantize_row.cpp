@@ -42,28 +42,40 @@ ETNP_TARGET("avx512f") int64_t rows_avx512(const float* x, int64_t n, double sca
   return i;
 }
 
+// x / scale as x * (1 / scale) (a division costs several multiplications): the two differ by a
+// few units in the last place, which changes the rounding only next to a half-integer - there
+// (|frac - 1/2| within 1e-14 |t|) the quotient itself is computed, so results are the division's.
+// Returns clamp(round(x / scale) + zp, -128, 127) in double.
+ETNP_TARGET_INLINE("avx2,fma") __m256d quantize4_avx2(__m256d xd, __m256d s, __m256d inv, __m256d z) {
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  __m256d v = _mm256_mul_pd(xd, inv);
+  const __m256d off = _mm256_andnot_pd(sign, _mm256_sub_pd(_mm256_sub_pd(v, _mm256_floor_pd(v)), _mm256_set1_pd(0.5)));
+  if (_mm256_movemask_pd(_mm256_cmp_pd(off, _mm256_mul_pd(_mm256_set1_pd(1e-14), _mm256_andnot_pd(sign, v)), _CMP_LE_OQ)))
+    v = _mm256_div_pd(xd, s);
+  v = _mm256_add_pd(_mm256_round_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
+  return _mm256_min_pd(_mm256_set1_pd(127.0), _mm256_max_pd(_mm256_set1_pd(-128.0), v));
+}
+// q + 128 in [0, 255] as int32 (NaN: INT_MIN -> -128 -> 0)
+ETNP_TARGET_INLINE("avx2,fma") __m128i codes4_avx2(__m256d q) {
+  return _mm_add_epi32(_mm_max_epi32(_mm256_cvtpd_epi32(q), _mm_set1_epi32(-128)), _mm_set1_epi32(128));
+}
+
 ETNP_TARGET("avx2,fma") int64_t rows_avx2(const float* x, int64_t n, double scale, double zp, float* grid,
                                                      uint8_t* u8) {
-  const __m256d s = _mm256_set1_pd(scale), z = _mm256_set1_pd(zp), lo = _mm256_set1_pd(-128.0),
-                hi = _mm256_set1_pd(127.0), inv = _mm256_set1_pd(1.0 / scale), half = _mm256_set1_pd(0.5),
-                tiny = _mm256_set1_pd(1e-14), sign = _mm256_set1_pd(-0.0);
+  const __m256d s = _mm256_set1_pd(scale), z = _mm256_set1_pd(zp), inv = _mm256_set1_pd(1.0 / scale);
   int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {  // two independent vectors a step
+    const __m256d a = quantize4_avx2(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), s, inv, z);
+    const __m256d b = quantize4_avx2(_mm256_cvtps_pd(_mm_loadu_ps(x + i + 4)), s, inv, z);
+    _mm_storeu_ps(grid + i, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_sub_pd(a, z), s)));
+    _mm_storeu_ps(grid + i + 4, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_sub_pd(b, z), s)));
+    _mm_storel_epi64((__m128i*)(u8 + i), _mm_packus_epi16(_mm_packs_epi32(codes4_avx2(a), codes4_avx2(b)), _mm_setzero_si128()));
+  }
   for (; i + 4 <= n; i += 4) {
-    // x / scale as x * (1 / scale) (a division costs several multiplications): the two differ by a
-    // few units in the last place, which changes the rounding only next to a half-integer - there
-    // (|frac - 1/2| within 1e-14 |t|) the quotient itself is computed, so results are the division's
-    const __m256d xd = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
-    __m256d v = _mm256_mul_pd(xd, inv);
-    const __m256d off = _mm256_andnot_pd(sign, _mm256_sub_pd(_mm256_sub_pd(v, _mm256_floor_pd(v)), half));
-    if (_mm256_movemask_pd(_mm256_cmp_pd(off, _mm256_mul_pd(tiny, _mm256_andnot_pd(sign, v)), _CMP_LE_OQ)))
-      v = _mm256_div_pd(xd, s);
-    v = _mm256_add_pd(_mm256_round_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
-    v = _mm256_min_pd(hi, _mm256_max_pd(lo, v));
+    const __m256d v = quantize4_avx2(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), s, inv, z);
     _mm_storeu_ps(grid + i, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_sub_pd(v, z), s)));
-    // q + 128 in [0, 255] (NaN: INT_MIN -> -128 -> 0), packed to 4 bytes
-    const __m128i q = _mm_add_epi32(_mm_max_epi32(_mm256_cvtpd_epi32(v), _mm_set1_epi32(-128)), _mm_set1_epi32(128));
-    const __m128i b = _mm_packus_epi16(_mm_packs_epi32(q, q), _mm_setzero_si128());
-    const int32_t four = _mm_cvtsi128_si32(b);
+    const __m128i q = codes4_avx2(v);
+    const int32_t four = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(q, q), _mm_setzero_si128()));
     std::memcpy(u8 + i, &four, 4);
   }
   return i;
