@@ -53,9 +53,16 @@ void diagonal_kernel(KernelContext&, EValue** a, size_t) {
   if (d1 == d2) throw_exec("diagonal_copy: dim1 and dim2 must differ");
   Tensor& out = tensor_arg(a, 4);
   check_out(out, x.dtype, "diagonal_copy");
-  int64_t s1 = x.sizes[d1], s2 = x.sizes[d2], len, start;
-  if (offset >= 0) { len = std::max<int64_t>(0, std::min(s1, s2 - offset)); start = offset * x.strides[d2]; }
-  else { len = std::max<int64_t>(0, std::min(s1 + offset, s2)); start = -offset * x.strides[d1]; }
+  // (the start only for a non-empty diagonal: then |offset| < the dim's size, so it stays inside
+  // the tensor; any int64 offset may come in - a far one gives an empty diagonal)
+  int64_t s1 = x.sizes[d1], s2 = x.sizes[d2], len, start = 0;
+  if (offset >= 0) {
+    len = std::max<int64_t>(0, std::min(s1, s2 - offset));
+    if (len) start = offset * x.strides[d2];
+  } else {
+    len = std::max<int64_t>(0, std::min(s1 + offset, s2));
+    if (len) start = -offset * x.strides[d1];
+  }
   View v = view_of(x);
   v.dim = 0;
   for (int k = 0; k < x.dim; k++)
