@@ -261,8 +261,10 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
   }
   // (the caller's buffers: a thread_local named inside the task would be the worker's own)
   const float* bp = bias_padded.data();
+#if defined(__x86_64__)
   const UniformRows uni{uni_corr.data(), uni_scale.data()};
   const auto& tiles = uniform ? kAvx2Uniform : kAvx2;
+#endif
   const int64_t MB = avx2 ? 4 : 8;  // rows a tile (the AVX2 tiles take 4, VNNI's up to 8)
   const int64_t rb = (M + MB - 1) / MB;
   // A task is `rows` row blocks x a range of panels, swept panel by panel: each panel's weights
