@@ -118,16 +118,23 @@ void pixel_kernel(KernelContext&, EValue** a, size_t) {
   View v = view_of(x);
   v.dim = b + 5;
   auto put = [&](int k, int64_t size, int64_t stride) { v.sizes[b + k] = size; v.strides[b + k] = stride; };
+  // every product of a size or stride with the factor, checked (a program may give any factor)
+  auto times = [&](int64_t x, int64_t y) {
+    int64_t p = 0;
+    if (etnp::mul_overflow(x, y, &p)) throw_exec(std::string(op) + ": the factor " + std::to_string(r) + " is too large");
+    return p;
+  };
+  const int64_t rr = times(r, r);
   if (SHUFFLE) {
-    if (C % (r * r)) throw_exec("pixel_shuffle: channels " + std::to_string(C) + " are not divisible by the factor squared");
-    int64_t c = C / (r * r);
-    put(0, c, cs * r * r); put(1, H, hs); put(2, r, cs * r); put(3, W, ws); put(4, r, cs);
-    os.insert(os.end(), {c, H * r, W * r});
+    if (C % rr) throw_exec("pixel_shuffle: channels " + std::to_string(C) + " are not divisible by the factor squared");
+    int64_t c = C / rr;
+    put(0, c, times(cs, rr)); put(1, H, hs); put(2, r, times(cs, r)); put(3, W, ws); put(4, r, cs);
+    os.insert(os.end(), {c, times(H, r), times(W, r)});
   } else {
     if (H % r || W % r) throw_exec("pixel_unshuffle: height and width must be divisible by the factor");
     int64_t h = H / r, w = W / r;
-    put(0, C, cs); put(1, r, hs); put(2, r, ws); put(3, h, hs * r); put(4, w, ws * r);
-    os.insert(os.end(), {C * r * r, h, w});
+    put(0, C, cs); put(1, r, hs); put(2, r, ws); put(3, h, times(hs, r)); put(4, w, times(ws, r));
+    os.insert(os.end(), {times(C, rr), h, w});
   }
   resize(out, os);
   check_contiguous(out, op);
