@@ -174,6 +174,8 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   const Value* ap = &in(g, n, 0);  // NHWC, or NCHW when a transpose was fused in (until it runs)
   Value& w = in(g, n, 1);
   bool nchw = n.nchw_transposed != kInvalidId;
+  if (nchw && (n.nchw_transposed == n.inputs[0] || n.nchw_transposed == n.output || n.inputs[0] == n.output))
+    fail(n, "reads and writes one value");
   if (ap->shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
   const std::vector<int64_t>& is = ap->shape;
   int64_t N = is[0], H = nchw ? is[2] : is[1], W = nchw ? is[3] : is[2], C = nchw ? is[1] : is[3];

@@ -252,6 +252,10 @@ class XnnDelegate : public DelegateHandle {
           }
         for (const Node* f : {n.pre.get(), n.post.get()})  // a fused part reading it: not in place
           if (f && std::find(f->inputs.begin(), f->inputs.end(), id) != f->inputs.end()) ok = false;
+        // a node writing it (a corrupt graph): its readers would read the caller's tensor, its
+        // writer the value's own buffer - possibly of another shape
+        for (const Node* w : {&n, (const Node*)n.pre.get(), (const Node*)n.post.get()})
+          if (w && (w->output == id || w->output2 == id)) ok = false;
       }
       for (uint32_t o : g_.output_ids) ok = ok && o != id;
       borrowable_[k] = used && ok;
@@ -313,6 +317,9 @@ class XnnDelegate : public DelegateHandle {
     }
     int64_t n = t.numel();
     float* d = v.data.data();
+    // (a value bound twice - a corrupt program's input list - must not keep the first tensor's
+    // pointer with the second's shape: every binding sets or clears it)
+    v.raw = nullptr;
     if (t.dtype == DType::F32 && borrow && n > 0) {
       v.raw = (const float*)t.data;
     } else if (t.dtype == DType::F32) {

@@ -137,7 +137,7 @@ bool fuse_input_transpose(Graph& g, const Uses& u, size_t t) {
   Node& tr = g.nodes[t];
   if (tr.type != StaticTranspose || tr.inputs.size() != 1 || tr.ints != std::vector<int64_t>{0, 2, 3, 1}) return false;
   uint32_t v = tr.inputs[0], x = tr.output;
-  if (v >= g.values.size() || !private_link(g, u, x, t)) return false;
+  if (v >= g.values.size() || v == x || !private_link(g, u, x, t)) return false;  // (v == x: a corrupt graph)
   const Value& vv = g.values[v];
   if (vv.dtype != FP32 || vv.quant != Quant::None || vv.dims.size() != 4) return false;
   for (size_t c = t + 1; c < g.nodes.size(); c++) {
@@ -146,6 +146,7 @@ bool fuse_input_transpose(Graph& g, const Uses& u, size_t t) {
     for (uint32_t id : conv.inputs) reads = reads || id == x;
     if (!reads) continue;
     if (conv.type != Conv2d || conv.inputs.empty() || conv.inputs[0] != x || conv.nchw_transposed != kInvalidId) return false;
+    if (conv.output == v) return false;  // (a corrupt graph: the fused node would write what it reads)
     conv.inputs[0] = v;
     conv.nchw_transposed = x;
     return true;
