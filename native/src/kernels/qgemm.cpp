@@ -105,13 +105,13 @@ ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const Q
   }
 }
 
-// AVX2: int8 -> int16 and vpmaddwd (exact, no saturation). One tile is ROWS (<= 4) rows x one
-// half (8 columns) of a 16-column panel: a group of 4 k of columns 4q..4q+3 is 16 bytes of the
-// panel, widened to 16 int16 = (column, k-pair) lanes; the activations, widened to int16 once per
-// task (x: row m0's), are broadcast 4 k at a time (vpbroadcastq), so each vpmaddwd adds 2 k of 4 columns.
-// 2 accumulators a row, reduced at the end. (Six rows need 12 accumulators, and GCC hoists all six
-// activation broadcasts ahead of the multiplies: 20 live registers, spilled accumulators and a
-// store/load chain per k. Four rows fit in 16 registers however the loads are scheduled.)
+// AVX2: int8 -> int16 and vpmaddwd (exact, no saturation). The weights are packed in k pairs
+// (PackedQ8::pairs): 32 bytes a pair of k for the 16 columns of a panel, (column, k) lanes, so
+// 16 of them widened to int16 are 8 columns x 2 k and one vpmaddwd with a broadcast pair of
+// activations (x: widened to int16 once per task) adds 2 k to 8 column sums in place - the
+// accumulators hold columns, the epilogue needs no horizontal reduction. A tile is ROWS (<= 4)
+// rows x NV (1 or 2) groups of 8 columns: 8 accumulators, 2 weights and a broadcast in 16
+// registers (six rows spill: GCC hoists the broadcasts ahead of the multiplies).
 // Uniform rows (one activation scale and zero point, as static int8 has): `uni` holds per column
 // the zero-point correction (128 + zp) * col_sum (int32) and the scale product a.scale * w.scale,
 // computed once per call instead of once per row and tile.
@@ -119,62 +119,67 @@ struct UniformRows {
   const int32_t* corr;
   const float* scale;
 };
-template <int ROWS, bool U>
-ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, int half, const int16_t* x,
-                                                   const QActivations& a, const PackedQ8& w, const float* bias,
-                                                   const float* lohi, float* C, int64_t ldc, const Int8Grid* grid,
-                                                   const UniformRows& uni) {
-  const int64_t G = w.Kp / 4, Kp = w.Kp;
-  const int64_t n0 = p0 * NR + half * 8, cols = std::min<int64_t>(8, w.N - n0);
-  if (cols <= 0) return;  // the empty half of a ragged last panel
-  __m256i acc[ROWS][2];
+template <int ROWS, int NV, bool U>
+ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, const int16_t* x, const QActivations& a,
+                                                   const PackedQ8& w, const float* bias, const float* lohi, float* C,
+                                                   int64_t ldc, const Int8Grid* grid, const UniformRows& uni) {
+  const int64_t J = w.Kp / 2, Kp = w.Kp, n0 = p0 * NR;
+  __m256i acc[ROWS][NV];
 #pragma GCC unroll 4
-  for (int i = 0; i < ROWS; i++) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
-  const int8_t* b = w.data.data() + p0 * G * NR * 4 + half * 32;
-  for (int64_t g = 0; g < G; g++, b += NR * 4) {
+  for (int i = 0; i < ROWS; i++)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; v++) acc[i][v] = _mm256_setzero_si256();
+  const int8_t* b = w.data.data() + p0 * J * NR * 2;
+  for (int64_t j = 0; j < J; j++, b += NR * 2) {
     const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)b));
-    const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(b + 16)));
+    const __m256i w1 = NV == 2 ? _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(b + 16))) : w0;
 #pragma GCC unroll 4
     for (int i = 0; i < ROWS; i++) {
-      int64_t four;
-      std::memcpy(&four, x + i * Kp + g * 4, 8);
-      const __m256i xa = _mm256_set1_epi64x(four);
-      acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(xa, w0));
-      acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(xa, w1));
+      int32_t two;
+      std::memcpy(&two, x + i * Kp + 2 * j, 4);
+      const __m256i xa = _mm256_set1_epi32(two);
+      acc[i][0] = _mm256_add_epi32(_mm256_madd_epi16(xa, w0), acc[i][0]);
+      if (NV == 2) acc[i][NV - 1] = _mm256_add_epi32(_mm256_madd_epi16(xa, w1), acc[i][NV - 1]);
+      // (keeps GCC from hoisting the next rows' broadcasts ahead of these multiplies, which
+      // takes registers the accumulators need: an accumulator then lives on the stack)
+      __asm__("" : "+x"(acc[i][0]), "+x"(acc[i][NV - 1]));
     }
   }
   const __m256 vlo = _mm256_broadcast_ss(lohi), vhi = _mm256_broadcast_ss(lohi + 1);
-  // column parameters padded to whole panels (pack_q8; the driver pads the bias)
-  const __m256i cs = _mm256_loadu_si256((const __m256i*)((U ? uni.corr : w.col_sum.data()) + n0));
-  const __m256 sw = _mm256_loadu_ps((U ? uni.scale : w.scale.data()) + n0), bv = _mm256_loadu_ps(bias + n0);
+  const int64_t cols = std::min<int64_t>(NV * 8, w.N - n0);
+#pragma GCC unroll 2
+  for (int v = 0; v < NV; v++) {
+    // column parameters padded to whole panels (pack_q8; the driver pads the bias)
+    const int64_t c0 = n0 + 8 * v;
+    const __m256i cs = _mm256_loadu_si256((const __m256i*)((U ? uni.corr : w.col_sum.data()) + c0));
+    const __m256 sw = _mm256_loadu_ps((U ? uni.scale : w.scale.data()) + c0), bv = _mm256_loadu_ps(bias + c0);
 #pragma GCC unroll 4
-  for (int i = 0; i < ROWS; i++) {
-    // (column, k-pair) lanes -> columns: hadd gives [c0 c1 c4 c5 | c2 c3 c6 c7]; 0xD8 orders them
-    const __m256i sums = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][0], acc[i][1]), 0xD8);
-    __m256i q;
-    __m256 s;
-    if (U) {
-      q = _mm256_sub_epi32(sums, cs);
-      s = sw;
-    } else {
-      const __m256i off = _mm256_set1_epi32((int32_t)((uint32_t)a.zero_point[m0 + i] + 128u));
-      q = _mm256_sub_epi32(sums, _mm256_mullo_epi32(off, cs));
-      s = _mm256_mul_ps(_mm256_set1_ps(a.scale[m0 + i]), sw);
-    }
-    __m256 r = _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, bv)));
-    if (grid) {  // snap (max/min with the value second keep a NaN, as snap_to_grid)
-      __m256 t = _mm256_mul_ps(r, _mm256_broadcast_ss(&grid->inv));
-      t = _mm256_min_ps(_mm256_broadcast_ss(&grid->hi), _mm256_max_ps(_mm256_broadcast_ss(&grid->lo), t));
-      t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      r = _mm256_mul_ps(t, _mm256_broadcast_ss(&grid->scale));
-    }
-    float* c = C + (m0 + i) * ldc + n0;
-    if (cols == 8) {
-      _mm256_storeu_ps(c, r);
-    } else {
-      alignas(32) float tmp[8];
-      _mm256_store_ps(tmp, r);
-      for (int64_t j = 0; j < cols; j++) c[j] = tmp[j];
+    for (int i = 0; i < ROWS; i++) {
+      __m256i q;
+      __m256 s;
+      if (U) {
+        q = _mm256_sub_epi32(acc[i][v], cs);
+        s = sw;
+      } else {
+        const __m256i off = _mm256_set1_epi32((int32_t)((uint32_t)a.zero_point[m0 + i] + 128u));
+        q = _mm256_sub_epi32(acc[i][v], _mm256_mullo_epi32(off, cs));
+        s = _mm256_mul_ps(_mm256_set1_ps(a.scale[m0 + i]), sw);
+      }
+      __m256 r = _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, bv)));
+      if (grid) {  // snap (max/min with the value second keep a NaN, as snap_to_grid)
+        __m256 t = _mm256_mul_ps(r, _mm256_broadcast_ss(&grid->inv));
+        t = _mm256_min_ps(_mm256_broadcast_ss(&grid->hi), _mm256_max_ps(_mm256_broadcast_ss(&grid->lo), t));
+        t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        r = _mm256_mul_ps(t, _mm256_broadcast_ss(&grid->scale));
+      }
+      float* c = C + (m0 + i) * ldc + c0;
+      if (cols >= 8 * (v + 1)) {
+        _mm256_storeu_ps(c, r);
+      } else {
+        alignas(32) float tmp[8];
+        _mm256_store_ps(tmp, r);
+        for (int64_t j = 0; j < cols - 8 * v; j++) c[j] = tmp[j];
+      }
     }
   }
 }
@@ -187,12 +192,15 @@ ETNP_TARGET("avx2,fma") void widen_avx2(const uint8_t* src, int16_t* dst, int64_
   for (; i < n; i++) dst[i] = src[i];
 }
 
-using TileQ2 = void (*)(int64_t, int64_t, int, const int16_t*, const QActivations&, const PackedQ8&, const float*,
+using TileQ2 = void (*)(int64_t, int64_t, const int16_t*, const QActivations&, const PackedQ8&, const float*,
                         const float*, float*, int64_t, const Int8Grid*, const UniformRows&);
-const std::array<TileQ2, 4> kAvx2 = {&tile_avx2<1, false>, &tile_avx2<2, false>, &tile_avx2<3, false>,
-                                     &tile_avx2<4, false>};
-const std::array<TileQ2, 4> kAvx2Uniform = {&tile_avx2<1, true>, &tile_avx2<2, true>, &tile_avx2<3, true>,
-                                            &tile_avx2<4, true>};
+// [uniform][NV - 1][ROWS - 1]
+template <bool U, int NV>
+constexpr std::array<TileQ2, 4> tiles_avx2() {
+  return {&tile_avx2<1, NV, U>, &tile_avx2<2, NV, U>, &tile_avx2<3, NV, U>, &tile_avx2<4, NV, U>};
+}
+const std::array<TileQ2, 4> kAvx2[2][2] = {{tiles_avx2<false, 1>(), tiles_avx2<false, 2>()},
+                                           {tiles_avx2<true, 1>(), tiles_avx2<true, 2>()}};
 
 using TileQ = void (*)(int64_t, int64_t, const QActivations&, const PackedQ8&, const float*, float, float, float*,
                        int64_t);
@@ -209,6 +217,16 @@ bool cpu_has_vnni() {
 }
 #endif
 
+// the AVX2 tiles' layout (k pairs), where they are the kernel that runs
+bool pair_layout() {
+#if defined(__x86_64__)
+  static const bool pairs = !cpu_has_vnni() && cpu_has_avx2_fma();
+  return pairs;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw, const float* scales) {
@@ -216,7 +234,8 @@ PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw
   p.K = K;
   p.N = N;
   p.Kp = (K + 3) / 4 * 4;
-  const int64_t G = p.Kp / 4, panels = (N + NR - 1) / NR;
+  p.pairs = pair_layout();
+  const int64_t G = p.Kp / 4, J = p.Kp / 2, panels = (N + NR - 1) / NR;
   p.data.assign((size_t)(panels * G * NR * 4), 0);
   p.col_sum.assign((size_t)(panels * NR), 0);  // padded to whole panels with zeros (vector loads)
   p.scale.assign((size_t)(panels * NR), 0.f);
@@ -224,7 +243,8 @@ PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw
   for (int64_t n = 0; n < N; n++)
     for (int64_t k = 0; k < K; k++) {
       int8_t q = W[k * rsw + n * csw];
-      p.data[(size_t)((((n / NR) * G + k / 4) * NR + n % NR) * 4 + k % 4)] = q;
+      if (p.pairs) p.data[(size_t)((((n / NR) * J + k / 2) * NR + n % NR) * 2 + k % 2)] = q;
+      else p.data[(size_t)((((n / NR) * G + k / 4) * NR + n % NR) * 4 + k % 4)] = q;
       p.col_sum[(size_t)n] += q;
     }
   return p;
@@ -236,7 +256,9 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
   const int64_t panels = (w.N + NR - 1) / NR;
   ThreadPool* tp = gemm_pool(pool, M, w.N, w.K);
 #if defined(__x86_64__)
-  static const bool vnni = cpu_has_vnni(), avx2 = !vnni && cpu_has_avx2_fma();
+  // (the packed layout is the one of the kernel that runs: pack_q8 chose it by the same CPU test)
+  static const bool vnni = cpu_has_vnni();
+  const bool avx2 = w.pairs;
 #else
   constexpr bool vnni = false, avx2 = false;
 #endif
@@ -267,7 +289,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
   const float* bp = bias_padded.data();
 #if defined(__x86_64__)
   const UniformRows uni{uni_corr.data(), uni_scale.data()};
-  const auto& tiles = uniform ? kAvx2Uniform : kAvx2;
+  const auto& tiles = kAvx2[uniform ? 1 : 0];
 #endif
   const int64_t MB = avx2 ? 4 : 8;  // rows a tile (the AVX2 tiles take 4, VNNI's up to 8)
   const int64_t rb = (M + MB - 1) / MB;
@@ -295,10 +317,11 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
         if (xw.size() < (size_t)n) xw.resize((size_t)n);
         int16_t* x16 = xw.data();
         widen_avx2(a.data + m0 * w.Kp, x16, n);
-        for (int64_t p = p0; p < p1; p++)
-          for (int h = 0; h < 2; h++)
-            for (int64_t m = m0; m < m1; m += MB)
-              tiles[std::min(MB, M - m) - 1](m, p, h, x16 + (m - m0) * w.Kp, a, w, bp, lohi, C, ldc, snap_to, uni);
+        for (int64_t p = p0; p < p1; p++) {
+          const auto& by_rows = tiles[w.N - p * NR > 8 ? 1 : 0];  // a ragged last panel's 8 columns or fewer: one half
+          for (int64_t m = m0; m < m1; m += MB)
+            by_rows[std::min(MB, M - m) - 1](m, p, x16 + (m - m0) * w.Kp, a, w, bp, lohi, C, ldc, snap_to, uni);
+        }
         continue;
       }
       if (vnni) {

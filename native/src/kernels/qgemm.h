@@ -12,10 +12,12 @@
 
 namespace etnp {
 
-// Weights packed once: 16-column panels, K in groups of 4 (zero padded): for panel p, group g,
-// column j, element t: data[((p * G + g) * 16 + j) * 4 + t] = w(4g + t, 16p + j).
+// Weights packed once: 16-column panels, K zero padded to Kp, in groups of 4 (VNNI, NEON, portable):
+// for panel p, group g, column j, element t: data[((p * G + g) * 16 + j) * 4 + t] = w(4g + t, 16p + j),
+// or, where the AVX2 kernel runs (`pairs`), in pairs: data[((p * J + i) * 16 + j) * 2 + t] = w(2i + t, 16p + j).
 struct PackedQ8 {
   int64_t K = 0, N = 0, Kp = 0;    // Kp: K rounded up to a multiple of 4
+  bool pairs = false;
   std::vector<int8_t> data;
   std::vector<int32_t> col_sum;    // sum_k w(k, n), zero-padded to whole 16-column panels
   std::vector<float> scale;        // per output column, zero-padded likewise
