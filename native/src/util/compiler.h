@@ -8,6 +8,8 @@
 //                           are compiled under __x86_64__, which MSVC does not define: an MSVC
 //                           build runs the portable kernels.)
 //  ETNP_TARGET_INLINE("avx2")  the same, for a helper that must be inlined into its callers.
+//  ETNP_RESTRICT            a pointer no other pointer in its scope aliases (lets loops vectorise
+//                           without run-time overlap checks).
 //  etnp::mul_overflow / etnp::add_overflow  checked integer arithmetic (GCC/Clang builtins).
 #pragma once
 #include <limits>
@@ -16,7 +18,9 @@
 #if defined(_MSC_VER) && !defined(__clang__)
 #define ETNP_TARGET(features)
 #define ETNP_TARGET_INLINE(features) __forceinline
+#define ETNP_RESTRICT __restrict
 #else
+#define ETNP_RESTRICT __restrict__
 #define ETNP_TARGET(features) __attribute__((target(features)))
 #define ETNP_TARGET_INLINE(features) __attribute__((target(features), always_inline)) inline
 #endif

@@ -10,6 +10,7 @@
 
 #include "kernels/column_sums.h"
 #include "kernels/kernel_util.h"
+#include "kernels/window_reduce.h"
 
 namespace etnp::xnn {
 
@@ -22,6 +23,32 @@ void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
   ensure_shape(o, {N, OH, OW, C});
   if (indices) ensure_shape(*indices, {N, OH, OW, C});
   const int64_t row_work = std::max<int64_t>(1, OW * C * n.kh * n.kw);
+  if (!indices) {  // each output pixel: its window's taps reduced channel-wise (kernels/window_reduce.h)
+    const float* X = a.cdata();
+    float* Y = o.data.data();
+    parallel(ctx, N * OH, std::max<int64_t>(1, (int64_t(1) << 14) / row_work), [&](int64_t b, int64_t e) {
+      thread_local std::vector<const float*> taps;  // per thread, grow only
+      taps.resize((size_t)n.kh * n.kw);
+      for (int64_t r = b; r < e; r++) {
+        const int64_t bn = r / OH, oh = r % OH;
+        for (int64_t ow = 0; ow < OW; ow++) {
+          int64_t count = 0;
+          for (int64_t i = 0; i < (int64_t)n.kh; i++) {
+            const int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
+            if (ih < 0 || ih >= H) continue;
+            for (int64_t j = 0; j < (int64_t)n.kw; j++) {
+              const int64_t iw = ow * n.sw - n.pad_left + j * n.dw;
+              if (iw >= 0 && iw < W) taps[(size_t)count++] = X + ((bn * H + ih) * W + iw) * C;
+            }
+          }
+          float* y = Y + (r * OW + ow) * C;
+          if (is_max) window_max(taps.data(), count, C, y);
+          else window_mean(taps.data(), count, C, (float)std::max<int64_t>(count, 1), y);
+        }
+      }
+    });
+    return;
+  }
   parallel(ctx, N * OH, std::max<int64_t>(1, (int64_t(1) << 14) / row_work), [&](int64_t b, int64_t e) {
     thread_local std::vector<float> acc;  // per thread, grow only
     thread_local std::vector<int64_t> cnt_or_idx;
