@@ -21,6 +21,7 @@
 #include "kernels/quantize_row.h"
 #include "kernels/transpose_f32.h"
 #include "kernels/vec_math.h"
+#include "kernels/window_reduce.h"
 #include "util/fma_exact.h"
 
 using namespace etnp;
@@ -355,6 +356,37 @@ static void check_broadcast(std::mt19937& rng) {
   run({40, 3000, 1}, {40, 1, 7}, {40, 3000, 7}, &two);
 }
 
+// window_max / window_mean against the scalar formulas (tap order, NaN passed over by max)
+static void check_window_reduce(std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-4.f, 4.f);
+  for (int64_t C : {1, 7, 8, 9, 16, 23, 40}) {
+    for (int64_t taps = 0; taps <= 9; taps++) {
+      std::vector<std::vector<float>> rows((size_t)taps, std::vector<float>((size_t)C));
+      std::vector<const float*> x;
+      for (auto& r : rows) {
+        for (auto& v : r) v = (rng() % 7 == 0) ? NAN : (rng() % 5 == 0 ? -INFINITY : u(rng));
+        x.push_back(r.data());
+      }
+      std::vector<float> mx((size_t)C), mean((size_t)C);
+      window_max(x.data(), taps, C, mx.data());
+      const float d = (float)std::max<int64_t>(taps, 1);
+      window_mean(x.data(), taps, C, d, mean.data());
+      for (int64_t c = 0; c < C; c++) {
+        float m = -INFINITY, s = 0.f;
+        for (int64_t t = 0; t < taps; t++) {
+          m = x[(size_t)t][c] > m ? x[(size_t)t][c] : m;
+          s += x[(size_t)t][c];
+        }
+        s /= d;
+        const bool same_mean = std::memcmp(&s, &mean[(size_t)c], 4) == 0 || (s != s && mean[(size_t)c] != mean[(size_t)c]);
+        if ((std::memcmp(&m, &mx[(size_t)c], 4) != 0 || !same_mean) && failures++ < 5)
+          std::printf("window C=%ld taps=%ld [%ld]: max %g != %g or mean %g != %g\n", (long)C, (long)taps, (long)c,
+                      mx[(size_t)c], m, mean[(size_t)c], s);
+      }
+    }
+  }
+}
+
 static void check_pool() {
   for (int threads : {1, 2, 3, 5}) {
     ThreadPool pool(threads);
@@ -518,6 +550,7 @@ int main() {
   check_quantize_row(rng);
   check_depthwise(rng);
   check_broadcast(rng);
+  check_window_reduce(rng);
   ThreadPool one(1), two(2);
   const int64_t Ms[] = {1, 3, 6, 7, 8, 9, 13, 16, 17, 49, 100};
   const int64_t Ns[] = {1, 8, 15, 16, 17, 24, 31, 32, 33, 48, 70};
@@ -536,7 +569,7 @@ int main() {
   check_sgemm(&two, 300, 40, 96, true, rng);
   check_qgemm(&two, 64, 200, 256, rng);
   check_qgemm(&two, 2, 1000, 300, rng);
-  std::printf("kernel_check (%s): thread pool, vec_math, broadcasts + %d shapes x 2 kernels, %d mismatches\n",
+  std::printf("kernel_check (%s): thread pool, vec_math, broadcasts, windows + %d shapes x 2 kernels, %d mismatches\n",
               cpu_features_string(), cases + 4, failures);
   return failures ? 1 : 0;
 }

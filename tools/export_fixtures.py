@@ -581,6 +581,18 @@ class ScalarIO(nn.Module):
         return t, x * t, t - s
 
 
+class InputViews(nn.Module):
+    """Reshapes of delegate inputs, which the delegate reads in place (no copy): read by a batch
+    matmul, a slice, a transpose, an elementwise op and by further reshapes (which must copy, not
+    take over a buffer the view does not have)."""
+    def forward(self, x, q, k, w):
+        a = x.reshape(4, 6, 8)
+        b = a.reshape(24, 8).reshape(8, 24)           # reshapes of a view
+        s = torch.softmax(q.reshape(2, 3, 5) @ k.reshape(2, 5, 3), -1)
+        t = a[:, 1:4, :] + 1.0
+        return b * 2.0, s, t, a.permute(0, 2, 1) * 1.5, w.reshape(6, 32).reshape(32, 6) - 0.25
+
+
 class AddConstant(nn.Module):
     """ExecuTorch's test_qs8_add_constant model: lifted constants, a buffer and a parameter become
     delegate inputs whose XNN graph order differs from their external ids (arguments bind by
@@ -699,6 +711,7 @@ def fixtures():
     f["mlp_external"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, external=True)
     f["mlp_external_xnn"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, xnn=True, external=True)
     add_issue14_fixtures(f)
+    f["input_views_xnn"] = dict(methods={"forward": (InputViews(), (rnd(1, 4, 6, 8), rnd(30), rnd(2, 15), rnd(2, 96)))}, xnn=True)
     return f
 
 

@@ -199,6 +199,34 @@ class XnnDelegate : public DelegateHandle {
     }
     for (uint32_t id : g_.input_ids) readers[id] += 2;
     for (uint32_t id : g_.output_ids) readers[id] += 2;
+    std::vector<uint8_t> is_input(nv, 0), is_output(nv, 0);
+    for (uint32_t id : g_.input_ids) is_input[id] = 1;
+    for (uint32_t id : g_.output_ids) is_output[id] = 1;
+    // A reshape of a graph input that no node writes (the caller's tensor or the input's own
+    // buffer: fixed for the whole call) whose result only node `writer` writes and only nodes reading through cdata()
+    // read: the result is a view of the input (Value::raw), nothing copied.
+    auto written = [&](uint32_t id) {
+      for (const Node& n : g_.nodes)
+        for (const Node* w : {&n, (const Node*)n.pre.get(), (const Node*)n.post.get()})
+          if (w && (w->output == id || w->output2 == id)) return true;
+      return false;
+    };
+    auto viewable = [&](uint32_t id, size_t writer) {
+      bool read = false;
+      for (size_t k = 0; k < g_.nodes.size(); k++) {
+        const Node& n = g_.nodes[k];
+        for (size_t j = 0; j < n.inputs.size(); j++)
+          if (n.inputs[j] == id) {
+            read = true;
+            if (!reads_through_cdata(n, j)) return false;
+          }
+        for (const Node* f : {n.pre.get(), n.post.get()})
+          if (f && std::find(f->inputs.begin(), f->inputs.end(), id) != f->inputs.end()) return false;
+        for (const Node* w : {&n, (const Node*)n.pre.get(), (const Node*)n.post.get()})
+          if (w && (w->output == id || w->output2 == id) && (k != writer || w != &n || w->output2 == id)) return false;
+      }
+      return read;
+    };
     for (size_t i = 0; i < g_.nodes.size(); i++) {
       Node& n = g_.nodes[i];
       const bool in_chain = chains_[i] != 1;  // (run chunk by chunk: no buffer taken over)
@@ -209,14 +237,25 @@ class XnnDelegate : public DelegateHandle {
       Value &va = g_.values[a], &vo = g_.values[o];
       if (n.type != StaticTranspose)
         n.move_input = readers[a] == 1 && !va.is_constant && !vo.is_constant && va.external_id == kInvalidId &&
-                       !dynamically_quantized(va) && !dynamically_quantized(vo) && readers[o] < 2 &&
+                       !dynamically_quantized(va) && !dynamically_quantized(vo) && !is_output[o] &&
                        (n.type == Convert || same_grid(va, vo)) && !in_chain;
+      if (n.type == StaticReshape && !n.move_input && !in_chain && is_input[a] && !is_output[a] && !is_input[o] &&
+          !is_output[o] && !vo.is_constant && same_grid(va, vo) && !dynamically_quantized(va) &&
+          !dynamically_quantized(vo) && !written(a) && viewable(o, i)) {
+        n.view_input = true;
+        views_.push_back(o);
+      }
       const bool no_clamp = !std::isfinite(n.out_min) && !std::isfinite(n.out_max);
       if (vo.dtype == FP32 && vo.quant == Quant::None && no_clamp && !va.is_constant) {
         if (on_int8_grid(va)) vo.grid_source = a;
         else if (va.grid_source != kInvalidId) vo.grid_source = va.grid_source;
       }
     }
+    // a view has no buffer to take over: a node reading one copies it (through cdata())
+    std::vector<uint8_t> is_view(nv, 0);
+    for (uint32_t id : views_) is_view[id] = 1;
+    for (Node& n : g_.nodes)
+      if (n.move_input && n.inputs.size() == 1 && n.inputs[0] < nv && is_view[n.inputs[0]]) n.move_input = false;
   }
 
   // A float32 input read only by nodes that read through Value::cdata() (transposes, convolutions
@@ -226,19 +265,22 @@ class XnnDelegate : public DelegateHandle {
     XnnDelegate* d;
     ~BorrowGuard() {
       for (uint32_t id : d->g_.input_ids) d->g_.values[id].raw = nullptr;
+      for (uint32_t id : d->views_) d->g_.values[id].raw = nullptr;
     }
   };
+  // Whether node n reads its input j through Value::cdata() (a fused node's parts not included)
+  static bool reads_through_cdata(const Node& n, size_t j) {
+    if (n.pre || n.post) return false;
+    if (n.type == StaticTranspose || (n.type == Conv2d && n.nchw_transposed != kInvalidId) ||
+        n.type == FullyConnected || n.type == StaticReshape || n.type == StaticConstantPad || n.type == StaticSlice)
+      return j == 0;
+    if (n.type == BatchMatrixMultiply) return j < 2;
+    return unary_op(n.type) || binary_op(n.type) || n.type == Softmax || n.type == GlobalAvgPooling2d ||
+           n.type == Concatenate2 || n.type == Concatenate3 || n.type == Concatenate4 || n.type == Concatenate5;
+  }
   void plan_borrowing() {
     borrowable_.assign(g_.input_ids.size(), false);
-    // node types that read their inputs through Value::cdata() (a fused node's parts not included)
-    auto in_place = [](const Node& n, size_t j) {
-      if (n.pre || n.post) return false;
-      if (n.type == StaticTranspose || (n.type == Conv2d && n.nchw_transposed != kInvalidId) ||
-          n.type == FullyConnected || n.type == StaticReshape || n.type == StaticConstantPad)
-        return j == 0;
-      return unary_op(n.type) || binary_op(n.type) || n.type == Softmax || n.type == GlobalAvgPooling2d ||
-             n.type == Concatenate2 || n.type == Concatenate3 || n.type == Concatenate4 || n.type == Concatenate5;
-    };
+    auto in_place = reads_through_cdata;
     for (size_t k = 0; k < g_.input_ids.size(); k++) {
       uint32_t id = g_.input_ids[k];
       const Value& v = g_.values[id];
@@ -378,6 +420,7 @@ class XnnDelegate : public DelegateHandle {
   std::vector<Reuse> reuse_;        // in the order they are made during a call
   std::vector<size_t> reuse_end_;   // reuse_[0, reuse_end_[i]) are made before node i runs
   std::vector<uint32_t> chains_;    // plan_chains: chain lengths at their first nodes
+  std::vector<uint32_t> views_;       // plan_moves: reshapes' results that view a graph input (Node::view_input)
   std::vector<uint8_t> chain_locals_;  // plan_chain_locals: outputs only their chain reads
   std::vector<uint32_t> then_;         // plan_producer_chains: chains handed to the node before them
 };

@@ -48,7 +48,8 @@ struct Value {
   std::vector<uint8_t> q8;  // the same rows as integers, q + 128
   // during method load: float32 constant bytes in the program, not copied, for filters that are
   // used only through packed weights (read_graph leaves `data` empty for them); during a call: the
-  // caller's tensor for a graph input that only transposes read (the executor's BorrowGuard)
+  // caller's tensor for a graph input that only transposes read (the executor's BorrowGuard), or
+  // for a reshape of a graph input, that input's elements (Node::view_input)
   const float* raw = nullptr;
   const float* cdata() const { return raw ? raw : data.data(); }
   // a float32 value whose elements are those of an int8-grid value (a Convert's dequantized copy,
@@ -101,6 +102,7 @@ struct Node {
   bool clamp_fused = false;       // a Clamp after it was fused into out_min/out_max (profiles say so)
   bool snapped = false;           // during a call: the node finished its output itself (clamped, snapped / rounded): run_node does not
   bool move_input = false;        // StaticReshape, Convert: takes its input's buffer (nothing else reads it)
+  bool view_input = false;        // StaticReshape of a graph input: its result is the input's elements in place (Value::raw)
   // A DepthwiseConv2d that absorbed the pointwise Conv2d producing its input (the expansion of an
   // inverted-residual block): `pre` is that node (its output, inputs[0] here, is written only when
   // the band pipeline cannot run); its input is also inputs[3] here, for the buffer planner.

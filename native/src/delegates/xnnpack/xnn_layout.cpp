@@ -158,6 +158,11 @@ void reshape(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   for (auto d : s)
     if (etnp::mul_overflow(total, d, &total)) fail(n, "invalid reshape size");
   if (total != a.numel()) fail(n, "cannot reshape " + shape_str(a.shape) + " to " + shape_str(s));
+  if (n.view_input && &o != &a) {  // a graph input, read in place (its buffer is fixed for the call)
+    o.shape = s;                   // (the size was checked above: the input's element count)
+    o.raw = a.cdata();
+    return;
+  }
   if (n.move_input && &o != &a) {  // nothing else reads the input: its buffer becomes the output's
     o.data.swap(a.data);
     sc.moves.emplace_back(n.output, n.inputs[0]);

@@ -101,7 +101,9 @@ void batch_matmul(KernelContext& ctx, Graph& g, Node& n) {
   int64_t M = a.shape[ra - 2], K = a.shape[ra - 1];
   int64_t Kb = tb ? b.shape[rb - 1] : b.shape[rb - 2], N = tb ? b.shape[rb - 2] : b.shape[rb - 1];
   if (K != Kb) fail(n, "inner dimensions differ: " + shape_str(a.shape) + " x " + shape_str(b.shape));
-  int64_t BA = a.numel() / (M * K), BB = b.numel() / (Kb * N);
+  int64_t BA = 1, BB = 1;  // the batch sizes: the leading dimensions (no division by an empty matrix's size)
+  for (size_t d = 0; d + 2 < ra; d++) BA *= a.shape[d];
+  for (size_t d = 0; d + 2 < rb; d++) BB *= b.shape[d];
   if (BA != BB && BB != 1 && BA != 1) fail(n, "batch dimensions do not broadcast");
   int64_t B = std::max(BA, BB);
   std::vector<int64_t> s = BA >= BB ? a.shape : b.shape;
@@ -110,8 +112,8 @@ void batch_matmul(KernelContext& ctx, Graph& g, Node& n) {
   ensure_shape(o, s);
   const GemmEpilogue ep = epilogue(n, nullptr);
   auto one = [&](ThreadPool* pool, int64_t i) {
-    const float* A = a.data.data() + (BA == 1 ? 0 : i) * M * K;
-    const float* Bp = b.data.data() + (BB == 1 ? 0 : i) * K * N;
+    const float* A = a.cdata() + (BA == 1 ? 0 : i) * M * K;
+    const float* Bp = b.cdata() + (BB == 1 ? 0 : i) * K * N;
     sgemm(pool, M, N, K, A, K, 1, Bp, tb ? 1 : N, tb ? K : 1, o.data.data() + i * M * N, N, ep);
   };
   // attention's batches of heads: small products, one or more whole products a thread (the

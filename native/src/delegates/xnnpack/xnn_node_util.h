@@ -23,7 +23,8 @@ inline double clamp_q(double v, double lo, double hi) { return v >= lo ? (v <= h
 inline Value& in(Graph& g, const Node& n, size_t k) {
   uint32_t id = n.inputs.at(k);
   Value& v = g.values[id];
-  if (!v.is_constant && v.data.size() < (size_t)v.numel()) fail(n, "input " + std::to_string(k) + " has no data");
+  // (a value read in place - Value::raw - is read through cdata() by every node that reads it)
+  if (!v.is_constant && !v.raw && v.data.size() < (size_t)v.numel()) fail(n, "input " + std::to_string(k) + " has no data");
   return v;
 }
 inline Value* opt_in(Graph& g, const Node& n, size_t k) {
