@@ -172,8 +172,7 @@ std::vector<Tensor*> expand_masks(const Tensor& x, const std::vector<Tensor*>& i
 
 // Advanced indexing with a list of optional index tensors on the leading dims
 // (None entries keep a dim), broadcasting the index tensors together.
-void index_positions(const Tensor& x, const std::vector<Tensor*>& ids, std::vector<int64_t>& offsets,
-                     std::vector<int64_t>& out_shape) {
+void index_rows(const Tensor& x, const std::vector<Tensor*>& ids, IndexRows& r, std::vector<int64_t>& out_shape) {
   // Supports None entries before the indexed dims only (the common x[:, idx] form).
   int first = -1, count = 0;
   for (size_t i = 0; i < ids.size(); i++)
@@ -198,18 +197,21 @@ void index_positions(const Tensor& x, const std::vector<Tensor*>& ids, std::vect
   int64_t pre = prod(x, 0, first), post = prod(x, first + count, x.dim), nb = bshape.numel();
   std::vector<BroadcastStrides> bs;
   for (int i = first; i < first + count; i++) bs.push_back(broadcast_strides(*ids[i], bshape));
-  offsets.assign((size_t)(pre * nb * post), 0);
+  r.row.assign((size_t)(pre * nb), 0);
+  r.post.assign((size_t)post, 0);
   // offsets of the leading (p) and trailing (q) positions, decomposed once
-  std::vector<int64_t> pos_pre((size_t)pre), pos_post((size_t)post);
+  std::vector<int64_t> pos_pre((size_t)pre);
   for (int64_t p = 0; p < pre; p++) {
     int64_t po = 0, rem = p;
     for (int k = first - 1; k >= 0; k--) { po += (rem % x.sizes[k]) * x.strides[k]; rem /= x.sizes[k]; }
     pos_pre[(size_t)p] = po;
   }
+  r.contiguous_post = true;
   for (int64_t q = 0; q < post; q++) {
     int64_t qo = 0, rem = q;
     for (int k = x.dim - 1; k >= first + count; k--) { qo += (rem % x.sizes[k]) * x.strides[k]; rem /= x.sizes[k]; }
-    pos_post[(size_t)q] = qo;
+    r.post[(size_t)q] = qo;
+    r.contiguous_post = r.contiguous_post && qo == q;
   }
   int64_t bpos[kMaxDims] = {};
   for (int64_t j = 0; j < nb; j++) {
@@ -220,13 +222,19 @@ void index_positions(const Tensor& x, const std::vector<Tensor*>& ids, std::vect
       int dd = first + i;
       off += checked_index(load_i64(ids[first + i]->data, ids[first + i]->dtype, io), x.sizes[dd], "index") * x.strides[dd];
     }
-    for (int64_t p = 0; p < pre; p++) {
-      int64_t* o = offsets.data() + (p * nb + j) * post;
-      const int64_t base = pos_pre[(size_t)p] + off;
-      for (int64_t q = 0; q < post; q++) o[q] = base + pos_post[(size_t)q];
-    }
+    for (int64_t p = 0; p < pre; p++) r.row[(size_t)(p * nb + j)] = pos_pre[(size_t)p] + off;
     for (int k = bshape.dim - 1; k >= 0; k--) { if (++bpos[k] < bshape.sizes[k]) break; bpos[k] = 0; }
   }
+}
+
+void index_positions(const Tensor& x, const std::vector<Tensor*>& ids, std::vector<int64_t>& offsets,
+                     std::vector<int64_t>& out_shape) {
+  IndexRows r;
+  index_rows(x, ids, r, out_shape);
+  const size_t post = r.post.size();
+  offsets.resize(r.row.size() * post);
+  for (size_t i = 0; i < r.row.size(); i++)
+    for (size_t q = 0; q < post; q++) offsets[i * post + q] = r.row[i] + r.post[q];
 }
 
 namespace {
@@ -237,24 +245,27 @@ void index_kernel(KernelContext& ctx, EValue** a, size_t) {
   MaskExpansion masks;
   auto ids = expand_masks(x, tensor_list_arg(ctx, a, 1, true), masks);
   Tensor& out = tensor_arg(a, 2);
-  std::vector<int64_t> offs, shape;
-  index_positions(x, ids, offs, shape);
+  IndexRows r;
+  std::vector<int64_t> shape;
+  index_rows(x, ids, r, shape);
   prepare_out(ctx, out, x.dtype, shape);
-  const size_t es = x.elem_size();
-  if (x.dtype == out.dtype && out.default_dim_order() && !offs.empty()) {
-    // runs of positions adjacent in x (a contiguous trailing block, as x[idx] of a table's rows)
-    // copied whole; out is written in order
+  const size_t es = x.elem_size(), post = r.post.size();
+  if (x.dtype == out.dtype && out.default_dim_order() && r.contiguous_post && post > 0) {
+    // each indexed position's trailing block (a table's row for x[idx]) copied whole; out is
+    // written in order, adjacent blocks that are adjacent in x in one copy
     uint8_t* dst = (uint8_t*)out.data;
     const uint8_t* src = (const uint8_t*)x.data;
-    for (size_t i = 0; i < offs.size();) {
+    const size_t row_bytes = post * es;
+    for (size_t i = 0; i < r.row.size();) {
       size_t e = i + 1;
-      while (e < offs.size() && offs[e] == offs[e - 1] + 1) e++;
-      std::memmove(dst + i * es, src + offs[i] * es, (e - i) * es);
+      while (e < r.row.size() && r.row[e] == r.row[e - 1] + (int64_t)post) e++;
+      std::memmove(dst + i * row_bytes, src + r.row[i] * es, (e - i) * row_bytes);  // (a corrupt plan may overlap them)
       i = e;
     }
     return;
   }
-  for (size_t i = 0; i < offs.size(); i++) copy_elem(x, offs[i], out, (int64_t)i);
+  for (size_t i = 0; i < r.row.size(); i++)
+    for (size_t q = 0; q < post; q++) copy_elem(x, r.row[i] + r.post[q], out, (int64_t)(i * post + q));
 }
 
 // index_put.out(self, indices, values, accumulate, out)
@@ -268,22 +279,33 @@ void index_put_kernel(KernelContext& ctx, EValue** a, size_t) {
   prepare_out(ctx, out, x.dtype, shape_of(x));
   check_contiguous(out, "index_put output");
   copy_view(view_of(x), out);
-  std::vector<int64_t> offs, shape;
-  index_positions(out, ids, offs, shape);
+  IndexRows r;
+  std::vector<int64_t> shape;
+  index_rows(out, ids, r, shape);
   Tensor sh;
   sh.dim = (int)shape.size();
   for (int k = 0; k < sh.dim; k++) sh.sizes[k] = shape[k];
   sh.compute_strides();
   BroadcastStrides bs = broadcast_strides(v, sh);
-  int64_t pos[kMaxDims] = {};
-  for (size_t i = 0; i < offs.size(); i++) {
-    int64_t vo = 0;
-    for (int k = 0; k < sh.dim; k++) vo += pos[k] * bs.strides[k];
-    double val = load_f64(v.data, v.dtype, vo);
-    if (acc) val += load_f64(out.data, out.dtype, offs[i]);
-    store_f64(out.data, out.dtype, offs[i], val);
-    for (int k = sh.dim - 1; k >= 0; k--) { if (++pos[k] < sh.sizes[k]) break; pos[k] = 0; }
+  const size_t post = r.post.size(), es = out.elem_size();
+  if (!acc && v.dtype == out.dtype && v.default_dim_order() && v.numel() == sh.numel() && r.contiguous_post && post > 0) {
+    // the values in order (no broadcast): each row's block copied whole (a KV cache's new entries)
+    const uint8_t* src = (const uint8_t*)v.data;
+    uint8_t* dst = (uint8_t*)out.data;
+    for (size_t i = 0; i < r.row.size(); i++) std::memmove(dst + r.row[i] * es, src + i * post * es, post * es);
+    return;
   }
+  int64_t pos[kMaxDims] = {};
+  for (size_t i = 0; i < r.row.size(); i++)
+    for (size_t q = 0; q < post; q++) {
+      int64_t vo = 0;
+      for (int k = 0; k < sh.dim; k++) vo += pos[k] * bs.strides[k];
+      const int64_t off = r.row[i] + r.post[q];
+      double val = load_f64(v.data, v.dtype, vo);
+      if (acc) val += load_f64(out.data, out.dtype, off);
+      store_f64(out.data, out.dtype, off, val);
+      for (int k = sh.dim - 1; k >= 0; k--) { if (++pos[k] < sh.sizes[k]) break; pos[k] = 0; }
+    }
 }
 
 // nonzero.out(self, out): int64 [n, rank], the coordinates of the non-zero elements in row-major order.
