@@ -138,17 +138,22 @@ ETNP_TARGET("avx2,fma") void edge_avx2(int64_t K, const float* A, int64_t rsa, c
   __m256 acc[NV][ROWS];
 #pragma GCC unroll 6
   for (int i = 0; i < ROWS; i++)
+#pragma GCC unroll 2
     for (int v = 0; v < NV; v++) acc[v][i] = _mm256_setzero_ps();
   for (int64_t k = 0; k < K; k++) {
     __m256 bv[NV];
+#pragma GCC unroll 2
     for (int v = 0; v < NV; v++) bv[v] = _mm256_loadu_ps(b + k * NR + 8 * v);
 #pragma GCC unroll 6
     for (int i = 0; i < ROWS; i++) {
       const __m256 x = _mm256_broadcast_ss(A + i * rsa + k);
+      // (unrolled, or GCC keeps the accumulators in memory: a store each, every k step)
+#pragma GCC unroll 2
       for (int v = 0; v < NV; v++) acc[v][i] = _mm256_fmadd_ps(x, bv[v], acc[v][i]);
     }
   }
   const __m256 vlo = _mm256_broadcast_ss(lohi), vhi = _mm256_broadcast_ss(lohi + 1);
+#pragma GCC unroll 2
   for (int v = 0; v < NV; v++) {
     const int64_t n = std::min<int64_t>(8, cols - 8 * v);  // columns of this half (> 0)
     const __m256i m = first_lanes_avx2(n);
