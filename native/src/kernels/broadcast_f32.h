@@ -88,11 +88,13 @@ void broadcast_binary(ThreadPool* pool, const BroadcastPlan& p, const TX* x, con
     const int64_t k = std::max<int64_t>(1, 2048 / inner);
     auto run_rep = [&](int64_t t0, int64_t t1) {
       // rep: the repeating operand's row k times; other: the contiguous operand; g(other, rep)
+      // (no more copies than the task has rows: a decode step's 2 rows of 8 must not copy 2048)
+      const int64_t kt = std::min(k, t1 - t0);
       auto sweep = [&](const auto* row, const auto* other, auto g) {
-        std::vector<std::remove_cv_t<std::remove_pointer_t<decltype(row)>>> rep((size_t)(k * inner));
-        for (int64_t i = 0; i < k; i++) std::copy(row, row + inner, rep.begin() + i * inner);
-        for (int64_t r = t0; r < t1; r += k) {
-          const int64_t n = std::min(k, t1 - r) * inner;
+        std::vector<std::remove_cv_t<std::remove_pointer_t<decltype(row)>>> rep((size_t)(kt * inner));
+        for (int64_t i = 0; i < kt; i++) std::copy(row, row + inner, rep.begin() + i * inner);
+        for (int64_t r = t0; r < t1; r += kt) {
+          const int64_t n = std::min(kt, t1 - r) * inner;
           const auto* o = other + r * inner;
           TZ* w = z + r * inner;
           for (int64_t j = 0; j < n; j++) w[j] = g(o[j], rep[j]);
