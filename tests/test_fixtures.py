@@ -56,6 +56,8 @@ TOLERANCES = {
     "channels_last_xnn": (1e-4, 1e-4),
     # 0-d tensors in and out of an XNNPACK delegate (held as [1] in the graph), as in Swin's mask
     "xnn_scalar_io": (1e-6, 1e-6),
+    # masks: comparisons, logical_not, full_like, where (per-row condition, scalar operands): exact
+    "mask_ops": (0, 0),
     # reshapes of delegate inputs read in place (batch matmul, slice, transpose, further reshapes)
     "input_views_xnn": (1e-5, 1e-5),
     # issue #14 operators. Layout copies, masked/scatter ops and empty are exact.

@@ -593,6 +593,23 @@ class InputViews(nn.Module):
         return b * 2.0, s, t, a.permute(0, 2, 1) * 1.5, w.reshape(6, 32).reshape(32, 6) - 0.25
 
 
+class MaskOps(nn.Module):
+    """Mask arithmetic as exported attention has it (portable kernels): comparisons with a scalar,
+    logical_not, full_like fills of several dtypes, where with a per-row condition, a full one and
+    scalar operands."""
+    def forward(self, s, i, b):
+        m = torch.eq(s, 0.5)                              # float == scalar
+        row = torch.logical_not(torch.any(m, dim=-1, keepdim=True))
+        neg = torch.full_like(s, float("-inf"))
+        w1 = torch.where(row, s, neg)                     # a condition per row
+        w2 = torch.where(s > 0.0, s, 0.25)                # full condition, scalar other
+        w3 = torch.where(b, i, torch.full_like(i, 7))     # int64, full_like of int64
+        nb = torch.logical_not(b)                         # bool
+        ni = torch.logical_not(i)                         # int64 -> bool
+        f16 = torch.full_like(s, 3.0, dtype=torch.float16).float()
+        return w1, w2, w3, nb, ni, torch.eq(i, 3), f16 + s
+
+
 class AddConstant(nn.Module):
     """ExecuTorch's test_qs8_add_constant model: lifted constants, a buffer and a parameter become
     delegate inputs whose XNN graph order differs from their external ids (arguments bind by
@@ -711,6 +728,9 @@ def fixtures():
     f["mlp_external"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, external=True)
     f["mlp_external_xnn"] = dict(methods={"forward": (MLP(), (rnd(4, 16),))}, xnn=True, external=True)
     add_issue14_fixtures(f)
+    f["mask_ops"] = dict(methods={"forward": (MaskOps(), (torch.tensor([[[0.5, 1.0, -2.0, 0.5], [1.0, 2.0, -1.0, 0.0],
+                                                                          [0.25, 0.5, 3.0, -0.5]]] * 2),
+                                                         torch.randint(-5, 6, (2, 3, 4)), torch.rand(2, 3, 4) > 0.5))})
     f["input_views_xnn"] = dict(methods={"forward": (InputViews(), (rnd(1, 4, 6, 8), rnd(30), rnd(2, 15), rnd(2, 96)))}, xnn=True)
     return f
 

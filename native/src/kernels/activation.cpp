@@ -67,6 +67,12 @@ void unary_kernel(KernelContext& ctx, EValue** a, size_t) {
       return;
     }
   }
+  if constexpr (FI != nullptr) {  // integer / bool (logical_not over a mask): FI inlined
+    if (!is_floating(x.dtype) && !is_floating(out.dtype)) {
+      resize(out, shape_of(x));
+      if (unary_int_typed(x, out, [](int64_t v) { return FI(v); })) return;
+    }
+  }
   unary_apply(ctx, x, out, FD, FI);
 }
 

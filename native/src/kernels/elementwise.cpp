@@ -8,11 +8,16 @@
 namespace etnp {
 
 namespace {
+template <typename FDc>
 void binary_f32_broadcast(KernelContext& ctx, const BroadcastPlan& p, const Tensor& a, const Tensor& b, Tensor& out,
-                          BinaryD fd);
+                          BinaryD fd, FDc fdc);
 }
 
-void binary_apply(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, BinaryD fd, BinaryI fi) {
+// binary_apply's loops with the element functions as callables (fdc, fic: fd and fi, or - from a
+// kernel that knows them at compile time - calls the compiler inlines into the loops)
+template <typename FDc, typename FIc>
+void binary_apply_with(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, BinaryD fd, BinaryI fi,
+                       FDc fdc, FIc fic) {
   resize(out, broadcast_shapes(a, b));
   bool fl = is_floating(a.dtype) || is_floating(b.dtype) || is_floating(out.dtype) || !fi;
   if (fl && !fd) throw_exec(std::string(ctx.op) + " is not defined for floating-point dtypes");
@@ -22,7 +27,7 @@ void binary_apply(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& 
   const bool planned = a.default_dim_order() && b.default_dim_order() && out.default_dim_order() &&
                        plan_broadcast(shape_of(a), shape_of(b), shape_of(out), p);
   if (planned && fl && a.dtype == DType::F32 && b.dtype == DType::F32 && out.dtype == DType::F32) {
-    binary_f32_broadcast(ctx, p, a, b, out, fd);
+    binary_f32_broadcast(ctx, p, a, b, out, fd, fdc);
     return;
   }
   if (planned && out.dtype == DType::Bool && a.dtype == b.dtype && (a.dtype == DType::F32 || (a.dtype == DType::I64 && !fl))) {
@@ -30,31 +35,36 @@ void binary_apply(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& 
     uint8_t* z = out.ptr<uint8_t>();
     if (a.dtype == DType::F32)
       broadcast_binary(ctx.pool, p, a.ptr<float>(), b.ptr<float>(), z,
-                       [fd](float u, float v) -> uint8_t { return fd((double)u, (double)v) != 0; });
+                       [fdc](float u, float v) -> uint8_t { return fdc((double)u, (double)v) != 0; });
     else
       broadcast_binary(nullptr, p, a.ptr<int64_t>(), b.ptr<int64_t>(), z,
-                       [fi](int64_t u, int64_t v) -> uint8_t { return fi(u, v) != 0; });
+                       [fic](int64_t u, int64_t v) -> uint8_t { return fic(u, v) != 0; });
     return;
   }
   if (planned && !fl && a.dtype == b.dtype && a.dtype == out.dtype && (a.dtype == DType::I64 || a.dtype == DType::Bool)) {
     // integer ops may throw (division by zero): on this thread only
     if (a.dtype == DType::I64)
-      broadcast_binary(nullptr, p, a.ptr<int64_t>(), b.ptr<int64_t>(), out.ptr<int64_t>(), fi);
+      broadcast_binary(nullptr, p, a.ptr<int64_t>(), b.ptr<int64_t>(), out.ptr<int64_t>(), fic);
     else
       broadcast_binary(nullptr, p, a.ptr<uint8_t>(), b.ptr<uint8_t>(), out.ptr<uint8_t>(),
-                       [fi](uint8_t u, uint8_t v) -> uint8_t { return fi(u != 0, v != 0) != 0; });
+                       [fic](uint8_t u, uint8_t v) -> uint8_t { return fic(u != 0, v != 0) != 0; });
     return;
   }
   const Tensor* ins[2] = {&a, &b};
   if (fl) {
     for_each_broadcast(out, ins, 2, [&](int64_t o, const int64_t* off) {
-      store_f64(out.data, out.dtype, o, fd(load_f64(a.data, a.dtype, off[0]), load_f64(b.data, b.dtype, off[1])));
+      store_f64(out.data, out.dtype, o, fdc(load_f64(a.data, a.dtype, off[0]), load_f64(b.data, b.dtype, off[1])));
     });
   } else {
     for_each_broadcast(out, ins, 2, [&](int64_t o, const int64_t* off) {
-      store_i64(out.data, out.dtype, o, fi(load_i64(a.data, a.dtype, off[0]), load_i64(b.data, b.dtype, off[1])));
+      store_i64(out.data, out.dtype, o, fic(load_i64(a.data, a.dtype, off[0]), load_i64(b.data, b.dtype, off[1])));
     });
   }
+}
+
+void binary_apply(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, BinaryD fd, BinaryI fi) {
+  binary_apply_with(ctx, a, b, out, fd, fi, [fd](double x, double y) { return fd(x, y); },
+                    [fi](int64_t x, int64_t y) { return fi(x, y); });
 }
 
 void unary_apply(KernelContext& ctx, const Tensor& a, Tensor& out, UnaryD fd, UnaryI fi) {
@@ -65,30 +75,7 @@ void unary_apply(KernelContext& ctx, const Tensor& a, Tensor& out, UnaryD fd, Un
     return;
   }
   resize(out, shape_of(a));
-  if (a.dtype == out.dtype && a.default_dim_order() && out.default_dim_order()) {  // typed loop, no per-element dispatch
-    const int64_t n = a.numel();
-    switch (a.dtype) {
-      case DType::Bool: {
-        const uint8_t* x = a.ptr<uint8_t>();
-        uint8_t* y = out.ptr<uint8_t>();
-        for (int64_t i = 0; i < n; i++) y[i] = fi(x[i] ? 1 : 0) != 0;
-        return;
-      }
-      case DType::I64: {
-        const int64_t* x = a.ptr<int64_t>();
-        int64_t* y = out.ptr<int64_t>();
-        for (int64_t i = 0; i < n; i++) y[i] = fi(x[i]);
-        return;
-      }
-      case DType::I32: {
-        const int32_t* x = a.ptr<int32_t>();
-        int32_t* y = out.ptr<int32_t>();
-        for (int64_t i = 0; i < n; i++) y[i] = (int32_t)fi(x[i]);
-        return;
-      }
-      default: break;
-    }
-  }
+  if (unary_int_typed(a, out, fi)) return;
   const Tensor* ins[1] = {&a};
   for_each_broadcast(out, ins, 1, [&](int64_t o, const int64_t* off) {
     store_i64(out.data, out.dtype, o, fi(load_i64(a.data, a.dtype, off[0])));
@@ -173,8 +160,9 @@ double div_d(double x, double y) { return x / y; }
 // float32 equal the double result rounded to float (double holds the exact product/quotient to
 // well past float's rounding point), as do max/min with their NaN rule; other functions go
 // through `fd` in double, one call an element.
+template <typename FDc>
 void binary_f32_broadcast(KernelContext& ctx, const BroadcastPlan& p, const Tensor& a, const Tensor& b, Tensor& out,
-                          BinaryD fd) {
+                          BinaryD fd, FDc fdc) {
   const float* x = a.ptr<float>();
   const float* y = b.ptr<float>();
   float* z = out.ptr<float>();
@@ -193,7 +181,7 @@ void binary_f32_broadcast(KernelContext& ctx, const BroadcastPlan& p, const Tens
     broadcast_binary(pool, p, x, y, z, [](float u, float) { return (float)((double)u * u); });
   else if (fd == pow_d && b.numel() == 1 && *y == 3.f)
     broadcast_binary(pool, p, x, y, z, [](float u, float) { return (float)((double)u * u * u); });
-  else broadcast_binary(pool, p, x, y, z, [fd](float u, float v) { return (float)fd((double)u, (double)v); });
+  else broadcast_binary(pool, p, x, y, z, [fdc](float u, float v) { return (float)fdc((double)u, (double)v); });
 }
 double atan2_d(double x, double y) { return std::atan2(x, y); }
 double hypot_d(double x, double y) { return std::hypot(x, y); }
@@ -204,13 +192,29 @@ int64_t bxor_i(int64_t x, int64_t y) { return x ^ y; }
 int64_t shl_i(int64_t x, int64_t y) { return (y < 0 || y >= 64) ? 0 : (int64_t)((uint64_t)x << y); }
 int64_t shr_i(int64_t x, int64_t y) { return (y < 0 || y >= 64) ? (x < 0 ? -1 : 0) : x >> y; }
 
+// binary_apply with the element functions known at compile time: inlined into the loops (a
+// comparison over an attention mask was an indirect call an element)
+template <BinaryD FD, BinaryI FI>
+void binary_apply_static(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
+  binary_apply_with(
+      ctx, a, b, out, FD, FI,
+      [](double x, double y) -> double {
+        if constexpr (FD == nullptr) return 0.0;  // (not called: binary_apply_with throws first)
+        else return FD(x, y);
+      },
+      [](int64_t x, int64_t y) -> int64_t {
+        if constexpr (FI == nullptr) return 0;  // (not called without fi)
+        else return FI(x, y);
+      });
+}
+
 // Tensor (op) Tensor-or-Scalar: args (self, other, out)
 template <BinaryD FD, BinaryI FI>
 void binary_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   ScalarHolder h;
   make_scalar_tensor(a[1], x, h);
-  binary_apply(ctx, x, h.t, tensor_arg(a, 2), FD, FI);
+  binary_apply_static<FD, FI>(ctx, x, h.t, tensor_arg(a, 2));
 }
 // Scalar (op) Tensor: args (self scalar, other tensor, out)
 template <BinaryD FD, BinaryI FI>
@@ -218,7 +222,7 @@ void scalar_tensor_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& y = tensor_arg(a, 1);
   ScalarHolder h;
   make_scalar_tensor(a[0], y, h);
-  binary_apply(ctx, h.t, y, tensor_arg(a, 2), FD, FI);
+  binary_apply_static<FD, FI>(ctx, h.t, y, tensor_arg(a, 2));
 }
 
 // add/sub with alpha: (self, other, alpha, out)
@@ -279,6 +283,13 @@ void div_mode_kernel(KernelContext& ctx, EValue** a, size_t) {
   else throw_exec("unknown rounding mode '" + mode + "'");
 }
 
+bool same_sizes(const Tensor& a, const Tensor& b) {
+  if (a.dim != b.dim) return false;
+  for (int k = 0; k < a.dim; k++)
+    if (a.sizes[k] != b.sizes[k]) return false;
+  return true;
+}
+
 // where.self_out(condition, self, other, out)
 void where_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& c = tensor_arg(a, 0);
@@ -296,7 +307,26 @@ void where_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor* ins[3] = {&c, &x, &y};
   if (c.dtype == DType::Bool && x.dtype == out.dtype && y.dtype == out.dtype) {
     const uint8_t* cp = c.ptr<uint8_t>();
+    // contiguous, the condition out's shape (or out's shape with the last dimension 1: one
+    // condition a row, a mask over attention rows), each value operand out's shape or one
+    // element (a mask filled with a scalar): flat loops instead of the broadcast odometer
+    const int64_t n = out.numel();
+    auto whole_or_one = [&](const Tensor& t) { return t.numel() == 1 || (t.numel() == n && same_sizes(t, out)); };
+    const bool full_cond = c.numel() == n && same_sizes(c, out);
+    bool per_row = !full_cond && c.dim == out.dim && out.dim > 0 && c.sizes[c.dim - 1] == 1;
+    for (int k = 0; per_row && k + 1 < c.dim; k++) per_row = c.sizes[k] == out.sizes[k];
+    const bool flat = out.default_dim_order() && c.default_dim_order() && x.default_dim_order() &&
+                      y.default_dim_order() && (full_cond || per_row) && whole_or_one(x) && whole_or_one(y);
     auto pick = [&](auto* o_, const auto* x_, const auto* y_) {  // typed element copies
+      if (flat) {
+        const int64_t sx = x.numel() == 1 && n != 1 ? 0 : 1, sy = y.numel() == 1 && n != 1 ? 0 : 1;
+        const int64_t inner = per_row ? out.sizes[out.dim - 1] : 1;
+        for (int64_t r = 0, i = 0; i < n; r++) {
+          const bool take_x = cp[r] != 0;
+          for (const int64_t e = i + inner; i < e; i++) o_[i] = take_x ? x_[i * sx] : y_[i * sy];
+        }
+        return;
+      }
       for_each_broadcast(out, ins, 3, [&](int64_t o, const int64_t* off) { o_[o] = cp[off[0]] ? x_[off[1]] : y_[off[2]]; });
     };
     switch (out.elem_size()) {

@@ -33,4 +33,35 @@ void unary_apply_fn(KernelContext& ctx, const Tensor& a, Tensor& out, F f) {
   });
 }
 
+// Integer / bool `out = f(a)` (same dtype, contiguous) in a typed loop, no per-element dtype
+// dispatch; false for other dtypes and layouts. f: int64_t(int64_t), a pointer or a callable the
+// compiler inlines.
+template <typename F>
+bool unary_int_typed(const Tensor& a, Tensor& out, F f) {
+  if (a.dtype != out.dtype || !a.default_dim_order() || !out.default_dim_order()) return false;
+  const int64_t n = a.numel();
+  switch (a.dtype) {
+    case DType::Bool: {
+      const uint8_t* x = a.ptr<uint8_t>();
+      uint8_t* y = out.ptr<uint8_t>();
+      for (int64_t i = 0; i < n; i++) y[i] = f(x[i] ? 1 : 0) != 0;
+      return true;
+    }
+    case DType::I64: {
+      const int64_t* x = a.ptr<int64_t>();
+      int64_t* y = out.ptr<int64_t>();
+      for (int64_t i = 0; i < n; i++) y[i] = f(x[i]);
+      return true;
+    }
+    case DType::I32: {
+      const int32_t* x = a.ptr<int32_t>();
+      int32_t* y = out.ptr<int32_t>();
+      for (int64_t i = 0; i < n; i++) y[i] = (int32_t)f(x[i]);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
 }  // namespace etnp
