@@ -47,6 +47,36 @@ void reduce(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& dim
     throw_exec("cannot compute max/min of an empty tensor");
   bool int_domain = !is_floating(x.dtype) && !is_floating(out.dtype) && (op == Op::Sum || op == Op::Prod);
   int64_t R = (int64_t)r.reduced.size();
+  // the reduced elements of each kept position contiguous (the trailing dims: a norm's mean over
+  // the last dim, a mask's any): typed loops, the same arithmetic in the same order
+  bool inner = x.default_dim_order();
+  for (int64_t j = 0; inner && j < R; j++) inner = r.reduced[(size_t)j] == j;
+  if (inner && x.dtype == DType::F32 && out.dtype == DType::F32 && (op == Op::Sum || op == Op::Mean)) {
+    const float* X = x.ptr<float>();
+    float* Y = out.ptr<float>();
+    parallel(ctx, (int64_t)r.kept.size(), 16, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; k++) {
+        const float* row = X + r.kept[(size_t)k];
+        double acc = 0;
+        for (int64_t j = 0; j < R; j++) acc += row[j];
+        if (op == Op::Mean) acc = R ? acc / (double)R : NAN;
+        Y[k] = (float)acc;
+      }
+    });
+    return;
+  }
+  if (inner && x.dtype == DType::Bool && out.dtype == DType::Bool && (op == Op::Any || op == Op::All)) {
+    const uint8_t* X = x.ptr<uint8_t>();
+    uint8_t* Y = out.ptr<uint8_t>();
+    for (size_t k = 0; k < r.kept.size(); k++) {
+      const uint8_t* row = X + r.kept[k];
+      bool v = op == Op::All;
+      for (int64_t j = 0; j < R; j++)
+        if ((row[j] != 0) != (op == Op::All)) { v = !v; break; }
+      Y[k] = v;
+    }
+    return;
+  }
   parallel(ctx, (int64_t)r.kept.size(), 16, [&](int64_t b, int64_t e) {
     for (int64_t k = b; k < e; k++) {
       int64_t base = r.kept[k];
