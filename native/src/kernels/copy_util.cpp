@@ -25,8 +25,8 @@ void copy_strided(uint8_t* dp, int64_t dstride, const uint8_t* sp, int64_t sstri
 }
 }  // namespace
 
-void copy_view(const View& src, Tensor& dst, int64_t dst_off, const int64_t* dst_strides) {
-  const int64_t* ds = dst_strides ? dst_strides : dst.strides;
+namespace {
+void copy_view_impl(const View& src, Tensor& dst, int64_t dst_off, const int64_t* ds) {
   int nd = src.dim;
   int64_t n = 1;
   for (int i = 0; i < nd; i++) n *= src.sizes[i];
@@ -88,6 +88,31 @@ void copy_view(const View& src, Tensor& dst, int64_t dst_off, const int64_t* dst
       idx[d] = 0;
     }
   }
+}
+}  // namespace
+
+void copy_view(const View& src, Tensor& dst, int64_t dst_off, const int64_t* dst_strides) {
+  const int64_t* ds = dst_strides ? dst_strides : dst.strides;
+  // dims of size 1 dropped, and a dim merged into the one before it where both sides step over
+  // it as one (an expand's or a slice's rows that are contiguous: one copy, not one per row)
+  View v = src;
+  int64_t vds[kMaxDims];
+  int m = 0;
+  for (int i = 0; i < src.dim; i++) {
+    if (src.sizes[i] == 1) continue;
+    if (m > 0 && v.strides[m - 1] == src.sizes[i] * src.strides[i] && vds[m - 1] == src.sizes[i] * ds[i]) {
+      v.sizes[m - 1] *= src.sizes[i];
+      v.strides[m - 1] = src.strides[i];
+      vds[m - 1] = ds[i];
+    } else {
+      v.sizes[m] = src.sizes[i];
+      v.strides[m] = src.strides[i];
+      vds[m] = ds[i];
+      m++;
+    }
+  }
+  v.dim = m;
+  copy_view_impl(v, dst, dst_off, vds);
 }
 
 }  // namespace etnp
