@@ -2,7 +2,6 @@
 // runs the nodes in order on each call, moving data in/out of the delegate's EValues.
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 
@@ -405,12 +404,22 @@ class XnnDelegate : public DelegateHandle {
 
   // method.profile(): the node's time, name (with what was fused into it) and output shape
   // node i's span, or a chain's (nodes [i, i + len): one event named after them all)
+  // (names are built once: building them every call took longer than many of the nodes, time a
+  // profile then showed as the delegate's "outside nodes")
   void profile_event(Profiler& p, size_t i, size_t len, int64_t t0, int64_t t1) const {
     const Node& n = g_.nodes[i];
-    std::string shape, name = node_display_name(n);
-    for (size_t k = i + 1; k < i + len; k++) name += "+" + node_display_name(g_.nodes[k]).substr(3);
+    if (profile_names_.size() != g_.nodes.size()) profile_names_.assign(g_.nodes.size(), std::string());
+    std::string& name = profile_names_[i];
+    if (name.empty()) {
+      name = node_display_name(n);
+      for (size_t k = i + 1; k < i + len; k++) name += "+" + node_display_name(g_.nodes[k]).substr(3);
+    }
+    std::string shape;
     if (n.output < g_.values.size())
-      for (int64_t d : g_.values[n.output].shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+      for (int64_t d : g_.values[n.output].shape) {
+        if (!shape.empty()) shape += 'x';
+        shape += std::to_string(d);
+      }
     p.add(name, t0, t1, 1, (int32_t)i, std::move(shape));
   }
 
@@ -423,6 +432,7 @@ class XnnDelegate : public DelegateHandle {
   std::vector<uint32_t> views_;       // plan_moves: reshapes' results that view a graph input (Node::view_input)
   std::vector<uint8_t> chain_locals_;  // plan_chain_locals: outputs only their chain reads
   std::vector<uint32_t> then_;         // plan_producer_chains: chains handed to the node before them
+  mutable std::vector<std::string> profile_names_;  // profile_event: each event's name, built once
 };
 
 }  // namespace

@@ -54,6 +54,7 @@ bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vect
     copy_values(ctx, o.data.data(), a.cdata(), o.numel());
     return true;
   }
+  if (a.numel() == 0) return true;  // nothing to move (a size-0 dim: no division by it below)
   int64_t B = 1, R, S;
   if (nm == 2 && mf[0] > mf[1]) { R = md[1]; S = md[0]; }
   else if (nm == 3 && mf[0] < mf[1] && mf[0] < mf[2] && mf[1] > mf[2]) { B = md[0]; R = md[2]; S = md[1]; }
