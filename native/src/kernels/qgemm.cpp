@@ -142,7 +142,8 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, const int16_t* x,
       if (NV == 2) acc[i][NV - 1] = _mm256_add_epi32(_mm256_madd_epi16(xa, w1), acc[i][NV - 1]);
       // (keeps GCC from hoisting the next rows' broadcasts ahead of these multiplies, which
       // takes registers the accumulators need: an accumulator then lives on the stack)
-      __asm__("" : "+x"(acc[i][0]), "+x"(acc[i][NV - 1]));
+      ETNP_KEEP_IN_REGISTER(acc[i][0]);
+      ETNP_KEEP_IN_REGISTER(acc[i][NV - 1]);
     }
   }
   const __m256 vlo = _mm256_broadcast_ss(lohi), vhi = _mm256_broadcast_ss(lohi + 1);

@@ -8,8 +8,9 @@
 //                           are compiled under __x86_64__, which MSVC does not define: an MSVC
 //                           build runs the portable kernels.)
 //  ETNP_TARGET_INLINE("avx2")  the same, for a helper that must be inlined into its callers.
-//  ETNP_RESTRICT            a pointer no other pointer in its scope aliases (lets loops vectorise
-//                           without run-time overlap checks).
+//  ETNP_KEEP_IN_REGISTER(v)  an empty asm statement that reads and writes the x86 vector variable
+//                           v in a register: GCC otherwise sometimes keeps a GEMM accumulator in
+//                           memory (a store and a load every step). Nothing elsewhere.
 //  etnp::mul_overflow / etnp::add_overflow  checked integer arithmetic (GCC/Clang builtins).
 #pragma once
 #include <limits>
@@ -18,11 +19,15 @@
 #if defined(_MSC_VER) && !defined(__clang__)
 #define ETNP_TARGET(features)
 #define ETNP_TARGET_INLINE(features) __forceinline
-#define ETNP_RESTRICT __restrict
+#define ETNP_KEEP_IN_REGISTER(v) ((void)0)
 #else
-#define ETNP_RESTRICT __restrict__
 #define ETNP_TARGET(features) __attribute__((target(features)))
 #define ETNP_TARGET_INLINE(features) __attribute__((target(features), always_inline)) inline
+#if defined(__x86_64__)
+#define ETNP_KEEP_IN_REGISTER(v) __asm__("" : "+x"(v))
+#else
+#define ETNP_KEEP_IN_REGISTER(v) ((void)0)
+#endif
 #endif
 
 namespace etnp {
