@@ -311,15 +311,15 @@ void where_kernel(KernelContext& ctx, EValue** a, size_t) {
     // condition a row, a mask over attention rows), each value operand out's shape or one
     // element (a mask filled with a scalar): flat loops instead of the broadcast odometer
     const int64_t n = out.numel();
-    auto whole_or_one = [&](const Tensor& t) { return t.numel() == 1 || (t.numel() == n && same_sizes(t, out)); };
-    const bool full_cond = c.numel() == n && same_sizes(c, out);
+    auto whole_or_one = [&](const Tensor& t) { return t.numel() == 1 || same_sizes(t, out); };
+    const bool full_cond = same_sizes(c, out);
     bool per_row = !full_cond && c.dim == out.dim && out.dim > 0 && c.sizes[c.dim - 1] == 1;
     for (int k = 0; per_row && k + 1 < c.dim; k++) per_row = c.sizes[k] == out.sizes[k];
     const bool flat = out.default_dim_order() && c.default_dim_order() && x.default_dim_order() &&
                       y.default_dim_order() && (full_cond || per_row) && whole_or_one(x) && whole_or_one(y);
     auto pick = [&](auto* o_, const auto* x_, const auto* y_) {  // typed element copies
       if (flat) {
-        const int64_t sx = x.numel() == 1 && n != 1 ? 0 : 1, sy = y.numel() == 1 && n != 1 ? 0 : 1;
+        const int64_t sx = x.numel() == 1 ? 0 : 1, sy = y.numel() == 1 ? 0 : 1;
         const int64_t inner = per_row ? out.sizes[out.dim - 1] : 1;
         for (int64_t r = 0, i = 0; i < n; r++) {
           const bool take_x = cp[r] != 0;

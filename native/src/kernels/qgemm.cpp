@@ -24,6 +24,10 @@ void snap_block(float* C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0, int64
   for (int64_t m = m0; m < m1; m++) snap_to_grid(g, C + m * ldc + n0, n1 - n0);
 }
 
+// The zero-point offset of uint8 codes (q + 128): 128 + zp, in wrapping int32 arithmetic as the
+// vector paths' (a corrupt zero point is not undefined behaviour)
+inline int32_t code_offset(int32_t zp) { return (int32_t)((uint32_t)zp + 128u); }
+
 // Float epilogue of one accumulator row: (acc - (128 + za) * col_sum) * sa * sw + bias, clamped.
 inline float finish(int32_t acc, int32_t offset, int32_t col_sum, float sa, float sw, float bias, float lo, float hi) {
   // (wrapping int32 arithmetic, as the vector paths': corrupt zero points are not undefined behaviour)
@@ -41,7 +45,7 @@ void rows_generic(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivat
 #endif
   for (int64_t m = m0; m < m1; m++) {
     const uint8_t* x = a.data + m * w.Kp;
-    const int32_t offset = (int32_t)((uint32_t)a.zero_point[m] + 128u);
+    const int32_t offset = code_offset(a.zero_point[m]);
     for (int64_t p = p0; p < p1; p++) {
       int32_t acc[NR] = {};
       const int8_t* b = w.data.data() + p * G * NR * 4;
@@ -96,7 +100,7 @@ ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const Q
     const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + n0) : _mm512_setzero_ps();
 #pragma GCC unroll 8
     for (int i = 0; i < ROWS; i++) {
-      const __m512i off = _mm512_set1_epi32((int32_t)((uint32_t)a.zero_point[m0 + i] + 128u));
+      const __m512i off = _mm512_set1_epi32(code_offset(a.zero_point[m0 + i]));
       __m512i q = _mm512_sub_epi32(acc[i][v], _mm512_mullo_epi32(off, cs));
       __m512 s = _mm512_mul_ps(_mm512_set1_ps(a.scale[m0 + i]), sw);
       __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), s, bv);
@@ -162,7 +166,7 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, const int16_t* x,
         q = _mm256_sub_epi32(acc[i][v], cs);
         s = sw;
       } else {
-        const __m256i off = _mm256_set1_epi32((int32_t)((uint32_t)a.zero_point[m0 + i] + 128u));
+        const __m256i off = _mm256_set1_epi32(code_offset(a.zero_point[m0 + i]));
         q = _mm256_sub_epi32(acc[i][v], _mm256_mullo_epi32(off, cs));
         s = _mm256_mul_ps(_mm256_set1_ps(a.scale[m0 + i]), sw);
       }
@@ -281,7 +285,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
       for (int64_t n = 0; n < panels * NR; n++) {
         // (wrapping int32 arithmetic, as the per-row epilogue's vpmulld: a corrupt zero point
         // must not be undefined behaviour)
-        uni_corr[(size_t)n] = (int32_t)(((uint32_t)a.zero_point[0] + 128u) * (uint32_t)w.col_sum[(size_t)n]);
+        uni_corr[(size_t)n] = (int32_t)((uint32_t)code_offset(a.zero_point[0]) * (uint32_t)w.col_sum[(size_t)n]);
         uni_scale[(size_t)n] = a.scale[0] * w.scale[(size_t)n];
       }
     }

@@ -70,9 +70,9 @@ void reduce(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& dim
     uint8_t* Y = out.ptr<uint8_t>();
     for (size_t k = 0; k < r.kept.size(); k++) {
       const uint8_t* row = X + r.kept[k];
-      bool v = op == Op::All;
-      for (int64_t j = 0; j < R; j++)
-        if ((row[j] != 0) != (op == Op::All)) { v = !v; break; }
+      const bool all = op == Op::All;
+      bool v = all;  // until an element decides it: a true one for any, a false one for all
+      for (int64_t j = 0; j < R && v == all; j++) v = row[j] != 0;
       Y[k] = v;
     }
     return;

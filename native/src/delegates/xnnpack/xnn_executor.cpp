@@ -201,31 +201,6 @@ class XnnDelegate : public DelegateHandle {
     std::vector<uint8_t> is_input(nv, 0), is_output(nv, 0);
     for (uint32_t id : g_.input_ids) is_input[id] = 1;
     for (uint32_t id : g_.output_ids) is_output[id] = 1;
-    // A reshape of a graph input that no node writes (the caller's tensor or the input's own
-    // buffer: fixed for the whole call) whose result only node `writer` writes and only nodes reading through cdata()
-    // read: the result is a view of the input (Value::raw), nothing copied.
-    auto written = [&](uint32_t id) {
-      for (const Node& n : g_.nodes)
-        for (const Node* w : {&n, (const Node*)n.pre.get(), (const Node*)n.post.get()})
-          if (w && (w->output == id || w->output2 == id)) return true;
-      return false;
-    };
-    auto viewable = [&](uint32_t id, size_t writer) {
-      bool read = false;
-      for (size_t k = 0; k < g_.nodes.size(); k++) {
-        const Node& n = g_.nodes[k];
-        for (size_t j = 0; j < n.inputs.size(); j++)
-          if (n.inputs[j] == id) {
-            read = true;
-            if (!reads_through_cdata(n, j)) return false;
-          }
-        for (const Node* f : {n.pre.get(), n.post.get()})
-          if (f && std::find(f->inputs.begin(), f->inputs.end(), id) != f->inputs.end()) return false;
-        for (const Node* w : {&n, (const Node*)n.pre.get(), (const Node*)n.post.get()})
-          if (w && (w->output == id || w->output2 == id) && (k != writer || w != &n || w->output2 == id)) return false;
-      }
-      return read;
-    };
     for (size_t i = 0; i < g_.nodes.size(); i++) {
       Node& n = g_.nodes[i];
       const bool in_chain = chains_[i] != 1;  // (run chunk by chunk: no buffer taken over)
@@ -238,9 +213,12 @@ class XnnDelegate : public DelegateHandle {
         n.move_input = readers[a] == 1 && !va.is_constant && !vo.is_constant && va.external_id == kInvalidId &&
                        !dynamically_quantized(va) && !dynamically_quantized(vo) && !is_output[o] &&
                        (n.type == Convert || same_grid(va, vo)) && !in_chain;
+      // A reshape of a graph input that no node writes (the caller's tensor or the input's own
+      // buffer: fixed for the whole call) whose result only the reshape writes and only nodes
+      // reading through cdata() read: the result is a view of the input (Value::raw), nothing copied.
       if (n.type == StaticReshape && !n.move_input && !in_chain && is_input[a] && !is_output[a] && !is_input[o] &&
           !is_output[o] && !vo.is_constant && same_grid(va, vo) && !dynamically_quantized(va) &&
-          !dynamically_quantized(vo) && !written(a) && viewable(o, i)) {
+          !dynamically_quantized(vo) && writes_of(a) == 0 && writes_of(o) == 1 && read_only_through_cdata(o)) {
         n.view_input = true;
         views_.push_back(o);
       }
@@ -277,29 +255,40 @@ class XnnDelegate : public DelegateHandle {
     return unary_op(n.type) || binary_op(n.type) || n.type == Softmax || n.type == GlobalAvgPooling2d ||
            n.type == Concatenate2 || n.type == Concatenate3 || n.type == Concatenate4 || n.type == Concatenate5;
   }
+  // Whether some node reads value id, and every node that does reads it through cdata() (no fused
+  // part reads it): then it may be another buffer during a call (Value::raw)
+  bool read_only_through_cdata(uint32_t id) const {
+    bool used = false;
+    for (const Node& n : g_.nodes) {
+      for (size_t j = 0; j < n.inputs.size(); j++)
+        if (n.inputs[j] == id) {
+          if (!reads_through_cdata(n, j)) return false;
+          used = true;
+        }
+      for (const Node* f : {n.pre.get(), n.post.get()})  // a fused part reading it: not in place
+        if (f && std::find(f->inputs.begin(), f->inputs.end(), id) != f->inputs.end()) return false;
+    }
+    return used;
+  }
+  // How many times nodes (or their fused parts) write value id, output and output2 counted apart
+  int writes_of(uint32_t id) const {
+    int w = 0;
+    for (const Node& n : g_.nodes)
+      for (const Node* p : {&n, (const Node*)n.pre.get(), (const Node*)n.post.get()})
+        if (p) w += (p->output == id) + (p->output2 == id);
+    return w;
+  }
   void plan_borrowing() {
     borrowable_.assign(g_.input_ids.size(), false);
-    auto in_place = reads_through_cdata;
     for (size_t k = 0; k < g_.input_ids.size(); k++) {
       uint32_t id = g_.input_ids[k];
       const Value& v = g_.values[id];
       if (v.dtype != FP32 || v.quant != Quant::None) continue;
-      bool ok = true, used = false;
-      for (const Node& n : g_.nodes) {
-        for (size_t j = 0; j < n.inputs.size(); j++)
-          if (n.inputs[j] == id) {
-            used = true;
-            ok = ok && in_place(n, j);
-          }
-        for (const Node* f : {n.pre.get(), n.post.get()})  // a fused part reading it: not in place
-          if (f && std::find(f->inputs.begin(), f->inputs.end(), id) != f->inputs.end()) ok = false;
-        // a node writing it (a corrupt graph): its readers would read the caller's tensor, its
-        // writer the value's own buffer - possibly of another shape
-        for (const Node* w : {&n, (const Node*)n.pre.get(), (const Node*)n.post.get()})
-          if (w && (w->output == id || w->output2 == id)) ok = false;
-      }
+      // a node writing it (a corrupt graph): its readers would read the caller's tensor, its
+      // writer the value's own buffer - possibly of another shape
+      bool ok = read_only_through_cdata(id) && writes_of(id) == 0;
       for (uint32_t o : g_.output_ids) ok = ok && o != id;
-      borrowable_[k] = used && ok;
+      borrowable_[k] = ok;
     }
   }
 
