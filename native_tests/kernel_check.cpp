@@ -101,6 +101,26 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
       if (S[i] != want && failures++ < 5)
         std::printf("qgemm snapped M=%ld N=%ld K=%ld [%ld]: %g != %g\n", (long)M, (long)N, (long)K, (long)i, S[i], want);
     }
+    // ... or only its byte codes, into a wider output (ldc > N, the bytes between left alone):
+    // exactly float_to_codes of the snapped result (signed codes: shift = zero point + 128)
+    const int64_t ldc = N + 3;
+    const int32_t shift = 131;  // grid.lo + shift = 0, grid.hi + shift = 255
+    std::vector<uint8_t> codes(M * ldc, 7), want(N);
+    QOutput out;
+    out.codes = codes.data();
+    out.ldc = ldc;
+    out.grid = &grid;
+    out.code_shift = shift;
+    qgemm_q8(pool, M, a, p, bias.data(), -1e30f, 1e30f, out);
+    for (int64_t m = 0; m < M; m++) {
+      float_to_codes(S.data() + m * N, N, grid.inv, (float)shift, want.data());
+      for (int64_t n = 0; n < ldc; n++) {
+        const uint8_t w = n < N ? want[n] : 7;
+        if (codes[m * ldc + n] != w && failures++ < 5)
+          std::printf("qgemm codes M=%ld N=%ld K=%ld (%ld,%ld): %d != %d\n", (long)M, (long)N, (long)K, (long)m, (long)n,
+                      codes[m * ldc + n], w);
+      }
+    }
   }
   for (int64_t m = 0; m < M; m++)
     for (int64_t n = 0; n < N; n++) {

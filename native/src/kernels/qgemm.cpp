@@ -36,6 +36,7 @@ inline float finish(int32_t acc, int32_t offset, int32_t col_sum, float sa, floa
   return std::min(std::max(v, lo), hi);
 }
 
+// Rows [m0, m1) x panels [p0, p1); C points at row m0, column p0 * NR.
 // (on aarch64 with NEON, each panel's inner loop is q8_row_panel_neon)
 void rows_generic(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivations& a, const PackedQ8& w,
                   const float* bias, float lo, float hi, float* C, int64_t ldc) {
@@ -57,17 +58,48 @@ void rows_generic(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivat
         for (int64_t j = 0; j < NR; j++)
           for (int t = 0; t < 4; t++) acc[j] += (int32_t)x[g * 4 + t] * (int32_t)b[j * 4 + t];
       for (int64_t j = 0, n = p * NR; j < NR && n < w.N; j++, n++)
-        C[m * ldc + n] = finish(acc[j], offset, w.col_sum[n], a.scale[m], w.scale[n], bias ? bias[n] : 0.f, lo, hi);
+        C[(m - m0) * ldc + n - p0 * NR] = finish(acc[j], offset, w.col_sum[n], a.scale[m], w.scale[n], bias ? bias[n] : 0.f, lo, hi);
     }
   }
 }
 
 #if defined(__x86_64__)
 // ROWS rows x NV panels: ROWS * NV int32 accumulators, one vpdpbusd each per group of 4 k.
+// One row's 16 results (`cols` of them valid, `mask`) as QOutput says: float32, snapped to its grid
+// (max / min with the value second keep a NaN, as snap_to_grid), or the grid's codes (value first:
+// a NaN becomes grid.lo, as grid_code).
+ETNP_TARGET_INLINE("avx512f") void store_row16(const QOutput& out, int64_t row, int64_t n0, int64_t cols,
+                                                __mmask16 mask, __m512 r) {
+  if (out.grid) {
+    const Int8Grid& g = *out.grid;
+    __m512 t = _mm512_mul_ps(r, _mm512_set1_ps(g.inv));
+    if (out.codes) {
+      t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(g.lo)), _mm512_set1_ps(g.hi));
+      t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      __m512i c = _mm512_cvtps_epi32(_mm512_add_ps(t, _mm512_set1_ps((float)out.code_shift)));
+      c = _mm512_min_epi32(_mm512_max_epi32(c, _mm512_setzero_si512()), _mm512_set1_epi32(255));
+      const __m128i b = _mm512_cvtepi32_epi8(c);
+      uint8_t* d = out.codes + row * out.ldc + n0;
+      if (cols >= 16) {
+        _mm_storeu_si128((__m128i*)d, b);
+      } else {
+        alignas(16) uint8_t tmp[16];
+        _mm_store_si128((__m128i*)tmp, b);
+        std::memcpy(d, tmp, (size_t)cols);
+      }
+      return;
+    }
+    t = _mm512_min_ps(_mm512_set1_ps(g.hi), _mm512_max_ps(_mm512_set1_ps(g.lo), t));
+    t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_mul_ps(t, _mm512_set1_ps(g.scale));
+  }
+  _mm512_mask_storeu_ps(out.C + row * out.ldc + n0, mask, r);
+}
+
 template <int ROWS, int NV>
 ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const QActivations& a,
                                                              const PackedQ8& w, const float* bias, float lo, float hi,
-                                                             float* C, int64_t ldc) {
+                                                             const QOutput& out) {
   const int64_t G = w.Kp / 4;
   __m512i acc[ROWS][NV];
 #pragma GCC unroll 8
@@ -104,7 +136,7 @@ ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const Q
       __m512i q = _mm512_sub_epi32(acc[i][v], _mm512_mullo_epi32(off, cs));
       __m512 s = _mm512_mul_ps(_mm512_set1_ps(a.scale[m0 + i]), sw);
       __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), s, bv);
-      _mm512_mask_storeu_ps(C + (m0 + i) * ldc + n0, m, _mm512_min_ps(vhi, _mm512_max_ps(vlo, r)));
+      store_row16(out, m0 + i, n0, cols, m, _mm512_min_ps(vhi, _mm512_max_ps(vlo, r)));
     }
   }
 }
@@ -125,8 +157,8 @@ struct UniformRows {
 };
 template <int ROWS, int NV, bool U>
 ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, const int16_t* x, const QActivations& a,
-                                                   const PackedQ8& w, const float* bias, const float* lohi, float* C,
-                                                   int64_t ldc, const Int8Grid* grid, const UniformRows& uni) {
+                                                   const PackedQ8& w, const float* bias, const float* lohi,
+                                                   const QOutput& out, const UniformRows& uni) {
   const int64_t J = w.Kp / 2, Kp = w.Kp, n0 = p0 * NR;
   __m256i acc[ROWS][NV];
 #pragma GCC unroll 4
@@ -171,13 +203,32 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, const int16_t* x,
         s = _mm256_mul_ps(_mm256_set1_ps(a.scale[m0 + i]), sw);
       }
       __m256 r = _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, bv)));
+      const Int8Grid* grid = out.grid;
+      if (grid && out.codes) {  // the grid's codes (value first in max: a NaN becomes grid.lo, as grid_code)
+        __m256 t = _mm256_mul_ps(r, _mm256_broadcast_ss(&grid->inv));
+        t = _mm256_min_ps(_mm256_max_ps(t, _mm256_broadcast_ss(&grid->lo)), _mm256_broadcast_ss(&grid->hi));
+        t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256i c = _mm256_cvtps_epi32(_mm256_add_ps(t, _mm256_set1_ps((float)out.code_shift)));
+        c = _mm256_min_epi32(_mm256_max_epi32(c, _mm256_setzero_si256()), _mm256_set1_epi32(255));
+        const __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+        const __m128i b8 = _mm_packus_epi16(w16, w16);
+        uint8_t* d = out.codes + (m0 + i) * out.ldc + c0;
+        if (cols >= 8 * (v + 1)) {
+          _mm_storel_epi64((__m128i*)d, b8);
+        } else {
+          alignas(16) uint8_t tmp[16];
+          _mm_store_si128((__m128i*)tmp, b8);
+          for (int64_t j = 0; j < cols - 8 * v; j++) d[j] = tmp[j];
+        }
+        continue;
+      }
       if (grid) {  // snap (max/min with the value second keep a NaN, as snap_to_grid)
         __m256 t = _mm256_mul_ps(r, _mm256_broadcast_ss(&grid->inv));
         t = _mm256_min_ps(_mm256_broadcast_ss(&grid->hi), _mm256_max_ps(_mm256_broadcast_ss(&grid->lo), t));
         t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         r = _mm256_mul_ps(t, _mm256_broadcast_ss(&grid->scale));
       }
-      float* c = C + (m0 + i) * ldc + c0;
+      float* c = out.C + (m0 + i) * out.ldc + c0;
       if (cols >= 8 * (v + 1)) {
         _mm256_storeu_ps(c, r);
       } else {
@@ -198,7 +249,7 @@ ETNP_TARGET("avx2,fma") void widen_avx2(const uint8_t* src, int16_t* dst, int64_
 }
 
 using TileQ2 = void (*)(int64_t, int64_t, const int16_t*, const QActivations&, const PackedQ8&, const float*,
-                        const float*, float*, int64_t, const Int8Grid*, const UniformRows&);
+                        const float*, const QOutput&, const UniformRows&);
 // [uniform][NV - 1][ROWS - 1]
 template <bool U, int NV>
 constexpr std::array<TileQ2, 4> tiles_avx2() {
@@ -207,8 +258,8 @@ constexpr std::array<TileQ2, 4> tiles_avx2() {
 const std::array<TileQ2, 4> kAvx2[2][2] = {{tiles_avx2<false, 1>(), tiles_avx2<false, 2>()},
                                            {tiles_avx2<true, 1>(), tiles_avx2<true, 2>()}};
 
-using TileQ = void (*)(int64_t, int64_t, const QActivations&, const PackedQ8&, const float*, float, float, float*,
-                       int64_t);
+using TileQ = void (*)(int64_t, int64_t, const QActivations&, const PackedQ8&, const float*, float, float,
+                       const QOutput&);
 template <int NV, int... R>
 constexpr std::array<TileQ, sizeof...(R)> tiles_vnni(std::integer_sequence<int, R...>) {
   return {&tile_vnni<R + 1, NV>...};
@@ -256,7 +307,8 @@ PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw
 }
 
 void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,
-              float hi, float* C, int64_t ldc, const Int8Grid* snap_to) {
+              float hi, const QOutput& out) {
+  const bool codes = out.codes && out.grid;
   if (M <= 0 || w.N <= 0) return;
   const int64_t panels = (w.N + NR - 1) / NR;
   ThreadPool* tp = gemm_pool(pool, M, w.N, w.K);
@@ -316,7 +368,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
       const int64_t m0 = b0 * MB, m1 = std::min(M, b1 * MB);
       const int64_t p0 = (t % split) * per, p1 = std::min(panels, p0 + per);
 #if defined(__x86_64__)
-      if (avx2) {  // snaps in its epilogue
+      if (avx2) {  // snaps (or writes codes) in its epilogue
         thread_local std::vector<int16_t> xw;  // this thread's: the task's rows, widened
         const int64_t n = (m1 - m0) * w.Kp;
         if (xw.size() < (size_t)n) xw.resize((size_t)n);
@@ -325,21 +377,33 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
         for (int64_t p = p0; p < p1; p++) {
           const auto& by_rows = tiles[w.N - p * NR > 8 ? 1 : 0];  // a ragged last panel's 8 columns or fewer: one half
           for (int64_t m = m0; m < m1; m += MB)
-            by_rows[std::min(MB, M - m) - 1](m, p, x16 + (m - m0) * w.Kp, a, w, bp, lohi, C, ldc, snap_to, uni);
+            by_rows[std::min(MB, M - m) - 1](m, p, x16 + (m - m0) * w.Kp, a, w, bp, lohi, out, uni);
         }
         continue;
       }
-      if (vnni) {
+      if (vnni) {  // snaps (or writes codes) in its epilogue
         for (int64_t p = p0; p < p1; p += 2)
           for (int64_t m = m0; m < m1; m += MB) {
             const int64_t mm = std::min(MB, M - m);
-            if (p + 2 <= p1) kVnni2[mm - 1](m, p, a, w, bias, lo, hi, C, ldc);
-            else kVnni1[mm - 1](m, p, a, w, bias, lo, hi, C, ldc);
+            if (p + 2 <= p1) kVnni2[mm - 1](m, p, a, w, bias, lo, hi, out);
+            else kVnni1[mm - 1](m, p, a, w, bias, lo, hi, out);
           }
-      } else
+        continue;
+      }
 #endif
-        rows_generic(m0, m1, p0, p1, a, w, bias, lo, hi, C, ldc);
-      if (snap_to) snap_block(C, ldc, m0, m1, p0 * NR, std::min(w.N, p1 * NR), *snap_to);
+      const int64_t n0 = p0 * NR, n1 = std::min(w.N, p1 * NR);
+      if (codes) {  // float results of the rows into this thread's buffer, then their codes
+        thread_local std::vector<float> tmp;
+        const int64_t cols = n1 - n0;
+        if (tmp.size() < (size_t)((m1 - m0) * cols)) tmp.resize((size_t)((m1 - m0) * cols));
+        rows_generic(m0, m1, p0, p1, a, w, bias, lo, hi, tmp.data(), cols);
+        for (int64_t m = m0; m < m1; m++)
+          for (int64_t n = n0; n < n1; n++)
+            out.codes[m * out.ldc + n] = grid_code(tmp[(size_t)((m - m0) * cols + n - n0)], *out.grid, out.code_shift);
+        continue;
+      }
+      rows_generic(m0, m1, p0, p1, a, w, bias, lo, hi, out.C + m0 * out.ldc + n0, out.ldc);
+      if (out.grid) snap_block(out.C, out.ldc, m0, m1, n0, n1, *out.grid);
     }
   };
   if (tp) tp->parallel_for(row_tasks * split, 1, blocks);

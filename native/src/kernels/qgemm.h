@@ -31,9 +31,25 @@ struct QActivations {
   const int32_t* zero_point = nullptr;
 };
 
-// Optionally (snap_to), each result is then snapped to a per-tensor int8 grid (a static-int8 output
-// kept as float grid points; quantize_row.h).
+// Where the results go, row m, column n: C[m * ldc + n] as float32 - snapped to `grid` where one
+// is given (a static-int8 value kept as float grid points; quantize_row.h) - or, with `codes`,
+// only the grid's byte codes codes[m * ldc + n] = grid_code(result, *grid, code_shift).
+struct QOutput {
+  float* C = nullptr;
+  uint8_t* codes = nullptr;
+  int64_t ldc = 0;
+  const Int8Grid* grid = nullptr;
+  int32_t code_shift = 0;
+};
 void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,
-              float hi, float* C, int64_t ldc, const Int8Grid* snap_to = nullptr);
+              float hi, const QOutput& out);
+inline void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,
+                     float hi, float* C, int64_t ldc, const Int8Grid* snap_to = nullptr) {
+  QOutput out;
+  out.C = C;
+  out.ldc = ldc;
+  out.grid = snap_to;
+  qgemm_q8(pool, M, a, w, bias, lo, hi, out);
+}
 
 }  // namespace etnp

@@ -25,6 +25,17 @@ inline float snap_to_grid(float x, const Int8Grid& g) {
   t = (t + 12582912.f) - 12582912.f;
   return t * g.scale;
 }
+// The byte code of x on grid g: t + shift, t x's index on the grid as snap_to_grid rounds it, a
+// NaN giving t = g.lo; clamped to [0, 255] (shift = zero point, + 128 for signed codes: the codes
+// float_to_codes gives for the snapped value).
+inline uint8_t grid_code(float x, const Int8Grid& g, int32_t shift) {
+  float t = x * g.inv;
+  t = t >= g.lo ? t : g.lo;
+  t = t > g.hi ? g.hi : t;
+  t = (t + 12582912.f) - 12582912.f;
+  const float c = t + (float)shift;
+  return (uint8_t)(c < 0.f ? 0.f : c > 255.f ? 255.f : c);
+}
 // y = snapped x (vectorised on AVX2; the same results as the scalar formula)
 void snap_to_grid(const Int8Grid& g, const float* x, float* y, int64_t n);
 inline void snap_to_grid(const Int8Grid& g, float* d, int64_t n) { snap_to_grid(g, d, d, n); }

@@ -208,6 +208,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     if (conv2d_q8(ctx, g, n, *ap, N, H, W, OH, OW, bias, o, sc)) return;
     if (n.packed.empty()) fail(n, "int8 filter packed for an input that is not on an int8 grid");
   }
+  if (ap->as_codes) fail(n, "an input kept as int8 codes on the float path");  // (the plan rules it out)
   // The chain after the node (Node::then) runs on the output's rows as the paths below finish
   // them, where a path can (one group, a float32 output - final once the GEMM wrote it - no
   // residual still to add): prepared on the first such path, which must then cover every row.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "delegates/backend.h"
@@ -37,6 +38,7 @@ class XnnDelegate : public DelegateHandle {
     chains_ = plan_chains(g_);
     chain_locals_ = plan_chain_locals(g_, chains_);
     then_ = plan_producer_chains(g_, chains_);
+    plan_codes();
     plan_buffer_reuse();
     plan_borrowing();
     plan_moves();
@@ -136,9 +138,9 @@ class XnnDelegate : public DelegateHandle {
     }
     for (uint32_t id : g_.input_ids) produced_at[id] = -1;
     for (uint32_t id : g_.output_ids) produced_at[id] = -1;
-    auto internal = [&](uint32_t id) {
+    auto internal = [&](uint32_t id) {  // (a value kept as int8 codes has no float buffer to give or take)
       const Value& v = g_.values[id];
-      return produced_at[id] >= 0 && !v.is_constant && v.external_id == kInvalidId;
+      return produced_at[id] >= 0 && !v.is_constant && v.external_id == kInvalidId && !v.as_codes;
     };
     auto static_size = [&](uint32_t id) {
       int64_t n = 1;
@@ -176,6 +178,59 @@ class XnnDelegate : public DelegateHandle {
       }
       reuse_end_[i] = reuse_.size();
       for (uint32_t id : dies_after[i]) free_ids.push_back(id);
+    }
+  }
+
+  // Whether node n runs as an int8 GEMM on its input's byte codes (xnn_static_q8.cpp: conv2d_q8,
+  // fully_connected_q8 - every condition under which they decline is ruled out here). (A chain
+  // handed to it reads its output, which then has a reader that is no GEMM.)
+  bool int8_gemm(size_t i) const {
+    const Node& n = g_.nodes[i];
+    if (n.pre || n.post || n.residual != kInvalidId || n.inputs.empty() || n.inputs[0] >= g_.values.size() ||
+        chains_[i] != 1)
+      return false;
+    const Value& x = g_.values[n.inputs[0]];
+    if (!on_int8_grid(x) || !(x.scale > 0.f)) return false;
+    if (n.type == Conv2d) return n.nchw_transposed == kInvalidId && n.qconv.size() == n.groups && n.groups > 0;
+    return n.type == FullyConnected && n.qpacked.N > 0;
+  }
+  // A static-int8 value that one int8 GEMM node writes and only int8 GEMM nodes read (as their
+  // input 0; no fused part reads it) is kept as its byte codes alone (Value::as_codes): the
+  // writer's epilogue produces the next GEMM's rows, no float32 grid points between them. Graph
+  // inputs and outputs and constants stay float32. ETNP_XNN_CODES=off keeps every value float32.
+  void plan_codes() {
+    static const bool off = [] {
+      const char* v = std::getenv("ETNP_XNN_CODES");
+      return v && std::strcmp(v, "off") == 0;
+    }();
+    if (off) return;
+    const size_t nv = g_.values.size();
+    std::vector<uint8_t> ok(nv, 1), written(nv, 0), read(nv, 0);
+    for (uint32_t id : g_.input_ids) ok[id] = 0;
+    for (uint32_t id : g_.output_ids) ok[id] = 0;
+    for (size_t i = 0; i < g_.nodes.size(); i++) {
+      const Node& n = g_.nodes[i];
+      const bool q = int8_gemm(i);
+      for (size_t j = 0; j < n.inputs.size(); j++)
+        if (n.inputs[j] < nv) {
+          read[n.inputs[j]] = 1;
+          if (!q || j != 0) ok[n.inputs[j]] = 0;
+        }
+      for (const Node* f : {n.pre.get(), n.post.get()})
+        if (f)
+          for (uint32_t id : f->inputs) if (id < nv) ok[id] = 0;
+      for (const Node* p : {&n, (const Node*)n.pre.get(), (const Node*)n.post.get()})
+        if (p)
+          for (uint32_t o : {p->output, p->output2, p->unfused})
+            if (o < nv) {
+              if (written[o] || !q || p != &n || o != n.output) ok[o] = 0;
+              written[o] = 1;
+            }
+    }
+    for (uint32_t id = 0; id < nv; id++) {
+      Value& v = g_.values[id];
+      v.as_codes = ok[id] && written[id] && read[id] && !v.is_constant && v.external_id == kInvalidId &&
+                   on_int8_grid(v) && v.scale > 0.f;
     }
   }
 

@@ -46,6 +46,10 @@ struct Value {
   std::vector<double> row_scale;
   std::vector<int32_t> row_zp;
   std::vector<uint8_t> q8;  // the same rows as integers, q + 128
+  // A static-int8 value (per-tensor qs8 / qu8) that only int8 GEMM nodes write and read (planned
+  // at method load): kept only as its byte codes, in q8 (q + 128 for qs8, q for qu8), never as
+  // float32 grid points in `data` (xnn_static_q8.cpp).
+  bool as_codes = false;
   // during method load: float32 constant bytes in the program, not copied, for filters that are
   // used only through packed weights (read_graph leaves `data` empty for them); during a call: the
   // caller's tensor for a graph input that only transposes read (the executor's BorrowGuard), or

@@ -23,8 +23,10 @@ inline double clamp_q(double v, double lo, double hi) { return v >= lo ? (v <= h
 inline Value& in(Graph& g, const Node& n, size_t k) {
   uint32_t id = n.inputs.at(k);
   Value& v = g.values[id];
-  // (a value read in place - Value::raw - is read through cdata() by every node that reads it)
-  if (!v.is_constant && !v.raw && v.data.size() < (size_t)v.numel()) fail(n, "input " + std::to_string(k) + " has no data");
+  // (a value read in place - Value::raw - is read through cdata() by every node that reads it;
+  // one kept as int8 codes, Value::as_codes, has them in q8)
+  const size_t have = v.as_codes ? v.q8.size() : v.data.size();
+  if (!v.is_constant && !v.raw && have < (size_t)v.numel()) fail(n, "input " + std::to_string(k) + " has no data");
   return v;
 }
 inline Value* opt_in(Graph& g, const Node& n, size_t k) {

@@ -56,7 +56,7 @@ void ensure_shape(Value& v, const std::vector<int64_t>& shape) {
       throw_exec("XNNPACK value of shape " + shape_str(shape) + " is too large (corrupt program?)");
   v.shape = shape;
   size_t n = (size_t)total;
-  if (v.data.size() < n) v.data.resize(n);
+  if (v.data.size() < n && !v.as_codes) v.data.resize(n);  // (codes: their writer sizes q8)
 }
 
 bool on_int8_grid(const Value& v) { return v.quant == Quant::PerTensor && (v.dtype == QINT8 || v.dtype == QUINT8); }

@@ -6,6 +6,9 @@
 // in XNNPACK. Inputs become their codes once (q + 128 for qs8, q for qu8); KxK convolutions
 // unfold blocks of output pixels into per-thread byte rows (the spatial padding is the code of 0,
 // i.e. the zero point), multiplied right away.
+// A value written by one of these nodes and read only by them (Value::as_codes, planned by the
+// executor) is kept as its byte codes alone: the GEMM's epilogue writes them, the next node reads
+// them as its rows - no float32 copy between two int8 layers.
 #include "delegates/xnnpack/xnn_node_util.h"
 #include "delegates/xnnpack/xnn_chain.h"
 #include "delegates/xnnpack/xnn_im2col.h"
@@ -52,16 +55,23 @@ bool int8_filter(const Value& w, int64_t OC, int64_t K, int oc_dim, std::vector<
 
 bool int8_input(const Value* x) { return x && on_int8_grid(*x) && x->scale > 0.f && std::isfinite(x->scale); }
 
-// The input's byte codes (u8 = t + zp, + 128 for qs8, t = x / scale an integer on the grid) into
-// sc.q8, and the GEMM's zero point for them: value = (u8 - 128 - zpa) * scale.
-int32_t input_codes(KernelContext& ctx, const Value& a, int64_t total, Scratch& sc) {
-  const int32_t zpa = a.dtype == QINT8 ? a.zero_point : a.zero_point - 128;
+// The GEMM's zero point for a value's byte codes: value = (u8 - 128 - zpa) * scale, u8 = t + zp
+// (+ 128 for qs8), t = x / scale an integer on the grid.
+int32_t codes_zero_point(const Value& a) { return a.dtype == QINT8 ? a.zero_point : a.zero_point - 128; }
+
+// The input's byte codes: its own (Value::as_codes), or computed into sc.q8; zpa: their zero point
+const uint8_t* input_codes(KernelContext& ctx, const Node& n, const Value& a, int64_t total, Scratch& sc, int32_t& zpa) {
+  zpa = codes_zero_point(a);
+  if (a.as_codes) {
+    if ((int64_t)a.q8.size() < total) fail(n, "int8 input codes missing (corrupt program?)");
+    return a.q8.data();
+  }
   const float inv = 1.f / a.scale, shift = (float)(zpa + 128);
   sc.q8.resize((size_t)total);
   uint8_t* codes = sc.q8.data();
   const float* X = a.cdata();
   parallel(ctx, total, 1 << 16, [&](int64_t b, int64_t e) { float_to_codes(X + b, e - b, inv, shift, codes + b); });
-  return zpa;
+  return codes;
 }
 
 // per-row quantisation parameters of the GEMM: one per-tensor pair repeated `rows` times
@@ -74,13 +84,36 @@ QActivations repeated_params(const Value& a, int32_t zpa, int64_t rows, std::vec
   return qa;
 }
 
-// The output's grid, when the node's own output (not a fused one) is on a per-tensor int8 grid:
-// the GEMM then snaps its results itself and run_node skips finalize_value (Node::snapped).
-const Int8Grid* output_grid(const Value& o, Int8Grid& g) {
-  if (!on_int8_grid(o) || !(o.scale > 0.f)) return nullptr;
-  g = grid_of(o);
-  return &g;
-}
+// Where the GEMM writes a node's output o: float32, snapped to o's grid when the node's own
+// output (not a fused one) is on a per-tensor int8 grid - the GEMM then finishes its results
+// itself and run_node skips finalize_value (Node::snapped) - or only o's byte codes (Value::as_codes).
+// `at(i)`: the same from element i on.
+struct OutputRows {
+  QOutput q;
+  Int8Grid grid;
+  OutputRows(Value& o, int64_t ldc) {
+    q.ldc = ldc;
+    if (on_int8_grid(o) && o.scale > 0.f) {
+      grid = grid_of(o);
+      q.grid = &grid;
+    }
+    if (o.as_codes && q.grid) {
+      o.q8.resize((size_t)o.numel());
+      q.codes = o.q8.data();
+      q.code_shift = codes_zero_point(o) + 128;
+    } else {
+      q.C = o.data.data();
+    }
+  }
+  OutputRows(const OutputRows&) = delete;
+  QOutput at(int64_t i) const {
+    QOutput r = q;
+    if (r.codes) r.codes += i;
+    else r.C += i;
+    return r;
+  }
+  bool finished() const { return q.grid != nullptr; }
+};
 
 }  // namespace
 
@@ -104,8 +137,8 @@ bool prepare_fc_q8(const Value* x, Node& n, const Value& w, int64_t IC, int64_t 
 void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, int64_t IC, int64_t OC,
                         const float* bias, Value& o, Scratch& sc) {
   const PackedQ8& pq = n.qpacked;
-  const int32_t zpa = input_codes(ctx, a, M * IC, sc);
-  const uint8_t* rows = sc.q8.data();
+  int32_t zpa;
+  const uint8_t* rows = input_codes(ctx, n, a, M * IC, sc, zpa);
   thread_local std::vector<uint8_t> padded;
   if (pq.Kp != IC) {  // rows padded to the packed K (zero weights there)
     padded.assign((size_t)(M * pq.Kp), 0);
@@ -116,10 +149,9 @@ void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, 
   thread_local std::vector<int32_t> z;
   QActivations qa = repeated_params(a, zpa, M, s, z);
   qa.data = rows;
-  Int8Grid og;
-  const Int8Grid* grid = output_grid(o, og);
-  qgemm_q8(ctx.pool, M, qa, pq, bias, n.out_min, n.out_max, o.data.data(), OC, grid);
-  n.snapped = grid != nullptr;
+  const OutputRows out(o, OC);
+  qgemm_q8(ctx.pool, M, qa, pq, bias, n.out_min, n.out_max, out.q);
+  n.snapped = out.finished();
 }
 
 bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N, int64_t H, int64_t W, int64_t OH,
@@ -130,19 +162,18 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
   for (const PackedQ8& p : n.qconv)
     if (p.K != K || p.N != OCg) return false;
   const int64_t Kp = n.qconv[0].Kp;
-  const int32_t zpa = input_codes(ctx, a, N * H * W * C, sc);
-  const uint8_t* codes = sc.q8.data();
+  int32_t zpa;
+  const uint8_t* codes = input_codes(ctx, n, a, N * H * W * C, sc, zpa);
   const uint8_t pad_code = (uint8_t)(zpa + 128);
   const float lo = n.out_min, hi = n.out_max;
   const bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left &&
                          !n.pad_bottom && !n.pad_right;
-  float* Y = o.data.data();
-  Int8Grid og;
-  const Int8Grid* grid = output_grid(o, og);
-  n.snapped = grid != nullptr;
+  const OutputRows out(o, OC);
+  n.snapped = out.finished();
   // the chain after the node (Node::then) on the rows of a block as soon as the GEMM finished
   // them (the output is final there: snapped in the epilogue, or plain float32); one group
-  const bool final_rows = grid || (o.dtype == FP32 && o.quant == Quant::None);
+  // (an output kept as codes has no chain after it: only int8 GEMMs read it)
+  const bool final_rows = !o.as_codes && (out.finished() || (o.dtype == FP32 && o.quant == Quant::None));
   if (pointwise && G == 1 && C == Kp) {  // the codes are the GEMM's rows
     thread_local std::vector<float> s;
     thread_local std::vector<int32_t> z;
@@ -156,12 +187,12 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
         qb.data += m0 * Kp;
         qb.scale += m0;
         qb.zero_point += m0;
-        qgemm_q8(nullptr, m1 - m0, qb, n.qconv[0], bias, lo, hi, Y + m0 * OC, OC, grid);
+        qgemm_q8(nullptr, m1 - m0, qb, n.qconv[0], bias, lo, hi, out.at(m0 * OC));
         then->run.run(m0 * OC, m1 * OC);
       });
       return true;
     }
-    qgemm_q8(ctx.pool, M, qa, n.qconv[0], bias, lo, hi, Y, OC, grid);
+    qgemm_q8(ctx.pool, M, qa, n.qconv[0], bias, lo, hi, out.q);
     return true;
   }
   // blocks of output pixels unfolded into per-thread byte rows of Kp and multiplied right away
@@ -184,7 +215,7 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
       parallel(ctx, blocks, 1, [&](int64_t b, int64_t e) {
         unfold(gi, b * rows, std::min(M, e * rows), col + b * rows * Kp);
       });
-      qgemm_q8(ctx.pool, M, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, Y + gi * OCg, OC, grid);
+      qgemm_q8(ctx.pool, M, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, out.at(gi * OCg));
     }
     return true;
   }
@@ -202,8 +233,7 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     for (int64_t t = b; t < e; t++) {
       const int64_t m0 = t / G * rows, m1 = std::min(M, m0 + rows), gi = t % G;
       unfold(gi, m0, m1, buf.data());
-      qgemm_q8(nullptr, m1 - m0, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, Y + m0 * OC + gi * OCg, OC,
-               grid);
+      qgemm_q8(nullptr, m1 - m0, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, out.at(m0 * OC + gi * OCg));
       if (then) then->run.run(m0 * OC, m1 * OC);
     }
   });
