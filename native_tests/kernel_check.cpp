@@ -122,6 +122,21 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
       }
     }
   }
+  {  // accumulating into C (blocks of K with scales of their own, qb4w): C + the result, then the clamp
+    std::vector<float> P(M * N);
+    for (auto& x : P) x = (u(rng) - 0.025f) * 100;
+    std::vector<float> Acc = P;
+    QOutput out;
+    out.C = Acc.data();
+    out.ldc = N;
+    out.accumulate = true;
+    qgemm_q8(pool, M, a, p, bias.data(), -1e30f, 1e30f, out);
+    for (int64_t i = 0; i < M * N; i++) {
+      const float want = P[i] + C[i];
+      if (std::fabs(Acc[i] - want) > 1e-5f * (1 + std::fabs(want)) && failures++ < 5)
+        std::printf("qgemm accumulate M=%ld N=%ld K=%ld [%ld]: %g != %g\n", (long)M, (long)N, (long)K, (long)i, Acc[i], want);
+    }
+  }
   for (int64_t m = 0; m < M; m++)
     for (int64_t n = 0; n < N; n++) {
       int64_t acc = 0;

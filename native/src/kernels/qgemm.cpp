@@ -29,17 +29,20 @@ void snap_block(float* C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0, int64
 inline int32_t code_offset(int32_t zp) { return (int32_t)((uint32_t)zp + 128u); }
 
 // Float epilogue of one accumulator row: (acc - (128 + za) * col_sum) * sa * sw + bias, clamped.
-inline float finish(int32_t acc, int32_t offset, int32_t col_sum, float sa, float sw, float bias, float lo, float hi) {
+// With `prior` (QOutput::accumulate: C's value), added before the clamp.
+inline float finish(int32_t acc, int32_t offset, int32_t col_sum, float sa, float sw, float bias, float lo, float hi,
+                    const float* prior) {
   // (wrapping int32 arithmetic, as the vector paths': corrupt zero points are not undefined behaviour)
   const int32_t q = (int32_t)((uint32_t)acc - (uint32_t)offset * (uint32_t)col_sum);
   float v = (float)q * (sa * sw) + bias;
+  if (prior) v += *prior;
   return std::min(std::max(v, lo), hi);
 }
 
 // Rows [m0, m1) x panels [p0, p1); C points at row m0, column p0 * NR.
 // (on aarch64 with NEON, each panel's inner loop is q8_row_panel_neon)
 void rows_generic(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivations& a, const PackedQ8& w,
-                  const float* bias, float lo, float hi, float* C, int64_t ldc) {
+                  const float* bias, float lo, float hi, float* C, int64_t ldc, bool accumulate) {
   const int64_t G = w.Kp / 4;
 #if defined(__aarch64__)
   static const bool neon = cpu_has_neon();
@@ -57,8 +60,11 @@ void rows_generic(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivat
       for (int64_t g = 0; g < G; g++, b += NR * 4)
         for (int64_t j = 0; j < NR; j++)
           for (int t = 0; t < 4; t++) acc[j] += (int32_t)x[g * 4 + t] * (int32_t)b[j * 4 + t];
-      for (int64_t j = 0, n = p * NR; j < NR && n < w.N; j++, n++)
-        C[(m - m0) * ldc + n - p0 * NR] = finish(acc[j], offset, w.col_sum[n], a.scale[m], w.scale[n], bias ? bias[n] : 0.f, lo, hi);
+      for (int64_t j = 0, n = p * NR; j < NR && n < w.N; j++, n++) {
+        float& c = C[(m - m0) * ldc + n - p0 * NR];
+        c = finish(acc[j], offset, w.col_sum[n], a.scale[m], w.scale[n], bias ? bias[n] : 0.f, lo, hi,
+                   accumulate ? &c : nullptr);
+      }
     }
   }
 }
@@ -136,6 +142,7 @@ ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const Q
       __m512i q = _mm512_sub_epi32(acc[i][v], _mm512_mullo_epi32(off, cs));
       __m512 s = _mm512_mul_ps(_mm512_set1_ps(a.scale[m0 + i]), sw);
       __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), s, bv);
+      if (out.accumulate) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, out.C + (m0 + i) * out.ldc + n0));
       store_row16(out, m0 + i, n0, cols, m, _mm512_min_ps(vhi, _mm512_max_ps(vlo, r)));
     }
   }
@@ -202,7 +209,18 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, const int16_t* x,
         q = _mm256_sub_epi32(acc[i][v], _mm256_mullo_epi32(off, cs));
         s = _mm256_mul_ps(_mm256_set1_ps(a.scale[m0 + i]), sw);
       }
-      __m256 r = _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, bv)));
+      __m256 r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, bv);
+      if (out.accumulate) {
+        const float* c = out.C + (m0 + i) * out.ldc + c0;
+        if (cols >= 8 * (v + 1)) {
+          r = _mm256_add_ps(r, _mm256_loadu_ps(c));
+        } else {
+          alignas(32) float prior[8] = {};
+          for (int64_t j = 0; j < cols - 8 * v; j++) prior[j] = c[j];
+          r = _mm256_add_ps(r, _mm256_load_ps(prior));
+        }
+      }
+      r = _mm256_min_ps(vhi, _mm256_max_ps(vlo, r));
       const Int8Grid* grid = out.grid;
       if (grid && out.codes) {  // the grid's codes (value first in max: a NaN becomes grid.lo, as grid_code)
         __m256 t = _mm256_mul_ps(r, _mm256_broadcast_ss(&grid->inv));
@@ -396,13 +414,13 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
         thread_local std::vector<float> tmp;
         const int64_t cols = n1 - n0;
         if (tmp.size() < (size_t)((m1 - m0) * cols)) tmp.resize((size_t)((m1 - m0) * cols));
-        rows_generic(m0, m1, p0, p1, a, w, bias, lo, hi, tmp.data(), cols);
+        rows_generic(m0, m1, p0, p1, a, w, bias, lo, hi, tmp.data(), cols, false);
         for (int64_t m = m0; m < m1; m++)
           for (int64_t n = n0; n < n1; n++)
             out.codes[m * out.ldc + n] = grid_code(tmp[(size_t)((m - m0) * cols + n - n0)], *out.grid, out.code_shift);
         continue;
       }
-      rows_generic(m0, m1, p0, p1, a, w, bias, lo, hi, out.C + m0 * out.ldc + n0, out.ldc);
+      rows_generic(m0, m1, p0, p1, a, w, bias, lo, hi, out.C + m0 * out.ldc + n0, out.ldc, out.accumulate);
       if (out.grid) snap_block(out.C, out.ldc, m0, m1, n0, n1, *out.grid);
     }
   };

@@ -48,7 +48,8 @@ class XnnDelegate : public DelegateHandle {
       for (size_t k = 0; k < n.inputs.size(); k++) {
         if (n.inputs[k] >= g_.values.size()) continue;
         uses[n.inputs[k]]++;
-        if (k == 1 && (!n.packed.empty() || n.qpacked.N > 0 || !n.qconv.empty())) packed_uses[n.inputs[k]]++;
+        if (k == 1 && (!n.packed.empty() || n.qpacked.N > 0 || !n.qconv.empty() || !n.qblocks.empty()))
+          packed_uses[n.inputs[k]]++;
       }
     };
     for (auto& n : g_.nodes) {

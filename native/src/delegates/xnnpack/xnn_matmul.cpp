@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "kernels/kernel_util.h"
 #include "kernels/gemm.h"
@@ -48,8 +49,9 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   std::vector<int64_t> s = a.shape;
   s.back() = OC;
   // the int8 GEMM has no residual epilogue: a fused add then runs after it
-  const Value* res = n.qpacked.N > 0 ? nullptr : fused_residual(g, n, s);
-  if (n.qpacked.N > 0 && n.residual != kInvalidId) n.residual_pending = true;
+  const bool int8_gemm = n.qpacked.N > 0 || !n.qblocks.empty();
+  const Value* res = int8_gemm ? nullptr : fused_residual(g, n, s);
+  if (int8_gemm && n.residual != kInvalidId) n.residual_pending = true;
   Value& o = gemm_output(g, n, s);
   int64_t M = a.numel() / IC;
   const float* bias = bias_of(g, n, OC);
@@ -60,29 +62,51 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     fully_connected_q8(ctx, n, a, M, IC, OC, bias, o, sc);
     return;
   }
-  if (n.qpacked.N > 0) {
+  if (int8_gemm) {
     // the filter lives only as int8 panels: the input must carry its per-row quantization
-    if (n.qpacked.K != IC || n.qpacked.N != OC || a.row_len <= 0 || a.row_len % IC != 0 ||
-        (int64_t)a.row_scale.size() * a.row_len < a.numel() || (int64_t)a.q8.size() < a.numel())
+    const bool blocks = !n.qblocks.empty();
+    bool ok = blocks ? n.qblock_size > 0 && (int64_t)n.qblocks.size() == (IC + n.qblock_size - 1) / n.qblock_size
+                     : n.qpacked.K == IC && n.qpacked.N == OC;
+    for (size_t b = 0; b < n.qblocks.size() && ok; b++)
+      ok = n.qblocks[b].N == OC && n.qblocks[b].K == std::min<int64_t>(n.qblock_size, IC - (int64_t)b * n.qblock_size);
+    if (!ok) fail(n, "packed weights do not match the filter");
+    if (a.row_len <= 0 || a.row_len % IC != 0 || (int64_t)a.row_scale.size() * a.row_len < a.numel() ||
+        (int64_t)a.q8.size() < a.numel())
       fail(n, "dynamically quantized input without per-row quantization parameters (corrupt program?)");
-    // int8 x int8 on the integers finalize_value kept, rows padded to the packed K
-    const int64_t Kp = n.qpacked.Kp, per_row = a.row_len / IC;
-    sc.q8.resize((size_t)(M * Kp));
+    // int8 x int8 on the integers finalize_value kept: per block of K (one block without
+    // qblocks), its rows padded to the block's packed K, all blocks' rows one after another
+    const int64_t nb = blocks ? (int64_t)n.qblocks.size() : 1, per_row = a.row_len / IC;
+    auto packed = [&](int64_t b) -> const PackedQ8& { return blocks ? n.qblocks[(size_t)b] : n.qpacked; };
+    std::vector<int64_t>& start = sc.block_start;  // where block b's rows begin in sc.q8
+    start.assign((size_t)nb + 1, 0);
+    for (int64_t b = 0; b < nb; b++) start[(size_t)b + 1] = start[(size_t)b] + M * packed(b).Kp;
+    sc.q8.resize((size_t)start[(size_t)nb]);
     sc.row_scale.resize((size_t)M);
     sc.row_zp.resize((size_t)M);
     parallel(ctx, M, std::max<int64_t>(1, 4096 / std::max<int64_t>(IC, 1)), [&](int64_t b, int64_t e) {
       for (int64_t m = b; m < e; m++) {
-        const double scale = a.row_scale[(size_t)(m / per_row)];
-        const int32_t zp = a.row_zp[(size_t)(m / per_row)];
-        uint8_t* q = sc.q8.data() + m * Kp;
-        std::memcpy(q, a.q8.data() + m * IC, (size_t)IC);
-        std::memset(q + IC, 0, (size_t)(Kp - IC));
-        sc.row_scale[(size_t)m] = (float)scale;
-        sc.row_zp[(size_t)m] = zp;
+        for (int64_t blk = 0, k0 = 0; blk < nb; k0 += packed(blk).K, blk++) {
+          const PackedQ8& p = packed(blk);
+          uint8_t* q = sc.q8.data() + start[(size_t)blk] + m * p.Kp;
+          std::memcpy(q, a.q8.data() + m * IC + k0, (size_t)p.K);
+          std::memset(q + p.K, 0, (size_t)(p.Kp - p.K));
+        }
+        sc.row_scale[(size_t)m] = (float)a.row_scale[(size_t)(m / per_row)];
+        sc.row_zp[(size_t)m] = a.row_zp[(size_t)(m / per_row)];
       }
     });
-    QActivations qa{sc.q8.data(), sc.row_scale.data(), sc.row_zp.data()};
-    qgemm_q8(ctx.pool, M, qa, n.qpacked, bias, n.out_min, n.out_max, o.data.data(), OC);
+    // blocks summed in the output: the bias with the first, the clamp with the last
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    for (int64_t b = 0; b < nb; b++) {
+      QActivations qa{sc.q8.data() + start[(size_t)b], sc.row_scale.data(), sc.row_zp.data()};
+      QOutput out;
+      out.C = o.data.data();
+      out.ldc = OC;
+      out.accumulate = b > 0;
+      const bool last = b + 1 == nb;
+      qgemm_q8(ctx.pool, M, qa, packed(b), b == 0 ? bias : nullptr, last ? n.out_min : -kInf, last ? n.out_max : kInf,
+               out);
+    }
     return;
   }
   if (!n.packed.empty()) {
@@ -163,6 +187,33 @@ void sdpa(Graph& g, Node& n) {
         }
       }
     }
+}
+
+
+bool prepare_fc_qb4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw) {
+  // (blocks along the filter's last dim, its input channels when not transposed)
+  if (!x || x->dtype != QDINT8 || w.dtype != QBINT4 || w.quant != Quant::PerChannelGroup || tw ||
+      w.channel_dim != 0 || w.group_size <= 0 || IC <= 0 || OC <= 0 || IC > 32768 || w.dims.size() != 2)
+    return false;
+  const int64_t bs = w.group_size, nb = (IC + bs - 1) / bs;
+  if ((int64_t)w.scales.size() < OC * nb || (int64_t)w.data.size() < OC * IC) return false;
+  std::vector<int8_t> q;
+  std::vector<float> s((size_t)OC);
+  for (int64_t b = 0; b < nb; b++) {
+    const int64_t k0 = b * bs, K = std::min(bs, IC - k0);
+    q.assign((size_t)(OC * K), 0);
+    for (int64_t oc = 0; oc < OC; oc++) {
+      const float sc = w.scales[(size_t)(oc * nb + b)];
+      s[(size_t)oc] = sc;
+      for (int64_t k = 0; k < K; k++) {  // the decoded grid point over its block's scale: the 4-bit value
+        const double v = sc != 0.f ? std::nearbyint((double)w.data[(size_t)(oc * IC + k0 + k)] / sc) : 0.0;
+        q[(size_t)(oc * K + k)] = (int8_t)clamp_q(v, -128.0, 127.0);
+      }
+    }
+    n.qblocks.push_back(pack_q8(K, OC, q.data(), 1, K, s.data()));
+  }
+  n.qblock_size = bs;
+  return true;
 }
 
 }  // namespace etnp::xnn

@@ -107,6 +107,11 @@ const Value* fused_residual(Graph& g, Node& n, const std::vector<int64_t>& shape
 Value& gemm_output(Graph& g, const Node& n, const std::vector<int64_t>& shape);
 void check_filter(const Node& n, const Value& w, std::initializer_list<int64_t> want);
 void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc);
+// qd8 x qb4w FullyConnected (a dynamically quantized input, a non-transposed 4-bit filter with a
+// scale per block of input channels): packs each block's int8 values (Node::qblocks); false
+// where it does not apply. Run by fully_connected: per block an exact int32 sum, scaled by the
+// block's scales and summed in float32 (as XNNPACK's qd8-f32-qb4w GEMM).
+bool prepare_fc_qb4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw);
 void batch_matmul(KernelContext& ctx, Graph& g, Node& n);
 void sdpa(Graph& g, Node& n);
 

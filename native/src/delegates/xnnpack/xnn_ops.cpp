@@ -157,6 +157,7 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
       return;
     }
     if (prepare_fc_q8(x, n, *w, IC, OC, tw)) return;  // static int8: the int8 filter only
+    if (prepare_fc_qb4w(x, n, *w, IC, OC, tw)) return;  // qd8 x qb4w: the blocks' int8 values only
     n.packed.push_back(pack_b(pool, IC, OC, w->cdata(), tw ? OC : 1, tw ? 1 : IC));
   } else if (n.type == Conv2d) {
     if (w->dims.size() != 4) fail(n, "filter must be 4-D");

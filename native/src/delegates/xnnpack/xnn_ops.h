@@ -19,6 +19,7 @@ struct Scratch {
   std::vector<int32_t> conv_koff;
   std::vector<float> row_scale;
   std::vector<int32_t> row_zp;
+  std::vector<int64_t> block_start;  // a blocked (qb4w) FullyConnected's rows: where each block's begin in q8
   // buffers moved between values during a call (a reshape taking its input's), undone after it
   std::vector<std::pair<uint32_t, uint32_t>> moves;
 };
