@@ -3,13 +3,16 @@
 run, at 1 and 2 threads: the ratio table and its geometric mean (the performance issue's measure).
 
     python tools/bench_zoo.py [--zoo /work/zoo] [--peer-python PY] [--threads 1,2] [--iters 20]
-                              [--warmup 3] [--markdown FILE] [NAME ...]
+                              [--warmup 3] [--rounds 1] [--markdown FILE] [NAME ...]
 
 The zoo is what tools/zoo_export.py writes (NAME.pte, NAME.npz with `forward:in:i` or the first
 call's `forward:call0:in:i` inputs, NAME*.ptd external weights). Each (program, runtime, thread
 count) runs in its own worker process (tools/bench.py --worker), pinned with `taskset` to the same
 cores for both runtimes (cores 0..T-1; the reference has no thread argument, ours gets
-num_threads=T), the two runtimes alternating per program so machine drift hits both alike.
+num_threads=T), the two runtimes alternating per program so machine drift hits both alike;
+with --rounds R, R alternations (which runtime goes first flips each round) and each runtime's
+median of its R process medians: a 2-vCPU VM's cross-core speed can change for minutes at a time,
+and one process per runtime then compares two different machines.
 Prints median milliseconds and ours/reference per program, then the geometric mean and the worst
 ratio per thread count; programs either runtime cannot run are listed and left out of the means.
 """
@@ -70,6 +73,10 @@ def main():
     p.add_argument("--threads", default="1,2")
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=1,
+                   help="alternate the two runtimes this many times per program and thread count, each a fresh "
+                        "process, and take each runtime's median (machines whose speed drifts within minutes - "
+                        "a VM's cross-core latency - then hit both runtimes alike)")
     p.add_argument("--markdown", help="also write the table as Markdown to this file")
     args = p.parse_args()
     import numpy as np
@@ -91,15 +98,22 @@ def main():
             data = sorted(glob.glob(os.path.splitext(model)[0] + "*.ptd"))
             row = {"name": name}
             for t in threads:
-                res = {}
-                for be, py in (("ours", args.ours_python), ("peer", args.peer_python)):
-                    r, err = run_one(py, be, model, inputs, data, t, args.iters, args.warmup, tmp)
-                    if err:
-                        skipped.append((f"{name} ({be}, {t} thr)", err))
+                res = {"ours": [], "peer": []}
+                failed = False
+                for rnd in range(max(1, args.rounds)):
+                    # (ours first in even rounds, the reference first in odd ones)
+                    order = (("ours", args.ours_python), ("peer", args.peer_python))
+                    for be, py in (order if rnd % 2 == 0 else order[::-1]):
+                        r, err = run_one(py, be, model, inputs, data, t, args.iters, args.warmup, tmp)
+                        if err:
+                            skipped.append((f"{name} ({be}, {t} thr)", err))
+                            failed = True
+                            break
+                        res[be].append(r["median"] * 1e3)
+                    if failed:
                         break
-                    res[be] = r["median"] * 1e3
-                if len(res) == 2:
-                    row[t] = (res["ours"], res["peer"])
+                if not failed:
+                    row[t] = (float(np.median(res["ours"])), float(np.median(res["peer"])))
             rows.append(row)
             cells = "  ".join(f"{t}t {row[t][0]:8.2f} {row[t][1]:8.2f} {row[t][0] / row[t][1]:5.2f}x"
                               for t in threads if t in row)
