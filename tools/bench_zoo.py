@@ -3,16 +3,18 @@
 run, at 1 and 2 threads: the ratio table and its geometric mean (the performance issue's measure).
 
     python tools/bench_zoo.py [--zoo /work/zoo] [--peer-python PY] [--threads 1,2] [--iters 20]
-                              [--warmup 3] [--rounds 1] [--markdown FILE] [NAME ...]
+                              [--warmup 3] [--warmup-ms 100] [--rounds 1] [--pick median]
+                              [--markdown FILE] [NAME ...]
 
 The zoo is what tools/zoo_export.py writes (NAME.pte, NAME.npz with `forward:in:i` or the first
 call's `forward:call0:in:i` inputs, NAME*.ptd external weights). Each (program, runtime, thread
 count) runs in its own worker process (tools/bench.py --worker), pinned with `taskset` to the same
 cores for both runtimes (cores 0..T-1; the reference has no thread argument, ours gets
 num_threads=T), the two runtimes alternating per program so machine drift hits both alike;
-with --rounds R, R alternations (which runtime goes first flips each round) and each runtime's
-median of its R process medians: a 2-vCPU VM's cross-core speed can change for minutes at a time,
-and one process per runtime then compares two different machines.
+with --rounds R, R passes over the zoo (which runtime goes first flips each pass) and each
+runtime's median of its R process medians (--pick min: the least, best of R): a 2-vCPU VM's
+cross-core latency switches between ~50 and ~350 ns for seconds to minutes at a time, and one
+process per runtime then compares two different machines.
 Prints median milliseconds and ours/reference per program, then the geometric mean and the worst
 ratio per thread count; programs either runtime cannot run are listed and left out of the means.
 """
@@ -42,9 +44,9 @@ def zoo_inputs(npz_path):
         return [z[k] for k in keys]
 
 
-def run_one(py, backend, model, inputs, data_files, threads, iters, warmup, tmp):
+def run_one(py, backend, model, inputs, data_files, threads, iters, warmup, tmp, warmup_ms=0.0):
     cmd = [py, os.path.join(HERE, "bench.py"), "--worker", backend, "--model", model, "--inputs", inputs,
-           "--iters", str(iters), "--warmup", str(warmup)]
+           "--iters", str(iters), "--warmup", str(warmup), "--warmup-ms", str(warmup_ms)]
     if data_files:
         cmd += ["--data-files", ",".join(data_files)]
     if backend == "ours":
@@ -73,10 +75,15 @@ def main():
     p.add_argument("--threads", default="1,2")
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--warmup-ms", type=float, default=100.0,
+                   help="and at least this long (both runtimes; a fresh process's 2-thread calls on a 2-vCPU VM "
+                        "run at 1-thread speed for ~15 ms)")
     p.add_argument("--rounds", type=int, default=1,
-                   help="alternate the two runtimes this many times per program and thread count, each a fresh "
-                        "process, and take each runtime's median (machines whose speed drifts within minutes - "
-                        "a VM's cross-core latency - then hit both runtimes alike)")
+                   help="passes over the zoo (each a fresh process per program, runtime and thread count); "
+                        "each runtime's median (or least, --pick min) of its per-pass medians")
+    p.add_argument("--pick", choices=("median", "min"), default="median",
+                   help="with --rounds: each runtime's median of its process medians, or the least (best of R: "
+                        "where the machine's speed switches between two modes, both runtimes' fast-mode figure)")
     p.add_argument("--markdown", help="also write the table as Markdown to this file")
     args = p.parse_args()
     import numpy as np
@@ -87,6 +94,7 @@ def main():
         models = [m for m in models if os.path.splitext(os.path.basename(m))[0] in set(args.names)]
     rows, skipped = [], []
     with tempfile.TemporaryDirectory() as tmp:
+        progs = []  # (name, model, inputs, data files)
         for model in models:
             name = os.path.splitext(os.path.basename(model))[0]
             npz = os.path.splitext(model)[0] + ".npz"
@@ -95,25 +103,34 @@ def main():
                 continue
             inputs = os.path.join(tmp, name + ".inputs.npz")
             np.savez(inputs, **{f"in_{i}": x for i, x in enumerate(zoo_inputs(npz))})
-            data = sorted(glob.glob(os.path.splitext(model)[0] + "*.ptd"))
-            row = {"name": name}
-            for t in threads:
-                res = {"ours": [], "peer": []}
-                failed = False
-                for rnd in range(max(1, args.rounds)):
-                    # (ours first in even rounds, the reference first in odd ones)
-                    order = (("ours", args.ours_python), ("peer", args.peer_python))
+            progs.append((name, model, inputs, sorted(glob.glob(os.path.splitext(model)[0] + "*.ptd"))))
+        # rounds are whole passes over the zoo, so that one program's samples lie minutes apart
+        # (the machine's modes last seconds to minutes); in each pass the two runtimes alternate
+        # per program and thread count, the one going first flipping from pass to pass
+        res = {}  # (name, threads, backend) -> process medians (ms)
+        failed = set()
+        rounds = max(1, args.rounds)
+        order = (("ours", args.ours_python), ("peer", args.peer_python))
+        for rnd in range(rounds):
+            for name, model, inputs, data in progs:
+                for t in threads:
+                    if (name, t) in failed:
+                        continue
                     for be, py in (order if rnd % 2 == 0 else order[::-1]):
-                        r, err = run_one(py, be, model, inputs, data, t, args.iters, args.warmup, tmp)
+                        r, err = run_one(py, be, model, inputs, data, t, args.iters, args.warmup, tmp, args.warmup_ms)
                         if err:
                             skipped.append((f"{name} ({be}, {t} thr)", err))
-                            failed = True
+                            failed.add((name, t))
                             break
-                        res[be].append(r["median"] * 1e3)
-                    if failed:
-                        break
-                if not failed:
-                    row[t] = (float(np.median(res["ours"])), float(np.median(res["peer"])))
+                        res.setdefault((name, t, be), []).append(r["median"] * 1e3)
+                if rounds > 1:
+                    print(f"round {rnd + 1}/{rounds}: {name}", file=sys.stderr, flush=True)
+        pick = np.median if args.pick == "median" else np.min
+        for name, _, _, _ in progs:
+            row = {"name": name}
+            for t in threads:
+                if (name, t) not in failed:
+                    row[t] = (float(pick(res[(name, t, "ours")])), float(pick(res[(name, t, "peer")])))
             rows.append(row)
             cells = "  ".join(f"{t}t {row[t][0]:8.2f} {row[t][1]:8.2f} {row[t][0] / row[t][1]:5.2f}x"
                               for t in threads if t in row)
