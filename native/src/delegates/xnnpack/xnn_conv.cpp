@@ -233,7 +233,8 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     if (pointwise) {
       const float* A = ap->cdata() + gi * ICg;
       if (!n.packed.empty() && chain_ready(gi)) {  // blocks of rows, each followed by the chain on them
-        const int64_t rows = balanced_rows(M, 96, 24), blocks = (M + rows - 1) / rows;
+        const int64_t rows = balanced_rows(M, 96, 24, ctx.pool ? ctx.pool->num_threads() : 1),
+                    blocks = (M + rows - 1) / rows;
         parallel(ctx, blocks, 1, [&](int64_t b, int64_t e) {
           const int64_t m0 = b * rows, m1 = std::min(M, e * rows);
           GemmEpilogue epb = epilogue(n, bias);

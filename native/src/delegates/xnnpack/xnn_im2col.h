@@ -24,9 +24,15 @@ inline bool unfold_whole(const KernelContext& ctx, int64_t tasks, int64_t bytes)
 
 // Rows a block when M output pixels are unfolded in blocks of at most max_rows (a multiple of
 // unit): the same number of blocks, evened out (256 pixels in blocks of <= 240: 144 + 112, not
-// 240 + 16, whose tasks the threads could not share evenly).
-inline int64_t balanced_rows(int64_t M, int64_t max_rows, int64_t unit) {
-  const int64_t blocks = std::max<int64_t>(1, (M + max_rows - 1) / max_rows);
+// 240 + 16, whose tasks the threads could not share evenly). With `threads` > 1 the number of
+// blocks is rounded up to a multiple of it where blocks of `unit` rows allow (256 rows in blocks
+// of <= 96 for 2 threads: 4 blocks of <= 72, not 3 - one thread's 2 blocks against the other's 1).
+inline int64_t balanced_rows(int64_t M, int64_t max_rows, int64_t unit, int64_t threads = 1) {
+  int64_t blocks = std::max<int64_t>(1, (M + max_rows - 1) / max_rows);
+  if (threads > 1) {
+    const int64_t shared = (blocks + threads - 1) / threads * threads;
+    if (M >= shared * unit) blocks = shared;
+  }
   const int64_t even = (M + blocks - 1) / blocks;
   return std::max<int64_t>(unit, (even + unit - 1) / unit * unit);
 }

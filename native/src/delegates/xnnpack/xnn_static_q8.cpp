@@ -180,7 +180,8 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     QActivations qa = repeated_params(a, zpa, M, s, z);
     qa.data = codes;
     if (ChainHook* then = take_chain(n, final_rows && M >= 192)) {  // blocks of rows, the chain after each
-      const int64_t rows = balanced_rows(M, 96, 24), blocks = (M + rows - 1) / rows;
+      const int64_t rows = balanced_rows(M, 96, 24, ctx.pool ? ctx.pool->num_threads() : 1),
+                    blocks = (M + rows - 1) / rows;
       parallel(ctx, blocks, 1, [&](int64_t b, int64_t e) {
         const int64_t m0 = b * rows, m1 = std::min(M, e * rows);
         QActivations qb = qa;
