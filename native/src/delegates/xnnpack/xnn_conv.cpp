@@ -23,14 +23,19 @@ namespace {
 // the input, zero-padded once into a scratch copy when the node pads (or reads an NCHW input,
 // transposed on the way into the copy); no im2col rows. False, before any work, when the CPU
 // path has no indirect kernel or the offsets would not fit in int32.
-bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, bool nchw, int64_t gi, int64_t N, int64_t H,
-                   int64_t W, int64_t C, int64_t ICg, int64_t OH, int64_t OW, int64_t K, int64_t M,
-                   const GemmEpilogue& ep, float* Cp, int64_t OC, Scratch& sc) {
+// Its input (the first group, gi 0, prepares what every group shares): the base the row pointers
+// point into - the input, or its zero-padded copy - and the tap offsets in sc.conv_koff; null,
+// before any work, where the path does not apply. Hp, Wp: the padded input's height and width.
+const float* indirect_input(KernelContext& ctx, const Node& n, const Value& a, bool nchw, int64_t gi, int64_t N,
+                            int64_t H, int64_t W, int64_t C, int64_t ICg, int64_t K, Scratch& sc, int64_t& Hp,
+                            int64_t& Wp) {
   static const bool avx512 = cpu_has_avx512f();
-  if (!avx512) return false;
+  if (!avx512) return nullptr;
   const int64_t pt = n.pad_top, pb = n.pad_bottom, pl = n.pad_left, pr = n.pad_right;
-  const int64_t Hp = H + pt + pb, Wp = W + pl + pr, KW = n.kw;
-  if ((int64_t)n.kh * n.dh * Wp * C + (KW * n.dw + 1) * C > INT32_MAX) return false;
+  Hp = H + pt + pb;
+  Wp = W + pl + pr;
+  const int64_t KW = n.kw;
+  if ((int64_t)n.kh * n.dh * Wp * C + (KW * n.dw + 1) * C > INT32_MAX) return nullptr;
   const float* base = a.cdata();
   if (nchw || pt || pb || pl || pr) {
     if (gi == 0) {  // one padded copy serves every group
@@ -67,6 +72,15 @@ bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, bool nchw,
       for (int64_t j = 0; j < KW; j++)
         for (int64_t c = 0; c < ICg; c++, k++) sc.conv_koff[(size_t)k] = (int32_t)((i * n.dh * Wp + j * n.dw) * C + c);
   }
+  return base;
+}
+
+bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, bool nchw, int64_t gi, int64_t N, int64_t H,
+                   int64_t W, int64_t C, int64_t ICg, int64_t OH, int64_t OW, int64_t K, int64_t M,
+                   const GemmEpilogue& ep, float* Cp, int64_t OC, Scratch& sc) {
+  int64_t Hp, Wp;
+  const float* base = indirect_input(ctx, n, a, nchw, gi, N, H, W, C, ICg, K, sc, Hp, Wp);
+  if (!base) return false;
   sc.conv_rows.resize((size_t)M);
   parallel(ctx, M, 4096, [&](int64_t b, int64_t e) {
     for (int64_t m = b, bn = b / (OH * OW), oh = (b / OW) % OH, ow = b % OW; m < e; m++) {
@@ -78,6 +92,40 @@ bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, bool nchw,
     }
   });
   return sgemm_packed_indirect(ctx.pool, M, sc.conv_rows.data(), sc.conv_koff.data(), n.packed[gi], Cp, OC, ep);
+}
+
+// A grouped convolution of small groups as indirect GEMMs, all groups in one region: tasks are
+// blocks of output pixels x groups, each an indirect GEMM of its rows on its group's weights (the
+// group-by-group path gives every group a region of its own, too small to share among threads:
+// RegNet's 26 groups of 8 channels on an 8x8 map are 37 K multiply-adds each). The same kernel
+// and rows as that path. False, before any work, where the indirect GEMM does not apply.
+bool conv_indirect_groups(KernelContext& ctx, const Node& n, const Value& a, bool nchw, int64_t N, int64_t H,
+                          int64_t W, int64_t C, int64_t OH, int64_t OW, int64_t K, int64_t M, const float* bias,
+                          const Value* res, Value& o, Scratch& sc) {
+  const int64_t G = n.groups, ICg = n.group_in, OCg = n.group_out, OC = G * OCg;
+  int64_t Hp, Wp;
+  const float* base = indirect_input(ctx, n, a, nchw, 0, N, H, W, C, ICg, K, sc, Hp, Wp);
+  if (!base) return false;
+  const int64_t rows = balanced_rows(M, 264, 24), blocks = (M + rows - 1) / rows;
+  const int32_t* koff = sc.conv_koff.data();
+  bool ok = true;
+  parallel(ctx, blocks * G, 1, [&](int64_t b, int64_t e) {
+    thread_local std::vector<const float*> ptrs;  // grows only
+    if (ptrs.size() < (size_t)rows) ptrs.resize((size_t)rows);
+    for (int64_t t = b; t < e; t++) {
+      const int64_t m0 = t / G * rows, m1 = std::min(M, m0 + rows), gt = t % G;
+      for (int64_t m = m0; m < m1; m++) {
+        const int64_t bn = m / (OH * OW), oh = (m / OW) % OH, ow = m % OW;
+        ptrs[(size_t)(m - m0)] = base + ((bn * Hp + oh * n.sh) * Wp + ow * n.sw) * C + gt * ICg;
+      }
+      GemmEpilogue ep = epilogue(n, bias ? bias + gt * OCg : nullptr);
+      with_residual(ep, n, res, gt * OCg + m0 * OC, OC);
+      if (!sgemm_packed_indirect(nullptr, m1 - m0, ptrs.data(), koff, n.packed[(size_t)gt],
+                                 o.data.data() + gt * OCg + m0 * OC, OC, ep))
+        ok = false;  // (not on a CPU where indirect_input succeeded)
+    }
+  });
+  return ok;
 }
 
 // A convolution reading an NCHW input in place (a fused input transpose, one group, AVX-512):
@@ -220,6 +268,9 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   auto im2col = [&](int64_t gi, int64_t m_begin, int64_t m_end, float* dst_rows) {
     im2col_rows(n, ap->cdata(), H, W, C, OH, OW, gi, m_begin, m_end, dst_rows, K, 0.f);
   };
+  if (G > 1 && !n.packed.empty() && !pointwise && (!nchw || fusion_mode() != FusionMode::Steps) &&
+      conv_indirect_groups(ctx, n, *ap, nchw, N, H, W, C, OH, OW, K, M, bias, res, o, sc))
+    return;
   for (int64_t gi = 0; gi < G; gi++) {
     GemmEpilogue ep = epilogue(n, bias ? bias + gi * OCg : nullptr);
     with_residual(ep, n, res, gi * OCg, OC);
