@@ -581,6 +581,25 @@ class ScalarIO(nn.Module):
         return t, x * t, t - s
 
 
+class ConvChainQ8(nn.Module):
+    """Convolutions each read only by the next (static int8: the values between them stay int8 codes
+    in our runtime - 1x1, 3x3, grouped, strided - then a pooled, flattened linear head)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.c2 = nn.Conv2d(16, 24, 1)
+        self.c3 = nn.Conv2d(24, 24, 3, stride=2, padding=1, groups=3)
+        self.c4 = nn.Conv2d(24, 40, 1)
+        self.c5 = nn.Conv2d(40, 32, 3, padding=1)
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.c2(torch.relu(self.c1(x)))
+        x = self.c5(torch.relu(self.c4(self.c3(x))))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
 class InputViews(nn.Module):
     """Reshapes of delegate inputs, which the delegate reads in place (no copy): read by a batch
     matmul, a slice, a transpose, an elementwise op and by further reshapes (which must copy, not
@@ -732,6 +751,8 @@ def fixtures():
                                                                           [0.25, 0.5, 3.0, -0.5]]] * 2),
                                                          torch.randint(-5, 6, (2, 3, 4)), torch.rand(2, 3, 4) > 0.5))})
     f["input_views_xnn"] = dict(methods={"forward": (InputViews(), (rnd(1, 4, 6, 8), rnd(30), rnd(2, 15), rnd(2, 96)))}, xnn=True)
+    f["qconv_chain_static_xnn"] = dict(methods={"forward": (ConvChainQ8(), (rnd(2, 3, 20, 20),))}, xnn=True,
+                                       quant="static")
     return f
 
 
