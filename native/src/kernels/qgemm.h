@@ -32,8 +32,9 @@ struct QActivations {
 };
 
 // Where the results go, row m, column n: C[m * ldc + n] as float32 - snapped to `grid` where one
-// is given (a static-int8 value kept as float grid points; quantize_row.h) - or, with `codes`,
-// only the grid's byte codes codes[m * ldc + n] = grid_code(result, *grid, code_shift).
+// is given (a static-int8 value kept as float grid points; quantize_row.h) - or, with `codes` (and
+// a grid: codes without one are not written), only the grid's byte codes
+// codes[m * ldc + n] = grid_code(result, *grid, code_shift).
 // `accumulate` (float32 output, no grid): the product is added to C's values before the clamp,
 // C = clamp(C + sa * sw * sum + bias) - blocks of K with scales of their own (qb4w) summed in C.
 struct QOutput {

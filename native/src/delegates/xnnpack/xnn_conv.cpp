@@ -5,6 +5,7 @@
 #include "delegates/xnnpack/xnn_im2col.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -108,7 +109,7 @@ bool conv_indirect_groups(KernelContext& ctx, const Node& n, const Value& a, boo
   if (!base) return false;
   const int64_t rows = balanced_rows(M, 264, 24), blocks = (M + rows - 1) / rows;
   const int32_t* koff = sc.conv_koff.data();
-  bool ok = true;
+  std::atomic<bool> ok{true};  // (written by whichever task's GEMM declines)
   parallel(ctx, blocks * G, 1, [&](int64_t b, int64_t e) {
     thread_local std::vector<const float*> ptrs;  // grows only
     if (ptrs.size() < (size_t)rows) ptrs.resize((size_t)rows);
@@ -122,10 +123,10 @@ bool conv_indirect_groups(KernelContext& ctx, const Node& n, const Value& a, boo
       with_residual(ep, n, res, gt * OCg + m0 * OC, OC);
       if (!sgemm_packed_indirect(nullptr, m1 - m0, ptrs.data(), koff, n.packed[(size_t)gt],
                                  o.data.data() + gt * OCg + m0 * OC, OC, ep))
-        ok = false;  // (not on a CPU where indirect_input succeeded)
+        ok.store(false, std::memory_order_relaxed);  // (not on a CPU where indirect_input succeeded)
     }
   });
-  return ok;
+  return ok.load();
 }
 
 // A convolution reading an NCHW input in place (a fused input transpose, one group, AVX-512):

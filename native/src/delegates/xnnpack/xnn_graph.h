@@ -94,9 +94,8 @@ struct Node {
   PackedQ8 qpacked;  // FullyConnected with int8 weights on a dynamically quantized or static-int8 input (N > 0 when set)
   std::vector<PackedQ8> qconv;  // Conv2d on a static-int8 input with int8 weights: one per group (xnn_static_q8.cpp)
   // FullyConnected, dynamically quantized input x 4-bit weights in blocks of K with a scale each
-  // (qd8 x qb4w): the blocks' int8 values, one PackedQ8 per block of qblock_size input channels
+  // (qd8 x qb4w): the blocks' int8 values, one PackedQ8 per block of input channels, in order
   std::vector<PackedQ8> qblocks;
-  int64_t qblock_size = 0;
   std::vector<float> bias;
   // fused at method load (xnn_fuse.cpp). A Conv2d or FullyConnected that absorbed the Add after
   // it: `output` is the add's, `residual` (also inputs[3]) its other operand, res_min/res_max its

@@ -65,10 +65,14 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   if (int8_gemm) {
     // the filter lives only as int8 panels: the input must carry its per-row quantization
     const bool blocks = !n.qblocks.empty();
-    bool ok = blocks ? n.qblock_size > 0 && (int64_t)n.qblocks.size() == (IC + n.qblock_size - 1) / n.qblock_size
-                     : n.qpacked.K == IC && n.qpacked.N == OC;
-    for (size_t b = 0; b < n.qblocks.size() && ok; b++)
-      ok = n.qblocks[b].N == OC && n.qblocks[b].K == std::min<int64_t>(n.qblock_size, IC - (int64_t)b * n.qblock_size);
+    // (the blocks' input channels, one after another, are the filter's)
+    int64_t packed_k = 0;
+    bool ok = true;
+    for (const PackedQ8& p : n.qblocks) {
+      ok = ok && p.N == OC;
+      packed_k += p.K;
+    }
+    ok = blocks ? ok && packed_k == IC : n.qpacked.K == IC && n.qpacked.N == OC;
     if (!ok) fail(n, "packed weights do not match the filter");
     if (a.row_len <= 0 || a.row_len % IC != 0 || (int64_t)a.row_scale.size() * a.row_len < a.numel() ||
         (int64_t)a.q8.size() < a.numel())
@@ -205,14 +209,10 @@ bool prepare_fc_qb4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_
     for (int64_t oc = 0; oc < OC; oc++) {
       const float sc = w.scales[(size_t)(oc * nb + b)];
       s[(size_t)oc] = sc;
-      for (int64_t k = 0; k < K; k++) {  // the decoded grid point over its block's scale: the 4-bit value
-        const double v = sc != 0.f ? std::nearbyint((double)w.data[(size_t)(oc * IC + k0 + k)] / sc) : 0.0;
-        q[(size_t)(oc * K + k)] = (int8_t)clamp_q(v, -128.0, 127.0);
-      }
+      for (int64_t k = 0; k < K; k++) q[(size_t)(oc * K + k)] = int8_value(w.data[(size_t)(oc * IC + k0 + k)], sc);
     }
     n.qblocks.push_back(pack_q8(K, OC, q.data(), 1, K, s.data()));
   }
-  n.qblock_size = bs;
   return true;
 }
 

@@ -127,6 +127,10 @@ bool prepare_fc_q8(const Value* x, Node& n, const Value& w, int64_t IC, int64_t 
 // The int8 values of a quantized filter of OC x K values (its decoded grid points divided by the
 // scale of their output channel, dimension `oc_dim` of its 2-D view: 0 [OC, K], 1 [K, OC]).
 void filter_int8_values(const Value& w, int64_t OC, int64_t K, int oc_dim, const float* scales, std::vector<int8_t>& q);
+// One of them: a decoded grid point f over its scale s, rounded and clamped to int8 (0 for s = 0).
+inline int8_t int8_value(float f, float s) {
+  return (int8_t)clamp_q(s != 0.f ? std::nearbyint((double)f / s) : 0.0, -128.0, 127.0);
+}
 bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N, int64_t H, int64_t W, int64_t OH,
                int64_t OW, const float* bias, Value& o, Scratch& sc);
 void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, int64_t IC, int64_t OC,

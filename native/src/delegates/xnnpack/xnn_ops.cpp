@@ -125,11 +125,7 @@ void filter_int8_values(const Value& w, int64_t OC, int64_t K, int oc_dim, const
   // the filter's int8 values are its decoded grid points divided by the channel scale
   q.resize((size_t)(OC * K));
   const float* f = w.cdata();
-  for (int64_t i = 0; i < OC * K; i++) {
-    const float s = scales[oc_dim == 0 ? i / K : i % OC];
-    const double v = s != 0.f ? std::nearbyint((double)f[i] / s) : 0.0;
-    q[(size_t)i] = (int8_t)clamp_q(v, -128.0, 127.0);
-  }
+  for (int64_t i = 0; i < OC * K; i++) q[(size_t)i] = int8_value(f[i], scales[oc_dim == 0 ? i / K : i % OC]);
 }
 
 void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
