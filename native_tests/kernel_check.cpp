@@ -16,6 +16,7 @@
 #include "kernels/column_sums.h"
 #include "kernels/cpu_features.h"
 #include "kernels/depthwise.h"
+#include "kernels/depthwise_q8.h"
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
 #include "kernels/quantize_row.h"
@@ -328,6 +329,79 @@ static void check_depthwise(std::mt19937& rng) {
     }
 }
 
+// The int8 depthwise convolution (codes in; float32, snapped or codes out) against exact integer
+// sums over the taps inside the input: shapes that take the 4-pixel window paths (3x3 / 5x5,
+// strides 1 and 2), the 4-pixel and one-pixel paths (64-channel steps, ragged channel tails),
+// dilation; the snapped output is the snap of the plain one and the codes are its codes.
+static void check_depthwise_q8(std::mt19937& rng) {
+  std::uniform_int_distribution<int> code(0, 255), qw(-128, 127);
+  std::uniform_real_distribution<float> u(0.001f, 0.02f);
+  struct Case { int64_t H, W, C, K, s, d, p; };
+  const Case cases[] = {{9, 11, 8, 3, 1, 1, 1}, {10, 10, 13, 3, 2, 1, 1}, {12, 9, 37, 5, 1, 1, 2}, {11, 13, 20, 5, 2, 1, 2},
+                        {8, 8, 4, 3, 1, 2, 2}, {7, 16, 33, 3, 1, 1, 0}, {6, 6, 3, 5, 1, 1, 0}, {14, 14, 64, 3, 2, 1, 1},
+                        {9, 40, 4, 3, 1, 1, 1}, {5, 21, 130, 5, 1, 1, 2}, {6, 19, 70, 3, 1, 1, 1}, {4, 4, 96, 5, 1, 1, 2},
+                        {3, 3, 2, 3, 1, 1, 1}, {7, 1, 5, 3, 1, 1, 1}, {9, 17, 24, 3, 2, 1, 0}, {5, 12, 16, 1, 1, 1, 0}};
+  for (const Case& cs : cases)
+    for (bool with_bias : {true, false}) {
+      DepthwiseGeom g{2, cs.H, cs.W, cs.C, 0, 0, cs.K, cs.K, cs.s, cs.s, cs.d, cs.d, cs.p, cs.p, -0.7f, 0.9f};
+      g.OH = (cs.H + 2 * cs.p - cs.d * (cs.K - 1) - 1) / cs.s + 1;
+      g.OW = (cs.W + 2 * cs.p - cs.d * (cs.K - 1) - 1) / cs.s + 1;
+      const int64_t n_in = g.N * cs.H * cs.W * cs.C, n_out = g.N * g.OH * g.OW * cs.C, T = cs.K * cs.K;
+      std::vector<uint8_t> x((size_t)(n_in + kDwQ8CodeSlack));
+      std::vector<int8_t> w((size_t)(T * cs.C));
+      std::vector<float> sw((size_t)cs.C), b((size_t)cs.C);
+      for (auto& v : x) v = (uint8_t)code(rng);
+      for (auto& v : w) v = (int8_t)qw(rng);
+      for (auto& v : sw) v = u(rng);
+      for (auto& v : b) v = (u(rng) - 0.01f) * 20;
+      DwQ8Input in;
+      in.codes = x.data();
+      in.scale = u(rng);
+      in.pad_code = code(rng);
+      const PackedDwQ8 pw = pack_dw_q8(T, cs.C, w.data(), sw.data());
+      const float* bias = with_bias ? b.data() : nullptr;
+      std::vector<float> y((size_t)n_out, NAN), snapped((size_t)n_out, NAN);
+      std::vector<uint8_t> codes((size_t)n_out, 7), want_codes((size_t)n_out);
+      const Int8Grid grid{1.f / 0.01f, -100.f, 120.f, 0.01f};
+      QOutput out;
+      out.C = y.data();
+      out.ldc = cs.C;
+      depthwise_q8(g, in, pw, bias, out, 0, g.N * g.OH);
+      out.C = snapped.data();
+      out.grid = &grid;
+      depthwise_q8(g, in, pw, bias, out, 0, g.N * g.OH / 2);  // in two row ranges
+      depthwise_q8(g, in, pw, bias, out, g.N * g.OH / 2, g.N * g.OH);
+      out.C = nullptr;
+      out.codes = codes.data();
+      out.code_shift = 100;
+      depthwise_q8(g, in, pw, bias, out, 0, g.N * g.OH);
+      float_to_codes(snapped.data(), n_out, grid.inv, 100.f, want_codes.data());
+      for (int64_t n = 0; n < g.N; n++)
+        for (int64_t oh = 0; oh < g.OH; oh++)
+          for (int64_t ow = 0; ow < g.OW; ow++)
+            for (int64_t c = 0; c < cs.C; c++) {
+              int64_t acc = 0;
+              for (int64_t i = 0; i < cs.K; i++)
+                for (int64_t j = 0; j < cs.K; j++) {
+                  const int64_t ih = oh * cs.s - cs.p + i * cs.d, iw = ow * cs.s - cs.p + j * cs.d;
+                  if (ih >= 0 && ih < cs.H && iw >= 0 && iw < cs.W)
+                    acc += ((int64_t)x[(size_t)(((n * cs.H + ih) * cs.W + iw) * cs.C + c)] - in.pad_code) *
+                           w[(size_t)((i * cs.K + j) * cs.C + c)];
+                }
+              double want = (double)acc * in.scale * sw[(size_t)c] + (with_bias ? b[(size_t)c] : 0.0);
+              want = std::min(std::max(want, (double)g.lo), (double)g.hi);
+              const size_t at = (size_t)(((n * g.OH + oh) * g.OW + ow) * cs.C + c);
+              const float snap = snap_to_grid(y[at], grid);
+              if ((!(std::fabs(y[at] - want) <= 1e-5 * (1 + std::fabs(want))) || snapped[at] != snap ||
+                   codes[at] != want_codes[at]) &&
+                  failures++ < 5)
+                std::printf("depthwise_q8 H=%ld W=%ld C=%ld K=%ld s=%ld d=%ld p=%ld (%ld,%ld,%ld,%ld): %g (snapped %g, code %d) != %g (%g, %d)\n",
+                            (long)cs.H, (long)cs.W, (long)cs.C, (long)cs.K, (long)cs.s, (long)cs.d, (long)cs.p, (long)n,
+                            (long)oh, (long)ow, (long)c, y[at], snapped[at], codes[at], want, snap, want_codes[at]);
+            }
+    }
+}
+
 // broadcast_binary against index arithmetic: random shapes (size-1 dims, missing leading dims),
 // both orders, 1 and 2 threads; finish() must cover every output element exactly once.
 static void check_broadcast(std::mt19937& rng) {
@@ -584,6 +658,7 @@ int main() {
   check_column_sums(rng);
   check_quantize_row(rng);
   check_depthwise(rng);
+  check_depthwise_q8(rng);
   check_broadcast(rng);
   check_window_reduce(rng);
   ThreadPool one(1), two(2);

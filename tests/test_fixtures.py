@@ -32,6 +32,10 @@ TOLERANCES = {
     # convolutions reading each other's int8 codes (1x1, 3x3, grouped, strided), a linear head:
     # outputs ~0.17 through five int8 grids (seen: 1.0e-3; exactness of the codes: test_int8_codes.py)
     "qconv_chain_static_xnn": (5e-3, 0),
+    # inverted-residual blocks (pointwise, depthwise 3x3 and 5x5/2 on int8 codes, residual add):
+    # outputs ~0.23 through eight int8 grids (seen: 1.7e-3; the reference runtime differs from ours
+    # by one output step, 1.6e-3, on 3 of the 20 outputs - as it did before the int8 depthwise path)
+    "qdw_block_static_xnn": (5e-3, 0),
     # programs exported with the bundled custom ops (etnp::triple.out, etnp::lstm.out); the LSTM
     # reference is torch's nn.LSTM, float32 over 5 steps of sigmoid/tanh recurrences.
     "custom_triple": (1e-5, 1e-4), "custom_lstm": (1e-5, 1e-4),

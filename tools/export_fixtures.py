@@ -600,6 +600,28 @@ class ConvChainQ8(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
+class InvertedResidualQ8(nn.Module):
+    """MobileNet-style blocks in static int8: pointwise expansion, depthwise 3x3 (stride 1) and
+    5x5 (stride 2) convolutions, pointwise projection, a residual add (our runtime keeps the values
+    between the convolutions as int8 codes; channel counts off multiples of 16 and wide enough
+    rows for the depthwise kernel's 4-pixel paths)."""
+
+    def __init__(self):
+        super().__init__()
+        self.e1 = nn.Conv2d(8, 40, 1)
+        self.d1 = nn.Conv2d(40, 40, 3, padding=1, groups=40)
+        self.p1 = nn.Conv2d(40, 8, 1)
+        self.e2 = nn.Conv2d(8, 72, 1)
+        self.d2 = nn.Conv2d(72, 72, 5, stride=2, padding=2, groups=72)
+        self.p2 = nn.Conv2d(72, 24, 1)
+        self.fc = nn.Linear(24, 10)
+
+    def forward(self, x):
+        x = x + self.p1(F.relu6(self.d1(F.relu6(self.e1(x)))))
+        x = self.p2(F.relu6(self.d2(F.relu6(self.e2(x)))))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
 class InputViews(nn.Module):
     """Reshapes of delegate inputs, which the delegate reads in place (no copy): read by a batch
     matmul, a slice, a transpose, an elementwise op and by further reshapes (which must copy, not
@@ -753,6 +775,8 @@ def fixtures():
     f["input_views_xnn"] = dict(methods={"forward": (InputViews(), (rnd(1, 4, 6, 8), rnd(30), rnd(2, 15), rnd(2, 96)))}, xnn=True)
     f["qconv_chain_static_xnn"] = dict(methods={"forward": (ConvChainQ8(), (rnd(2, 3, 20, 20),))}, xnn=True,
                                        quant="static")
+    f["qdw_block_static_xnn"] = dict(methods={"forward": (InvertedResidualQ8(), (rnd(2, 8, 14, 18),))}, xnn=True,
+                                     quant="static")
     return f
 
 

@@ -71,37 +71,6 @@ void rows_generic(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivat
 
 #if defined(__x86_64__)
 // ROWS rows x NV panels: ROWS * NV int32 accumulators, one vpdpbusd each per group of 4 k.
-// One row's 16 results (`cols` of them valid, `mask`) as QOutput says: float32, snapped to its grid
-// (max / min with the value second keep a NaN, as snap_to_grid), or the grid's codes (value first:
-// a NaN becomes grid.lo, as grid_code).
-ETNP_TARGET_INLINE("avx512f") void store_row16(const QOutput& out, int64_t row, int64_t n0, int64_t cols,
-                                                __mmask16 mask, __m512 r) {
-  if (out.grid) {
-    const Int8Grid& g = *out.grid;
-    __m512 t = _mm512_mul_ps(r, _mm512_set1_ps(g.inv));
-    if (out.codes) {
-      t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(g.lo)), _mm512_set1_ps(g.hi));
-      t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      __m512i c = _mm512_cvtps_epi32(_mm512_add_ps(t, _mm512_set1_ps((float)out.code_shift)));
-      c = _mm512_min_epi32(_mm512_max_epi32(c, _mm512_setzero_si512()), _mm512_set1_epi32(255));
-      const __m128i b = _mm512_cvtepi32_epi8(c);
-      uint8_t* d = out.codes + row * out.ldc + n0;
-      if (cols >= 16) {
-        _mm_storeu_si128((__m128i*)d, b);
-      } else {
-        alignas(16) uint8_t tmp[16];
-        _mm_store_si128((__m128i*)tmp, b);
-        std::memcpy(d, tmp, (size_t)cols);
-      }
-      return;
-    }
-    t = _mm512_min_ps(_mm512_set1_ps(g.hi), _mm512_max_ps(_mm512_set1_ps(g.lo), t));
-    t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm512_mul_ps(t, _mm512_set1_ps(g.scale));
-  }
-  _mm512_mask_storeu_ps(out.C + row * out.ldc + n0, mask, r);
-}
-
 template <int ROWS, int NV>
 ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const QActivations& a,
                                                              const PackedQ8& w, const float* bias, float lo, float hi,
@@ -143,7 +112,7 @@ ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const Q
       __m512 s = _mm512_mul_ps(_mm512_set1_ps(a.scale[m0 + i]), sw);
       __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), s, bv);
       if (out.accumulate) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, out.C + (m0 + i) * out.ldc + n0));
-      store_row16(out, m0 + i, n0, cols, m, _mm512_min_ps(vhi, _mm512_max_ps(vlo, r)));
+      store_q8_16(out, (m0 + i) * out.ldc + n0, cols, m, _mm512_min_ps(vhi, _mm512_max_ps(vlo, r)));
     }
   }
 }
@@ -193,6 +162,7 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, const int16_t* x,
   const int64_t cols = std::min<int64_t>(NV * 8, w.N - n0);
 #pragma GCC unroll 2
   for (int v = 0; v < NV; v++) {
+    if (cols <= 8 * v) break;  // (a second group of 8 columns past the panel's last)
     // column parameters padded to whole panels (pack_q8; the driver pads the bias)
     const int64_t c0 = n0 + 8 * v;
     const __m256i cs = _mm256_loadu_si256((const __m256i*)((U ? uni.corr : w.col_sum.data()) + c0));
@@ -220,40 +190,7 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, const int16_t* x,
           r = _mm256_add_ps(r, _mm256_load_ps(prior));
         }
       }
-      r = _mm256_min_ps(vhi, _mm256_max_ps(vlo, r));
-      const Int8Grid* grid = out.grid;
-      if (grid && out.codes) {  // the grid's codes (value first in max: a NaN becomes grid.lo, as grid_code)
-        __m256 t = _mm256_mul_ps(r, _mm256_broadcast_ss(&grid->inv));
-        t = _mm256_min_ps(_mm256_max_ps(t, _mm256_broadcast_ss(&grid->lo)), _mm256_broadcast_ss(&grid->hi));
-        t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m256i c = _mm256_cvtps_epi32(_mm256_add_ps(t, _mm256_set1_ps((float)out.code_shift)));
-        c = _mm256_min_epi32(_mm256_max_epi32(c, _mm256_setzero_si256()), _mm256_set1_epi32(255));
-        const __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
-        const __m128i b8 = _mm_packus_epi16(w16, w16);
-        uint8_t* d = out.codes + (m0 + i) * out.ldc + c0;
-        if (cols >= 8 * (v + 1)) {
-          _mm_storel_epi64((__m128i*)d, b8);
-        } else {
-          alignas(16) uint8_t tmp[16];
-          _mm_store_si128((__m128i*)tmp, b8);
-          for (int64_t j = 0; j < cols - 8 * v; j++) d[j] = tmp[j];
-        }
-        continue;
-      }
-      if (grid) {  // snap (max/min with the value second keep a NaN, as snap_to_grid)
-        __m256 t = _mm256_mul_ps(r, _mm256_broadcast_ss(&grid->inv));
-        t = _mm256_min_ps(_mm256_broadcast_ss(&grid->hi), _mm256_max_ps(_mm256_broadcast_ss(&grid->lo), t));
-        t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        r = _mm256_mul_ps(t, _mm256_broadcast_ss(&grid->scale));
-      }
-      float* c = out.C + (m0 + i) * out.ldc + c0;
-      if (cols >= 8 * (v + 1)) {
-        _mm256_storeu_ps(c, r);
-      } else {
-        alignas(32) float tmp[8];
-        _mm256_store_ps(tmp, r);
-        for (int64_t j = 0; j < cols - 8 * v; j++) c[j] = tmp[j];
-      }
+      store_q8_8(out, (m0 + i) * out.ldc + c0, std::min<int64_t>(8, cols - 8 * v), _mm256_min_ps(vhi, _mm256_max_ps(vlo, r)));
     }
   }
 }

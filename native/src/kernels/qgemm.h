@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/q8_output.h"
 #include "kernels/quantize_row.h"
 #include "threadpool/threadpool.h"
 
@@ -31,20 +32,6 @@ struct QActivations {
   const int32_t* zero_point = nullptr;
 };
 
-// Where the results go, row m, column n: C[m * ldc + n] as float32 - snapped to `grid` where one
-// is given (a static-int8 value kept as float grid points; quantize_row.h) - or, with `codes` (and
-// a grid: codes without one are not written), only the grid's byte codes
-// codes[m * ldc + n] = grid_code(result, *grid, code_shift).
-// `accumulate` (float32 output, no grid): the product is added to C's values before the clamp,
-// C = clamp(C + sa * sw * sum + bias) - blocks of K with scales of their own (qb4w) summed in C.
-struct QOutput {
-  float* C = nullptr;
-  uint8_t* codes = nullptr;
-  int64_t ldc = 0;
-  const Int8Grid* grid = nullptr;
-  int32_t code_shift = 0;
-  bool accumulate = false;
-};
 void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,
               float hi, const QOutput& out);
 inline void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,

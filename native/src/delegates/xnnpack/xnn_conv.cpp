@@ -340,7 +340,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
 }
 
 // into `o`: the node's output, or its own result when a projection was fused after it
-bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o) {
+bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o, Scratch& sc) {
   Value &a = in(g, n, 0), &w = in(g, n, 1);
   if (a.shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
   int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3], OC = w.shape[3];
@@ -366,6 +366,11 @@ bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o) {
     if (finish) finalize_range(o, o.data.data() + b * row_len, o.data.data() + b * row_len, (e - b) * row_len);
     if (then) then->run.run(b * row_len, e * row_len);
   };
+  if (mult == 1 && n.qdw.taps > 0) {  // static int8: on the input's codes, when it and the output allow
+    DepthwiseGeom dg{N, H, W, C, OH, OW, KH, KW, n.sh, n.sw, n.dh, n.dw, n.pad_top, n.pad_left, lo, hi};
+    if (depthwise_q8_rows(ctx, n, a, dg, bias, o, sc, then)) return true;
+  }
+  if (a.as_codes) fail(n, "an input kept as int8 codes on the float path");  // (the plan rules it out)
   if (mult == 1) {
     DepthwiseGeom dg{N, H, W, C, OH, OW, KH, KW, n.sh, n.sw, n.dh, n.dw, n.pad_top, n.pad_left, lo, hi};
     const float* x = a.data.data();

@@ -193,6 +193,7 @@ class XnnDelegate : public DelegateHandle {
     const Value& x = g_.values[n.inputs[0]];
     if (!on_int8_grid(x) || !(x.scale > 0.f)) return false;
     if (n.type == Conv2d) return n.nchw_transposed == kInvalidId && n.qconv.size() == n.groups && n.groups > 0;
+    if (n.type == DepthwiseConv2d) return n.qdw.taps > 0;
     return n.type == FullyConnected && n.qpacked.N > 0;
   }
   // A static-int8 value that one int8 GEMM node writes and only int8 GEMM nodes read (as their

@@ -184,8 +184,10 @@ bool fuse_expand_depthwise(Graph& g, const Uses& u, size_t i) {
     bool reads = false;
     for (uint32_t id : dw.inputs) reads = reads || id == e;
     if (!reads) continue;
+    // (a static-int8 depthwise node with its int8 filter runs on int8 codes, as the int8
+    // convolutions around it do: the band pipeline's float32 steps would be slower)
     if (dw.type != DepthwiseConv2d || dw.inputs.size() < 2 || dw.inputs.size() > 3 || dw.inputs[0] != e || dw.pre ||
-        dw.post)
+        dw.post || dw.qdw.taps > 0)
       return false;
     const Value& w = g.values[dw.inputs[1]];
     if (!w.is_constant || w.dims.size() != 4 || w.dims[3] != g.values[e].dims[3]) return false;  // multiplier 1
@@ -208,7 +210,7 @@ bool fuse_project(Graph& g, const Uses& u, size_t k) {
   const size_t j = (size_t)u.producer[d];
   Node& dw = g.nodes[j];
   if (dw.type != DepthwiseConv2d || dw.post || !band_link(g, u, d, j) || !worth_banding(g.values[d]) ||
-      dw.inputs.size() < 2)
+      dw.inputs.size() < 2 || dw.qdw.taps > 0)
     return false;
   const Value& w = g.values[dw.inputs[1]];
   if (!w.is_constant || w.dims.size() != 4 || w.dims[3] != g.values[d].dims[3]) return false;  // multiplier 1

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/depthwise_q8.h"
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
 #include "runtime/program.h"
@@ -96,6 +97,8 @@ struct Node {
   // FullyConnected, dynamically quantized input x 4-bit weights in blocks of K with a scale each
   // (qd8 x qb4w): the blocks' int8 values, one PackedQ8 per block of input channels, in order
   std::vector<PackedQ8> qblocks;
+  // DepthwiseConv2d (multiplier 1) on a static-int8 input with an int8 filter (taps > 0 when set)
+  PackedDwQ8 qdw;
   std::vector<float> bias;
   // fused at method load (xnn_fuse.cpp). A Conv2d or FullyConnected that absorbed the Add after
   // it: `output` is the add's, `residual` (also inputs[3]) its other operand, res_min/res_max its

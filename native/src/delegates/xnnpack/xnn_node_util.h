@@ -124,6 +124,13 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc);
 // (x: the node's input value, or null)
 void prepare_conv_q8(const Value* x, Node& n, const Value& w);
 bool prepare_fc_q8(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw);
+// A static-int8 DepthwiseConv2d's int8 filter (Node::qdw), where input and filter allow it.
+void prepare_dw_q8(const Value* x, Node& n, const Value& w);
+// The depthwise convolution on the input's int8 codes with Node::qdw, output o finished (clamped,
+// snapped or written as codes; Node::snapped), the chain after the node run on each task's rows;
+// false, having done nothing, where the input or output does not allow it.
+bool depthwise_q8_rows(KernelContext& ctx, Node& n, const Value& a, const DepthwiseGeom& dg, const float* bias,
+                       Value& o, Scratch& sc, ChainHook* then);
 // The int8 values of a quantized filter of OC x K values (its decoded grid points divided by the
 // scale of their output channel, dimension `oc_dim` of its 2-D view: 0 [OC, K], 1 [K, OC]).
 void filter_int8_values(const Value& w, int64_t OC, int64_t K, int oc_dim, const float* scales, std::vector<int8_t>& q);
@@ -138,7 +145,7 @@ void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, 
 // Depthwise convolution into o (the node's output, or a fused projection's input); true when it
 // also finished o (snapped, rounded: finalize_value's work, done per task), false when o is
 // dynamically quantized and still needs finalize_value.
-bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o);
+bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o, Scratch& sc);
 void deconv(Graph& g, Node& n);
 
 }  // namespace etnp::xnn

@@ -161,6 +161,8 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
     if (w->dims[0] != (int64_t)n.groups * OCg || w->dims[1] * w->dims[2] * w->dims[3] != K) fail(n, "filter shape mismatch");
     for (uint32_t gi = 0; gi < n.groups; gi++) n.packed.push_back(pack_b(pool, K, OCg, w->cdata() + gi * OCg * K, 1, K));
     prepare_conv_q8(x, n, *w);
+  } else if (n.type == DepthwiseConv2d) {
+    prepare_dw_q8(x, n, *w);
   }
 }
 
@@ -201,10 +203,10 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
       if (n.pre) run_node(ctx, g, *n.pre, s);  // shapes the band pipeline cannot take: step by step
       if (n.post) {  // the depthwise step writes its own result, then the projection runs
         Value& d = g.values[n.post->inputs[0]];
-        if (!depthwise(ctx, g, n, d)) finalize_value(ctx, d);
+        if (!depthwise(ctx, g, n, d, s)) finalize_value(ctx, d);
         run_node(ctx, g, *n.post, s);
       } else {
-        n.snapped = depthwise(ctx, g, n, out(g, n));
+        n.snapped = depthwise(ctx, g, n, out(g, n), s);
       }
       break;
     case ConvTranspose2d: deconv(g, n); break;

@@ -36,14 +36,16 @@ static bool int8_convs_enabled() {
 namespace {
 
 // The int8 values and per-output-channel scales of a static-int8 filter of OC x K values whose
-// output channel is dimension `oc_dim` of its 2-D view (0: [OC, K], 1: [K, OC]); false unless it
-// is per-channel qc8w or per-tensor qs8, zero point 0, and the sums cannot overflow.
-bool int8_filter(const Value& w, int64_t OC, int64_t K, int oc_dim, std::vector<int8_t>& q, std::vector<float>& scales) {
+// output channel is dimension `oc_dim` of its 2-D view (0: [OC, K], 1: [K, OC]) and dimension
+// `quant_dim` of the filter itself; false unless it is per-channel qc8w or per-tensor qs8, zero
+// point 0, and the sums cannot overflow.
+bool int8_filter(const Value& w, int64_t OC, int64_t K, int oc_dim, int quant_dim, std::vector<int8_t>& q,
+                 std::vector<float>& scales) {
   // int32 sums of up to 32768 products of 255 * 128 (and the zero-point term) cannot overflow
   if (!int8_convs_enabled() || w.zero_point != 0 || K <= 0 || OC <= 0 || K > 32768 || (int64_t)w.data.size() < OC * K)
     return false;
   scales.resize((size_t)OC);
-  if (w.dtype == QCINT8 && w.quant == Quant::PerChannel && w.channel_dim == oc_dim && (int64_t)w.scales.size() >= OC)
+  if (w.dtype == QCINT8 && w.quant == Quant::PerChannel && w.channel_dim == quant_dim && (int64_t)w.scales.size() >= OC)
     std::copy(w.scales.begin(), w.scales.begin() + OC, scales.begin());
   else if (w.dtype == QINT8 && w.quant == Quant::PerTensor)
     std::fill(scales.begin(), scales.end(), w.scale);
@@ -67,7 +69,7 @@ const uint8_t* input_codes(KernelContext& ctx, const Node& n, const Value& a, in
     return a.q8.data();
   }
   const float inv = 1.f / a.scale, shift = (float)(zpa + 128);
-  sc.q8.resize((size_t)total);
+  sc.q8.resize((size_t)(total + kDwQ8CodeSlack));  // (the depthwise kernel reads past the end)
   uint8_t* codes = sc.q8.data();
   const float* X = a.cdata();
   parallel(ctx, total, 1 << 16, [&](int64_t b, int64_t e) { float_to_codes(X + b, e - b, inv, shift, codes + b); });
@@ -98,7 +100,7 @@ struct OutputRows {
       q.grid = &grid;
     }
     if (o.as_codes && q.grid) {
-      o.q8.resize((size_t)o.numel());
+      o.q8.resize((size_t)(o.numel() + kDwQ8CodeSlack));  // (the depthwise kernel reads past the end)
       q.codes = o.q8.data();
       q.code_shift = codes_zero_point(o) + 128;
     } else {
@@ -121,7 +123,7 @@ void prepare_conv_q8(const Value* x, Node& n, const Value& w) {
   const int64_t G = n.groups, OCg = n.group_out, K = (int64_t)n.kh * n.kw * n.group_in;
   std::vector<int8_t> q;
   std::vector<float> scales;
-  if (!int8_input(x) || !int8_filter(w, G * OCg, K, 0, q, scales)) return;
+  if (!int8_input(x) || !int8_filter(w, G * OCg, K, 0, 0, q, scales)) return;
   for (int64_t gi = 0; gi < G; gi++)  // filter [OC, KH, KW, ICg]: B(k, oc) = q[(gi * OCg + oc) * K + k]
     n.qconv.push_back(pack_q8(K, OCg, q.data() + gi * OCg * K, 1, K, scales.data() + gi * OCg));
 }
@@ -129,8 +131,45 @@ void prepare_conv_q8(const Value* x, Node& n, const Value& w) {
 bool prepare_fc_q8(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw) {
   std::vector<int8_t> q;
   std::vector<float> scales;
-  if (!int8_input(x) || !int8_filter(w, OC, IC, tw ? 1 : 0, q, scales)) return false;
+  if (!int8_input(x) || !int8_filter(w, OC, IC, tw ? 1 : 0, tw ? 1 : 0, q, scales)) return false;
   n.qpacked = pack_q8(IC, OC, q.data(), tw ? OC : 1, tw ? 1 : IC, scales.data());
+  return true;
+}
+
+void prepare_dw_q8(const Value* x, Node& n, const Value& w) {
+  const int64_t taps = (int64_t)n.kh * n.kw;
+  if (w.dims.size() != 4 || w.dims[0] != 1 || w.dims[1] != n.kh || w.dims[2] != n.kw || taps > kMaxDwQ8Taps) return;
+  const int64_t C = w.dims[3];
+  if (!int8_input(x) || x->dims.size() != 4 || x->dims[3] != C) return;  // (channel multiplier 1)
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+  // filter [1, KH, KW, C]: its [taps, C] view, per-channel scales along dimension 3
+  if (!int8_filter(w, C, taps, 1, 3, q, scales)) return;
+  n.qdw = pack_dw_q8(taps, C, q.data(), scales.data());
+}
+
+bool depthwise_q8_rows(KernelContext& ctx, Node& n, const Value& a, const DepthwiseGeom& dg, const float* bias,
+                       Value& o, Scratch& sc, ChainHook* then) {
+  if (n.qdw.taps != dg.KH * dg.KW || n.qdw.C != dg.C || !on_int8_grid(a) || !(a.scale > 0.f)) return false;
+  if (!on_int8_grid(o) && !(o.dtype == FP32 && o.quant == Quant::None)) return false;  // (finalize_value's work)
+  const int32_t zpa = codes_zero_point(a);
+  if (zpa + 128 < 0 || zpa + 128 > 255) return false;  // (a zero point outside the datatype's range)
+  const int64_t total = dg.N * dg.H * dg.W * dg.C;
+  if (a.as_codes && (int64_t)a.q8.size() < total + kDwQ8CodeSlack) fail(n, "int8 input codes missing (corrupt program?)");
+  int32_t zp;
+  DwQ8Input x;
+  x.codes = input_codes(ctx, n, a, total, sc, zp);
+  x.scale = a.scale;
+  x.pad_code = zp + 128;
+  const OutputRows out(o, dg.C);
+  n.snapped = true;  // (clamped, and snapped or written as codes, or plain float32)
+  // output rows across threads; below 64 Ki multiply-adds in all a region costs more than it saves
+  const int64_t rows = dg.N * dg.OH, row_len = dg.OW * dg.C;
+  const int64_t grain = rows * row_len * n.qdw.taps < (int64_t(1) << 16) ? rows : 1;
+  parallel(ctx, rows, grain, [&](int64_t b, int64_t e) {
+    depthwise_q8(dg, x, n.qdw, bias, out.q, b, e);
+    if (then) then->run.run(b * row_len, e * row_len);
+  });
   return true;
 }
 
