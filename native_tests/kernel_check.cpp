@@ -492,6 +492,21 @@ static void check_window_reduce(std::mt19937& rng) {
           std::printf("window C=%ld taps=%ld [%ld]: max %g != %g or mean %g != %g\n", (long)C, (long)taps, (long)c,
                       mx[(size_t)c], m, mean[(size_t)c], s);
       }
+      // the byte-code max (int8 values kept as codes) over the same number of taps
+      std::vector<std::vector<uint8_t>> crows((size_t)taps, std::vector<uint8_t>((size_t)C));
+      std::vector<const uint8_t*> cx;
+      for (auto& r : crows) {
+        for (auto& v : r) v = (uint8_t)(rng() % 256);
+        cx.push_back(r.data());
+      }
+      std::vector<uint8_t> cm((size_t)C, 77);
+      window_max_u8(cx.data(), taps, C, cm.data());
+      for (int64_t c = 0; c < C; c++) {
+        uint8_t want = 0;
+        for (int64_t t = 0; t < taps; t++) want = std::max(want, cx[(size_t)t][c]);
+        if (cm[(size_t)c] != want && failures++ < 5)
+          std::printf("window_max_u8 C=%ld taps=%ld [%ld]: %d != %d\n", (long)C, (long)taps, (long)c, cm[(size_t)c], want);
+      }
     }
   }
 }

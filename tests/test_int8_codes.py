@@ -1,7 +1,7 @@
-"""Static-int8 values that only int8 GEMM and depthwise nodes write and read are kept as int8
-codes between them (Value::as_codes); the results must be exactly those of the same program keeping float32
-grid points (ETNP_XNN_CODES=off), with every kernel path (ETNP_CPU). Both variables are read
-once per process: each run is a subprocess."""
+"""Static-int8 values that only int8 nodes write and read (GEMMs, depthwise convolutions, adds,
+concatenations, max pooling) are kept as int8 codes between them (Value::as_codes); the results
+must be exactly those of the same program keeping float32 grid points (ETNP_XNN_CODES=off), with
+every kernel path (ETNP_CPU). Both variables are read once per process: each run is a subprocess."""
 import os
 import subprocess
 import sys
@@ -24,8 +24,10 @@ np.savez(sys.argv[2], **out)
 """
 
 # qconv_chain_static_xnn: four values between convolutions kept as codes (1x1, 3x3, grouped, strided);
-# qdw_block_static_xnn: depthwise convolutions reading and writing codes (3x3 and 5x5 strided)
-NAMES = ["qconv_chain_static_xnn", "qdw_block_static_xnn", "qcnn_static_xnn", "qact_cnn_static_xnn"]
+# qdw_block_static_xnn: depthwise convolutions reading and writing codes (3x3 and 5x5 strided), an
+# add of codes and float32 grid points; qfire_static_xnn: max pooling and concatenation of codes
+NAMES = ["qconv_chain_static_xnn", "qdw_block_static_xnn", "qfire_static_xnn", "qcnn_static_xnn",
+         "qact_cnn_static_xnn"]
 
 
 def run(tmp_path, tag, **env_vars):

@@ -622,6 +622,27 @@ class InvertedResidualQ8(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
+class FireQ8(nn.Module):
+    """SqueezeNet-style fire modules in static int8: max pooling (ceil mode) and channel
+    concatenations of convolutions' outputs on one int8 grid (our runtime moves their int8 codes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 24, 3, padding=1)
+        self.squeeze = nn.Conv2d(24, 8, 1)
+        self.e1 = nn.Conv2d(8, 20, 1)
+        self.e3 = nn.Conv2d(8, 20, 3, padding=1)
+        self.head = nn.Conv2d(40, 16, 1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(torch.relu(self.stem(x)), 3, 2, ceil_mode=True)
+        s = torch.relu(self.squeeze(x))
+        x = torch.cat([torch.relu(self.e1(s)), torch.relu(self.e3(s))], 1)
+        x = torch.relu(self.head(F.max_pool2d(x, 2, 2)))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
 class InputViews(nn.Module):
     """Reshapes of delegate inputs, which the delegate reads in place (no copy): read by a batch
     matmul, a slice, a transpose, an elementwise op and by further reshapes (which must copy, not
@@ -777,6 +798,7 @@ def fixtures():
                                        quant="static")
     f["qdw_block_static_xnn"] = dict(methods={"forward": (InvertedResidualQ8(), (rnd(2, 8, 14, 18),))}, xnn=True,
                                      quant="static")
+    f["qfire_static_xnn"] = dict(methods={"forward": (FireQ8(), (rnd(2, 3, 21, 23),))}, xnn=True, quant="static")
     return f
 
 

@@ -86,6 +86,22 @@ void window_max(const float* const* x, int64_t taps, int64_t C, float* y) {
   max_generic(x, taps, c, C, y);
 }
 
+void window_max_u8(const uint8_t* const* x, int64_t taps, int64_t C, uint8_t* y) {
+  int64_t c = 0;
+#if defined(__x86_64__)
+  for (; c + 16 <= C; c += 16) {  // (SSE2: every x86-64)
+    __m128i m = _mm_setzero_si128();
+    for (int64_t t = 0; t < taps; t++) m = _mm_max_epu8(m, _mm_loadu_si128((const __m128i*)(x[t] + c)));
+    _mm_storeu_si128((__m128i*)(y + c), m);
+  }
+#endif
+  for (; c < C; c++) {
+    uint8_t m = 0;
+    for (int64_t t = 0; t < taps; t++) m = x[t][c] > m ? x[t][c] : m;
+    y[c] = m;
+  }
+}
+
 void window_mean(const float* const* x, int64_t taps, int64_t C, float divisor, float* y) {
   int64_t c = 0;
 #if defined(__x86_64__)

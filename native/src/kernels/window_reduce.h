@@ -9,6 +9,10 @@ namespace etnp {
 // the other taps give: -inf when all are NaN) - the order of taps does not matter.
 void window_max(const float* const* x, int64_t taps, int64_t C, float* y);
 
+// The same on byte codes (uint8, starting from 0): the max of the codes of values on one int8 grid
+// is the code of their max.
+void window_max_u8(const uint8_t* const* x, int64_t taps, int64_t C, uint8_t* y);
+
 // y[c] = (x[0][c] + x[1][c] + ... ) / divisor, added in tap order from 0 (the AVX2 and portable
 // paths give identical results).
 void window_mean(const float* const* x, int64_t taps, int64_t C, float divisor, float* y);

@@ -27,7 +27,8 @@ bool chainable(const Graph& g, const Node& n) {
     return false;
   for (uint32_t id : n.inputs)
     if (id >= nv || id == n.output) return false;
-  return !dynamically_quantized(g.values[n.output]);
+  // (an add of int8 values runs on its own, on their int8 codes where they are kept so)
+  return !dynamically_quantized(g.values[n.output]) && !int8_add(g, n);
 }
 
 }  // namespace

@@ -257,7 +257,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     if (conv2d_q8(ctx, g, n, *ap, N, H, W, OH, OW, bias, o, sc)) return;
     if (n.packed.empty()) fail(n, "int8 filter packed for an input that is not on an int8 grid");
   }
-  if (ap->as_codes) fail(n, "an input kept as int8 codes on the float path");  // (the plan rules it out)
+  if (ap->as_codes || o.as_codes) fail(n, "a value kept as int8 codes on the float path");  // (the plan rules it out)
   // The chain after the node (Node::then) runs on the output's rows as the paths below finish
   // them, where a path can (one group, a float32 output - final once the GEMM wrote it - no
   // residual still to add): prepared on the first such path, which must then cover every row.
@@ -366,11 +366,13 @@ bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o, Scratch& sc) {
     if (finish) finalize_range(o, o.data.data() + b * row_len, o.data.data() + b * row_len, (e - b) * row_len);
     if (then) then->run.run(b * row_len, e * row_len);
   };
-  if (mult == 1 && n.qdw.taps > 0) {  // static int8: on the input's codes, when it and the output allow
+  // static int8 where the input or the output is kept as codes (on a float32 input and output the
+  // float kernel and a snapping pass cost less than converting the input to codes)
+  if (mult == 1 && n.qdw.taps > 0 && (a.as_codes || o.as_codes)) {
     DepthwiseGeom dg{N, H, W, C, OH, OW, KH, KW, n.sh, n.sw, n.dh, n.dw, n.pad_top, n.pad_left, lo, hi};
     if (depthwise_q8_rows(ctx, n, a, dg, bias, o, sc, then)) return true;
   }
-  if (a.as_codes) fail(n, "an input kept as int8 codes on the float path");  // (the plan rules it out)
+  if (a.as_codes || o.as_codes) fail(n, "a value kept as int8 codes on the float path");  // (the plan rules it out)
   if (mult == 1) {
     DepthwiseGeom dg{N, H, W, C, OH, OW, KH, KW, n.sh, n.sw, n.dh, n.dw, n.pad_top, n.pad_left, lo, hi};
     const float* x = a.data.data();

@@ -182,8 +182,9 @@ class XnnDelegate : public DelegateHandle {
     }
   }
 
-  // Whether node n runs as an int8 GEMM on its input's byte codes (xnn_static_q8.cpp: conv2d_q8,
-  // fully_connected_q8 - every condition under which they decline is ruled out here). (A chain
+  // Whether node n runs as an int8 GEMM or depthwise convolution on its input's byte codes
+  // (xnn_static_q8.cpp: conv2d_q8, fully_connected_q8, depthwise_q8_rows - every condition under
+  // which they decline is ruled out here, or makes them fail with an error). (A chain
   // handed to it reads its output, which then has a reader that is no GEMM.)
   bool int8_gemm(size_t i) const {
     const Node& n = g_.nodes[i];
@@ -196,27 +197,26 @@ class XnnDelegate : public DelegateHandle {
     if (n.type == DepthwiseConv2d) return n.qdw.taps > 0;
     return n.type == FullyConnected && n.qpacked.N > 0;
   }
-  // A static-int8 value that one int8 GEMM node writes and only int8 GEMM nodes read (as their
-  // input 0; no fused part reads it) is kept as its byte codes alone (Value::as_codes): the
-  // writer's epilogue produces the next GEMM's rows, no float32 grid points between them. Graph
-  // inputs and outputs and constants stay float32. ETNP_XNN_CODES=off keeps every value float32.
+  // A static-int8 value that one int8 node writes and only int8 nodes read - GEMM and depthwise
+  // nodes (input 0; no fused part reads it), int8 adds, concatenations and max pooling (any
+  // input) - is kept as its byte codes
+  // alone (Value::as_codes): the writer's epilogue produces the next node's input, no float32 grid
+  // points between them. Graph inputs and outputs and constants stay float32. ETNP_XNN_CODES=off
+  // keeps every value float32.
   void plan_codes() {
-    static const bool off = [] {
-      const char* v = std::getenv("ETNP_XNN_CODES");
-      return v && std::strcmp(v, "off") == 0;
-    }();
-    if (off) return;
+    if (!codes_enabled()) return;
     const size_t nv = g_.values.size();
     std::vector<uint8_t> ok(nv, 1), written(nv, 0), read(nv, 0);
     for (uint32_t id : g_.input_ids) ok[id] = 0;
     for (uint32_t id : g_.output_ids) ok[id] = 0;
     for (size_t i = 0; i < g_.nodes.size(); i++) {
       const Node& n = g_.nodes[i];
-      const bool q = int8_gemm(i);
+      const bool add = (int8_add(g_, n) || moves(i)) && chains_[i] == 1;  // (every input as codes)
+      const bool q = int8_gemm(i) || add;
       for (size_t j = 0; j < n.inputs.size(); j++)
         if (n.inputs[j] < nv) {
           read[n.inputs[j]] = 1;
-          if (!q || j != 0) ok[n.inputs[j]] = 0;
+          if (!q || (j != 0 && !add)) ok[n.inputs[j]] = 0;  // (a GEMM or depthwise node reads input 0 as codes)
         }
       for (const Node* f : {n.pre.get(), n.post.get()})
         if (f)
@@ -229,12 +229,34 @@ class XnnDelegate : public DelegateHandle {
               written[o] = 1;
             }
     }
+    std::vector<uint8_t> codes(nv, 0);
     for (uint32_t id = 0; id < nv; id++) {
-      Value& v = g_.values[id];
-      v.as_codes = ok[id] && written[id] && read[id] && !v.is_constant && v.external_id == kInvalidId &&
-                   on_int8_grid(v) && v.scale > 0.f;
+      const Value& v = g_.values[id];
+      codes[id] = ok[id] && written[id] && read[id] && !v.is_constant && v.external_id == kInvalidId &&
+                  on_int8_grid(v) && v.scale > 0.f;
     }
+    // A concatenation or max pooling moves codes only where all its inputs and its output are
+    // codes: a float32 one among them would be converted to codes and back around the move
+    // (three passes for one). Where one is not, none of them is (repeated until nothing changes).
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 0; i < g_.nodes.size(); i++) {
+        const Node& n = g_.nodes[i];
+        if (!moves(i)) continue;
+        bool all = codes[n.output] != 0;
+        for (uint32_t id : n.inputs) all = all && codes[id];
+        if (all) continue;
+        auto drop = [&](uint32_t id) {
+          changed = changed || codes[id];
+          codes[id] = 0;
+        };
+        for (uint32_t id : n.inputs) drop(id);
+        drop(n.output);
+      }
+    }
+    for (uint32_t id = 0; id < nv; id++) g_.values[id].as_codes = codes[id] != 0;
   }
+  bool moves(size_t i) const { return int8_moves(g_, g_.nodes[i]); }
 
   // A StaticReshape or a Convert whose input nothing else reads takes over the input's buffer
   // instead of copying it (xnn_layout.cpp, xnn_elementwise.cpp): values internal to the graph (not

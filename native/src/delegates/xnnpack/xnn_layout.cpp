@@ -283,13 +283,35 @@ void concat(KernelContext& ctx, Graph& g, Node& n) {
   // (a few channels of NHWC pixels) copied by a plain loop rather than a call each
   const size_t ni = n.inputs.size();
   if (ni > 5) fail(n, "more than 5 inputs");
-  const float* src[5];
   int64_t run[5];
+  bool codes = o.as_codes;
   for (size_t k = 0; k < ni; k++) {
-    src[k] = in(g, n, k).cdata();
     run[k] = g.values[n.inputs[k]].shape[n.axis] * inner;
+    codes = codes || in(g, n, k).as_codes;
   }
   const int64_t row = s[n.axis] * inner;
+  if (codes) {  // int8 values kept as codes (int8_moves): the inputs' codes (converted where an input is float32)
+    if (!int8_moves(g, n)) fail(n, "int8 codes on a concatenation of different grids");  // (the plan rules it out)
+    thread_local std::vector<uint8_t> bufs[6];
+    const uint8_t* csrc[5];
+    int32_t zp;
+    for (size_t k = 0; k < ni; k++) csrc[k] = value_codes(ctx, n, in(g, n, k), outer * run[k], bufs[k], zp);
+    uint8_t* Yc = output_codes(o, bufs[5]);
+    parallel(ctx, outer, std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, row)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; r++) {
+        uint8_t* y = Yc + r * row;
+        for (size_t k = 0; k < ni; k++) {
+          copy_short((char*)y, (const char*)(csrc[k] + r * run[k]), (size_t)run[k]);
+          y += run[k];
+        }
+      }
+    });
+    if (!o.as_codes) codes_to_values(ctx, o, Yc);
+    n.snapped = true;
+    return;
+  }
+  const float* src[5];
+  for (size_t k = 0; k < ni; k++) src[k] = in(g, n, k).cdata();
   float* Y = o.data.data();
   parallel(ctx, outer, std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, row)), [&](int64_t b, int64_t e) {
     if (row <= 64) {  // runs of at most 16 floats: input by input, a fixed-size move a row

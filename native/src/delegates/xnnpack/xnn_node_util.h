@@ -124,6 +124,29 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc);
 // (x: the node's input value, or null)
 void prepare_conv_q8(const Value* x, Node& n, const Value& w);
 bool prepare_fc_q8(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw);
+// Static-int8 values may be kept as int8 codes (Value::as_codes; ETNP_XNN_CODES=off: never).
+bool codes_enabled();
+// A node that only moves or selects its inputs' elements (transposes, reshapes, slices,
+// concatenation, max pooling, copies), all on the output's int8 grid, with no clamp: its output
+// is on that grid already (snapping it would change nothing).
+bool moves_grid_points(const Graph& g, const Node& n);
+// Concatenation and max pooling of values on one int8 grid (moves_grid_points): they run on byte
+// codes where an input or the output is kept as codes (concat, pool: a codes path), and any of
+// them may be.
+bool int8_moves(const Graph& g, const Node& n);
+// The byte codes of static-int8 value v (total elements): its own (Value::as_codes), or computed
+// into buf (then kDwQ8CodeSlack readable bytes past the end); zpa: the int8 GEMM's zero point for them.
+const uint8_t* value_codes(KernelContext& ctx, const Node& n, const Value& v, int64_t total, std::vector<uint8_t>& buf,
+                           int32_t& zpa);
+// Where a node writes static-int8 value o's codes: o's own (kept as codes), or buf - then
+// codes_to_values turns them into o's float32 grid points.
+uint8_t* output_codes(Value& o, std::vector<uint8_t>& buf);
+void codes_to_values(KernelContext& ctx, Value& o, const uint8_t* codes);
+// An Add of two static-int8 values of one shape into a third (xnn_static_q8.cpp): it runs on its
+// own (no elementwise chain) on the operands' codes or grid points, and any of the three may be
+// kept as codes. add_q8_node runs it; false, having done nothing, where the shapes differ.
+bool int8_add(const Graph& g, const Node& n);
+bool add_q8_node(KernelContext& ctx, Graph& g, Node& n);
 // A static-int8 DepthwiseConv2d's int8 filter (Node::qdw), where input and filter allow it.
 void prepare_dw_q8(const Value* x, Node& n, const Value& w);
 // The depthwise convolution on the input's int8 codes with Node::qdw, output o finished (clamped,

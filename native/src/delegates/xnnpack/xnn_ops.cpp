@@ -166,10 +166,6 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
   }
 }
 
-namespace {
-// A node that only moves or selects its inputs' elements (transposes, reshapes, slices,
-// concatenation, max pooling, copies), all on the output's int8 grid, with no clamp: its output
-// is on that grid already (snapping it would change nothing).
 bool moves_grid_points(const Graph& g, const Node& n) {
   switch (n.type) {
     case StaticTranspose: case StaticReshape: case StaticSlice: case Copy: case MaxPooling2d:
@@ -182,7 +178,6 @@ bool moves_grid_points(const Graph& g, const Node& n) {
     if (!same_grid(g.values[id], o)) return false;
   return true;
 }
-}  // namespace
 
 void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
   if (!run_elementwise(ctx, g, n, s)) switch (n.type) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/column_sums.h"
@@ -23,11 +24,12 @@ void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
   ensure_shape(o, {N, OH, OW, C});
   if (indices) ensure_shape(*indices, {N, OH, OW, C});
   const int64_t row_work = std::max<int64_t>(1, OW * C * n.kh * n.kw);
-  if (!indices) {  // each output pixel: its window's taps reduced channel-wise (kernels/window_reduce.h)
-    const float* X = a.cdata();
-    float* Y = o.data.data();
+  // each output pixel: its window's taps reduced channel-wise (kernels/window_reduce.h), float32
+  // values or (max pooling of int8 values kept as codes, int8_moves) byte codes
+  auto windows = [&](auto* X, auto* Y, auto reduce) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(X)>>;
     parallel(ctx, N * OH, std::max<int64_t>(1, (int64_t(1) << 14) / row_work), [&](int64_t b, int64_t e) {
-      thread_local std::vector<const float*> taps;  // per thread, grow only
+      thread_local std::vector<const T*> taps;  // per thread, grow only
       taps.resize((size_t)n.kh * n.kw);
       for (int64_t r = b; r < e; r++) {
         const int64_t bn = r / OH, oh = r % OH;
@@ -41,11 +43,26 @@ void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
               if (iw >= 0 && iw < W) taps[(size_t)count++] = X + ((bn * H + ih) * W + iw) * C;
             }
           }
-          float* y = Y + (r * OW + ow) * C;
-          if (is_max) window_max(taps.data(), count, C, y);
-          else window_mean(taps.data(), count, C, (float)std::max<int64_t>(count, 1), y);
+          reduce(taps.data(), count, Y + (r * OW + ow) * C);
         }
       }
+    });
+  };
+  if (a.as_codes || o.as_codes) {
+    if (!is_max || indices || !int8_moves(g, n)) fail(n, "int8 codes on a pooling that cannot take them");  // (the plan rules it out)
+    thread_local std::vector<uint8_t> in_buf, out_buf;
+    int32_t zp;
+    const uint8_t* X = value_codes(ctx, n, a, a.numel(), in_buf, zp);
+    uint8_t* Y = output_codes(o, out_buf);
+    windows(X, Y, [&](const uint8_t* const* t, int64_t count, uint8_t* y) { window_max_u8(t, count, C, y); });
+    if (!o.as_codes) codes_to_values(ctx, o, Y);
+    n.snapped = true;
+    return;
+  }
+  if (!indices) {
+    windows(a.cdata(), o.data.data(), [&](const float* const* t, int64_t count, float* y) {
+      if (is_max) window_max(t, count, C, y);
+      else window_mean(t, count, C, (float)std::max<int64_t>(count, 1), y);
     });
     return;
   }

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/add_q8.h"
 #include "kernels/kernel_util.h"
 #include "kernels/qgemm.h"
 #include "kernels/quantize_row.h"
@@ -60,21 +61,6 @@ bool int8_input(const Value* x) { return x && on_int8_grid(*x) && x->scale > 0.f
 // The GEMM's zero point for a value's byte codes: value = (u8 - 128 - zpa) * scale, u8 = t + zp
 // (+ 128 for qs8), t = x / scale an integer on the grid.
 int32_t codes_zero_point(const Value& a) { return a.dtype == QINT8 ? a.zero_point : a.zero_point - 128; }
-
-// The input's byte codes: its own (Value::as_codes), or computed into sc.q8; zpa: their zero point
-const uint8_t* input_codes(KernelContext& ctx, const Node& n, const Value& a, int64_t total, Scratch& sc, int32_t& zpa) {
-  zpa = codes_zero_point(a);
-  if (a.as_codes) {
-    if ((int64_t)a.q8.size() < total) fail(n, "int8 input codes missing (corrupt program?)");
-    return a.q8.data();
-  }
-  const float inv = 1.f / a.scale, shift = (float)(zpa + 128);
-  sc.q8.resize((size_t)(total + kDwQ8CodeSlack));  // (the depthwise kernel reads past the end)
-  uint8_t* codes = sc.q8.data();
-  const float* X = a.cdata();
-  parallel(ctx, total, 1 << 16, [&](int64_t b, int64_t e) { float_to_codes(X + b, e - b, inv, shift, codes + b); });
-  return codes;
-}
 
 // per-row quantisation parameters of the GEMM: one per-tensor pair repeated `rows` times
 QActivations repeated_params(const Value& a, int32_t zpa, int64_t rows, std::vector<float>& s, std::vector<int32_t>& z) {
@@ -158,7 +144,7 @@ bool depthwise_q8_rows(KernelContext& ctx, Node& n, const Value& a, const Depthw
   if (a.as_codes && (int64_t)a.q8.size() < total + kDwQ8CodeSlack) fail(n, "int8 input codes missing (corrupt program?)");
   int32_t zp;
   DwQ8Input x;
-  x.codes = input_codes(ctx, n, a, total, sc, zp);
+  x.codes = value_codes(ctx, n, a, total, sc.q8, zp);
   x.scale = a.scale;
   x.pad_code = zp + 128;
   const OutputRows out(o, dg.C);
@@ -173,11 +159,99 @@ bool depthwise_q8_rows(KernelContext& ctx, Node& n, const Value& a, const Depthw
   return true;
 }
 
+const uint8_t* value_codes(KernelContext& ctx, const Node& n, const Value& a, int64_t total, std::vector<uint8_t>& buf,
+                           int32_t& zpa) {
+  zpa = codes_zero_point(a);
+  if (a.as_codes) {
+    if ((int64_t)a.q8.size() < total) fail(n, "int8 input codes missing (corrupt program?)");
+    return a.q8.data();
+  }
+  const float inv = 1.f / a.scale, shift = (float)(zpa + 128);
+  buf.resize((size_t)(total + kDwQ8CodeSlack));  // (the depthwise kernel reads past the end)
+  uint8_t* codes = buf.data();
+  const float* X = a.cdata();
+  parallel(ctx, total, 1 << 16, [&](int64_t b, int64_t e) { float_to_codes(X + b, e - b, inv, shift, codes + b); });
+  return codes;
+}
+
+uint8_t* output_codes(Value& o, std::vector<uint8_t>& buf) {
+  std::vector<uint8_t>& c = o.as_codes ? o.q8 : buf;
+  c.resize((size_t)(o.numel() + kDwQ8CodeSlack));  // (the depthwise kernel reads past the end)
+  return c.data();
+}
+
+void codes_to_values(KernelContext& ctx, Value& o, const uint8_t* codes) {
+  const int32_t shift = codes_zero_point(o) + 128;
+  const float scale = o.scale;
+  float* d = o.data.data();
+  parallel(ctx, o.numel(), 1 << 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i++) d[i] = (float)((int32_t)codes[i] - shift) * scale;  // o's grid points
+  });
+}
+
+bool int8_moves(const Graph& g, const Node& n) {
+  switch (n.type) {
+    case MaxPooling2d: case Concatenate2: case Concatenate3: case Concatenate4: case Concatenate5: break;
+    default: return false;
+  }
+  if (!codes_enabled() || n.output >= g.values.size() || n.output2 != kInvalidId || n.pre || n.post) return false;
+  for (uint32_t id : n.inputs)
+    if (id >= g.values.size() || id == n.output) return false;
+  return moves_grid_points(g, n) && g.values[n.output].scale > 0.f;
+}
+
+bool codes_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("ETNP_XNN_CODES");
+    return !(v && std::strcmp(v, "off") == 0);
+  }();
+  return on;
+}
+
+bool int8_add(const Graph& g, const Node& n) {
+  const size_t nv = g.values.size();
+  if (!codes_enabled() || n.type != Add || n.inputs.size() != 2 || n.output >= nv || n.output2 != kInvalidId ||
+      n.pre || n.post || n.residual != kInvalidId || n.nchw_transposed != kInvalidId)
+    return false;
+  const Value& o = g.values[n.output];
+  for (uint32_t id : {n.inputs[0], n.inputs[1], n.output}) {
+    if (id >= nv) return false;
+    const Value& v = g.values[id];
+    if (!on_int8_grid(v) || !(v.scale > 0.f) || v.dims != o.dims) return false;
+  }
+  return n.inputs[0] != n.output && n.inputs[1] != n.output;
+}
+
+bool add_q8_node(KernelContext& ctx, Graph& g, Node& n) {
+  const Value &a = g.values[n.inputs[0]], &b = g.values[n.inputs[1]];
+  Value& o = g.values[n.output];
+  if (!int8_add(g, n) || a.shape != b.shape) return false;
+  ensure_shape(o, a.shape);
+  const int64_t total = o.numel();
+  auto operand = [&](const Value& v) {
+    Q8Operand x;
+    x.shift = codes_zero_point(v) + 128;
+    x.scale = v.scale;
+    if (!v.as_codes) {
+      x.values = v.cdata();
+    } else {
+      if ((int64_t)v.q8.size() < total) fail(n, "int8 input codes missing (corrupt program?)");
+      x.codes = v.q8.data();
+    }
+    return x;
+  };
+  const Q8Operand qa = operand(a), qb = operand(b);
+  const OutputRows out(o, 0);
+  n.snapped = true;  // (clamped, and snapped or written as codes)
+  parallel(ctx, total, 1 << 14, [&](int64_t i0, int64_t i1) { add_q8(qa, qb, n.out_min, n.out_max, out.q, i0, i1); });
+  return true;
+}
+
 void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, int64_t IC, int64_t OC,
                         const float* bias, Value& o, Scratch& sc) {
   const PackedQ8& pq = n.qpacked;
   int32_t zpa;
-  const uint8_t* rows = input_codes(ctx, n, a, M * IC, sc, zpa);
+  const uint8_t* rows = value_codes(ctx, n, a, M * IC, sc.q8, zpa);
   thread_local std::vector<uint8_t> padded;
   if (pq.Kp != IC) {  // rows padded to the packed K (zero weights there)
     padded.assign((size_t)(M * pq.Kp), 0);
@@ -202,7 +276,7 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     if (p.K != K || p.N != OCg) return false;
   const int64_t Kp = n.qconv[0].Kp;
   int32_t zpa;
-  const uint8_t* codes = input_codes(ctx, n, a, N * H * W * C, sc, zpa);
+  const uint8_t* codes = value_codes(ctx, n, a, N * H * W * C, sc.q8, zpa);
   const uint8_t pad_code = (uint8_t)(zpa + 128);
   const float lo = n.out_min, hi = n.out_max;
   const bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left &&
