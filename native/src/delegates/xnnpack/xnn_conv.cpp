@@ -366,9 +366,7 @@ bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o, Scratch& sc) {
     if (finish) finalize_range(o, o.data.data() + b * row_len, o.data.data() + b * row_len, (e - b) * row_len);
     if (then) then->run.run(b * row_len, e * row_len);
   };
-  // static int8 where the input or the output is kept as codes (on a float32 input and output the
-  // float kernel and a snapping pass cost less than converting the input to codes)
-  if (mult == 1 && n.qdw.taps > 0 && (a.as_codes || o.as_codes)) {
+  if (mult == 1 && n.dw_int8) {  // static int8 on codes (planned: plan_codes)
     DepthwiseGeom dg{N, H, W, C, OH, OW, KH, KW, n.sh, n.sw, n.dh, n.dw, n.pad_top, n.pad_left, lo, hi};
     if (depthwise_q8_rows(ctx, n, a, dg, bias, o, sc, then)) return true;
   }

@@ -204,7 +204,6 @@ class XnnDelegate : public DelegateHandle {
   // points between them. Graph inputs and outputs and constants stay float32. ETNP_XNN_CODES=off
   // keeps every value float32.
   void plan_codes() {
-    if (!codes_enabled()) return;
     const size_t nv = g_.values.size();
     std::vector<uint8_t> ok(nv, 1), written(nv, 0), read(nv, 0);
     for (uint32_t id : g_.input_ids) ok[id] = 0;
@@ -254,6 +253,13 @@ class XnnDelegate : public DelegateHandle {
         drop(n.output);
       }
     }
+    // a depthwise node with an int8 filter runs on codes where its input or output is codes (on a
+    // float32 input and output the float kernel and a snapping pass cost less than converting the
+    // input); ETNP_XNN_CODES=off keeps the values float32 but the same arithmetic
+    for (Node& n : g_.nodes)
+      n.dw_int8 = n.type == DepthwiseConv2d && n.qdw.taps > 0 && !n.inputs.empty() && n.inputs[0] < nv && n.output < nv &&
+                  (codes[n.inputs[0]] || codes[n.output]);
+    if (!codes_enabled()) return;
     for (uint32_t id = 0; id < nv; id++) g_.values[id].as_codes = codes[id] != 0;
   }
   bool moves(size_t i) const { return int8_moves(g_, g_.nodes[i]); }

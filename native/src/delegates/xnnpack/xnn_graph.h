@@ -99,6 +99,7 @@ struct Node {
   std::vector<PackedQ8> qblocks;
   // DepthwiseConv2d (multiplier 1) on a static-int8 input with an int8 filter (taps > 0 when set)
   PackedDwQ8 qdw;
+  bool dw_int8 = false;  // runs on qdw (planned at load: where its input or output is kept as codes)
   std::vector<float> bias;
   // fused at method load (xnn_fuse.cpp). A Conv2d or FullyConnected that absorbed the Add after
   // it: `output` is the add's, `residual` (also inputs[3]) its other operand, res_min/res_max its

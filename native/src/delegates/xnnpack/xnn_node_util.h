@@ -144,7 +144,7 @@ uint8_t* output_codes(Value& o, std::vector<uint8_t>& buf);
 void codes_to_values(KernelContext& ctx, Value& o, const uint8_t* codes);
 // An Add of two static-int8 values of one shape into a third (xnn_static_q8.cpp): it runs on its
 // own (no elementwise chain) on the operands' codes or grid points, and any of the three may be
-// kept as codes. add_q8_node runs it; false, having done nothing, where the shapes differ.
+// kept as codes (with ETNP_XNN_CODES=off too: the same arithmetic, on float32 grid points). add_q8_node runs it; false, having done nothing, where the shapes differ.
 bool int8_add(const Graph& g, const Node& n);
 bool add_q8_node(KernelContext& ctx, Graph& g, Node& n);
 // A static-int8 DepthwiseConv2d's int8 filter (Node::qdw), where input and filter allow it.

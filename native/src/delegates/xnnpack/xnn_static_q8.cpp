@@ -194,7 +194,7 @@ bool int8_moves(const Graph& g, const Node& n) {
     case MaxPooling2d: case Concatenate2: case Concatenate3: case Concatenate4: case Concatenate5: break;
     default: return false;
   }
-  if (!codes_enabled() || n.output >= g.values.size() || n.output2 != kInvalidId || n.pre || n.post) return false;
+  if (n.output >= g.values.size() || n.output2 != kInvalidId || n.pre || n.post) return false;
   for (uint32_t id : n.inputs)
     if (id >= g.values.size() || id == n.output) return false;
   return moves_grid_points(g, n) && g.values[n.output].scale > 0.f;
@@ -210,7 +210,7 @@ bool codes_enabled() {
 
 bool int8_add(const Graph& g, const Node& n) {
   const size_t nv = g.values.size();
-  if (!codes_enabled() || n.type != Add || n.inputs.size() != 2 || n.output >= nv || n.output2 != kInvalidId ||
+  if (n.type != Add || n.inputs.size() != 2 || n.output >= nv || n.output2 != kInvalidId ||
       n.pre || n.post || n.residual != kInvalidId || n.nchw_transposed != kInvalidId)
     return false;
   const Value& o = g.values[n.output];
