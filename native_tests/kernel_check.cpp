@@ -150,6 +150,50 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
     }
 }
 
+// The int8 GEMM reading its rows through tap pointers (a convolution on its input's codes) gives
+// exactly the GEMM on the same rows unfolded: ragged rows and panels, runs of 4..24 bytes, an
+// offset, runs shared between rows and a padding run. Where the CPU path has no indirect kernel
+// it must say so and compute nothing.
+static void check_qgemm_indirect(std::mt19937& rng) {
+  std::uniform_int_distribution<int> code(0, 255), qw(-127, 127);
+  std::uniform_real_distribution<float> u(0.001f, 0.05f);
+  struct Case { int64_t M, N, taps, run; };
+  for (const Case& cs : {Case{1, 8, 9, 8}, Case{13, 16, 9, 4}, Case{17, 24, 4, 12}, Case{40, 40, 9, 16}, Case{9, 70, 3, 24}}) {
+    const int64_t K = cs.taps * cs.run, off = 5;
+    std::vector<int8_t> W((size_t)(K * cs.N));
+    for (auto& x : W) x = (int8_t)qw(rng);
+    std::vector<float> sw((size_t)cs.N), bias((size_t)cs.N), sa((size_t)cs.M, u(rng));
+    std::vector<int32_t> zp((size_t)cs.M, (int32_t)(code(rng) - 128));
+    for (auto& v : sw) v = u(rng);
+    for (auto& v : bias) v = u(rng) * 10;
+    const PackedQ8 p = pack_q8(K, cs.N, W.data(), cs.N, 1, sw.data());
+    // a pool of input runs (some shared), one of them the padding
+    std::vector<std::vector<uint8_t>> pool((size_t)(cs.M * cs.taps / 2 + 2), std::vector<uint8_t>((size_t)(cs.run + off)));
+    for (auto& r : pool)
+      for (auto& v : r) v = (uint8_t)code(rng);
+    std::vector<const uint8_t*> ptrs((size_t)(cs.M * cs.taps));
+    std::vector<uint8_t> unfolded((size_t)(cs.M * p.Kp), 0);
+    for (int64_t m = 0; m < cs.M; m++)
+      for (int64_t t = 0; t < cs.taps; t++) {
+        const uint8_t* r = pool[(size_t)(rng() % pool.size())].data();
+        ptrs[(size_t)(m * cs.taps + t)] = r;
+        std::memcpy(unfolded.data() + m * p.Kp + t * cs.run, r + off, (size_t)cs.run);
+      }
+    QActivations a{unfolded.data(), sa.data(), zp.data()};
+    std::vector<float> want((size_t)(cs.M * cs.N)), got((size_t)(cs.M * cs.N), -7.f);
+    qgemm_q8(nullptr, cs.M, a, p, bias.data(), -1e30f, 1e30f, want.data(), cs.N);
+    QOutput out;
+    out.C = got.data();
+    out.ldc = cs.N;
+    const bool ran = qgemm_q8_indirect(cs.M, ptrs.data(), cs.taps, off, a, p, bias.data(), -1e30f, 1e30f, out);
+    if (ran != qgemm_q8_indirect_ok(p, cs.taps) && failures++ < 5) std::printf("qgemm_indirect: ran %d, ok says otherwise\n", ran);
+    for (size_t i = 0; i < got.size(); i++)
+      if ((ran ? got[i] != want[i] : got[i] != -7.f) && failures++ < 5)
+        std::printf("qgemm_indirect M=%ld N=%ld taps=%ld run=%ld [%ld]: %g != %g\n", (long)cs.M, (long)cs.N, (long)cs.taps,
+                    (long)cs.run, (long)i, got[i], ran ? want[i] : -7.f);
+  }
+}
+
 // The thread pool: every index of [0, n) run exactly once for assorted sizes, grains and thread
 // counts; a parallel_for inside a region runs inline; an exception thrown on the caller's share
 // or on a worker's propagates from parallel_for after the region is closed, and the pool keeps working.
@@ -674,6 +718,7 @@ int main() {
   check_quantize_row(rng);
   check_depthwise(rng);
   check_depthwise_q8(rng);
+  check_qgemm_indirect(rng);
   check_broadcast(rng);
   check_window_reduce(rng);
   ThreadPool one(1), two(2);

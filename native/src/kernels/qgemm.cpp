@@ -70,30 +70,42 @@ void rows_generic(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivat
 }
 
 #if defined(__x86_64__)
+// Where a VNNI tile reads its rows' activations: rows of Kp bytes from a.data (rows == null), or
+// (indirect) `taps` runs of K / taps bytes per row, row m's run t at rows[m * taps + t] + offset.
+struct Rows {
+  const uint8_t* const* rows = nullptr;
+  int64_t taps = 1, offset = 0;
+};
+
 // ROWS rows x NV panels: ROWS * NV int32 accumulators, one vpdpbusd each per group of 4 k.
 template <int ROWS, int NV>
 ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const QActivations& a,
                                                              const PackedQ8& w, const float* bias, float lo, float hi,
-                                                             const QOutput& out) {
-  const int64_t G = w.Kp / 4;
+                                                             const QOutput& out, const Rows& src) {
+  const int64_t G = w.Kp / 4, TG = G / src.taps;  // groups of 4 k: in all, a run
   __m512i acc[ROWS][NV];
 #pragma GCC unroll 8
   for (int i = 0; i < ROWS; i++)
 #pragma GCC unroll 2
     for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_si512();
-  const uint8_t* x = a.data + m0 * w.Kp;
   const int8_t* b0 = w.data.data() + p0 * G * NR * 4;
-  for (int64_t g = 0; g < G; g++) {
-    __m512i b[NV];
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; v++) b[v] = _mm512_loadu_si512(b0 + (v * G + g) * NR * 4);
+  for (int64_t t = 0, g = 0; t < src.taps; t++) {
+    const uint8_t* x[ROWS];
 #pragma GCC unroll 8
-    for (int i = 0; i < ROWS; i++) {
-      int32_t four;
-      std::memcpy(&four, x + i * w.Kp + g * 4, 4);
-      const __m512i xa = _mm512_set1_epi32(four);
+    for (int i = 0; i < ROWS; i++)
+      x[i] = src.rows ? src.rows[(m0 + i) * src.taps + t] + src.offset : a.data + (m0 + i) * w.Kp;
+    for (int64_t k = 0; k < TG; k++, g++) {
+      __m512i b[NV];
 #pragma GCC unroll 2
-      for (int v = 0; v < NV; v++) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], xa, b[v]);
+      for (int v = 0; v < NV; v++) b[v] = _mm512_loadu_si512(b0 + (v * G + g) * NR * 4);
+#pragma GCC unroll 8
+      for (int i = 0; i < ROWS; i++) {
+        int32_t four;
+        std::memcpy(&four, x[i] + k * 4, 4);
+        const __m512i xa = _mm512_set1_epi32(four);
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], xa, b[v]);
+      }
     }
   }
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
@@ -214,7 +226,7 @@ const std::array<TileQ2, 4> kAvx2[2][2] = {{tiles_avx2<false, 1>(), tiles_avx2<f
                                            {tiles_avx2<true, 1>(), tiles_avx2<true, 2>()}};
 
 using TileQ = void (*)(int64_t, int64_t, const QActivations&, const PackedQ8&, const float*, float, float,
-                       const QOutput&);
+                       const QOutput&, const Rows&);
 template <int NV, int... R>
 constexpr std::array<TileQ, sizeof...(R)> tiles_vnni(std::integer_sequence<int, R...>) {
   return {&tile_vnni<R + 1, NV>...};
@@ -225,6 +237,17 @@ const std::array<TileQ, 8> kVnni1 = tiles_vnni<1>(std::make_integer_sequence<int
 bool cpu_has_vnni() {
   static const bool v = cpu_has_avx512f() && os::cpu_id().avx512vnni;
   return v;
+}
+
+// Rows [m0, m1) x panels [p0, p1) by VNNI tiles: two panels a tile, 8 rows.
+void vnni_rows(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivations& a, const PackedQ8& w,
+               const float* bias, float lo, float hi, const QOutput& out, const Rows& src) {
+  for (int64_t p = p0; p < p1; p += 2)
+    for (int64_t m = m0; m < m1; m += 8) {
+      const int64_t mm = std::min<int64_t>(8, m1 - m);
+      if (p + 2 <= p1) kVnni2[mm - 1](m, p, a, w, bias, lo, hi, out, src);
+      else kVnni1[mm - 1](m, p, a, w, bias, lo, hi, out, src);
+    }
 }
 #endif
 
@@ -337,12 +360,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
         continue;
       }
       if (vnni) {  // snaps (or writes codes) in its epilogue
-        for (int64_t p = p0; p < p1; p += 2)
-          for (int64_t m = m0; m < m1; m += MB) {
-            const int64_t mm = std::min(MB, M - m);
-            if (p + 2 <= p1) kVnni2[mm - 1](m, p, a, w, bias, lo, hi, out);
-            else kVnni1[mm - 1](m, p, a, w, bias, lo, hi, out);
-          }
+        vnni_rows(m0, m1, p0, p1, a, w, bias, lo, hi, out, Rows());
         continue;
       }
 #endif
@@ -363,6 +381,33 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
   };
   if (tp) tp->parallel_for(row_tasks * split, 1, blocks);
   else blocks(0, row_tasks * split);
+}
+
+bool qgemm_q8_indirect_ok(const PackedQ8& w, int64_t taps) {
+#if defined(__x86_64__)
+  static const bool vnni = cpu_has_vnni();
+  return vnni && !w.pairs && taps > 0 && w.Kp == w.K && w.K % taps == 0 && (w.K / taps) % 4 == 0;
+#else
+  (void)w, (void)taps;
+  return false;
+#endif
+}
+
+bool qgemm_q8_indirect(int64_t M, const uint8_t* const* rows, int64_t taps, int64_t offset, const QActivations& a,
+                       const PackedQ8& w, const float* bias, float lo, float hi, const QOutput& out) {
+#if defined(__x86_64__)
+  if (!qgemm_q8_indirect_ok(w, taps) || out.accumulate) return false;
+  if (M <= 0 || w.N <= 0) return true;
+  Rows src;
+  src.rows = rows;
+  src.taps = taps;
+  src.offset = offset;
+  vnni_rows(0, M, 0, (w.N + NR - 1) / NR, a, w, bias, lo, hi, out, src);
+  return true;
+#else
+  (void)M, (void)rows, (void)taps, (void)offset, (void)a, (void)w, (void)bias, (void)lo, (void)hi, (void)out;
+  return false;
+#endif
 }
 
 }  // namespace etnp

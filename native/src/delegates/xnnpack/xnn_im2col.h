@@ -43,6 +43,32 @@ inline void taps_fixed(T* dst, const T* src, int64_t KW, int64_t step, int64_t I
   for (int64_t j = 0; j < KW; j++) std::memcpy(dst + j * ICg, src + j * step, BYTES);
 }
 
+// For output pixels [m_begin, m_end) (of group 0; a group's channels are ICg * gi further on),
+// per tap (kernel row-major) the address of its input pixel's channels, or `pad` (at least C
+// elements of 0) where the tap falls in the padding: ptrs[(m - m_begin) * KH * KW + tap].
+template <typename T>
+void conv_tap_pointers(const Node& n, const T* X, int64_t H, int64_t W, int64_t C, int64_t OH, int64_t OW,
+                       int64_t m_begin, int64_t m_end, const T* pad, const T** ptrs) {
+  const int64_t KH = n.kh, KW = n.kw;
+  int64_t bn = m_begin / (OH * OW), oh = (m_begin / OW) % OH, ow = m_begin % OW;  // then stepped, no divisions
+  for (int64_t m = m_begin; m < m_end; m++, ow++) {
+    if (ow == OW) {
+      ow = 0;
+      if (++oh == OH) { oh = 0; bn++; }
+    }
+    const T** p = ptrs + (m - m_begin) * KH * KW;
+    const int64_t iw0 = ow * n.sw - n.pad_left;
+    for (int64_t i = 0; i < KH; i++) {
+      const int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
+      const bool row_in = ih >= 0 && ih < H;
+      for (int64_t j = 0; j < KW; j++) {
+        const int64_t iw = iw0 + j * n.dw;
+        p[i * KW + j] = row_in && iw >= 0 && iw < W ? X + ((bn * H + ih) * W + iw) * C : pad;
+      }
+    }
+  }
+}
+
 template <typename T>
 void im2col_rows(const Node& n, const T* X, int64_t H, int64_t W, int64_t C, int64_t OH, int64_t OW, int64_t gi,
                  int64_t m_begin, int64_t m_end, T* dst_rows, int64_t row_stride, T pad) {

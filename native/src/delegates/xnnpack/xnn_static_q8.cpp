@@ -336,18 +336,39 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
   // tasks: a block of output pixels x a group, the groups of a block in turn (its input rows
   // stay in cache); one region for all the groups (a grouped convolution's are small GEMMs).
   // With one group, the chain after the node runs on each block's rows right away.
+  // On AVX-512 VNNI a block's rows are read straight from the input's codes (qgemm_q8_indirect):
+  // per output pixel a pointer per tap, to its channels or to C codes of 0 (the padding); one
+  // table per block serves every group (offset gi * ICg).
   ChainHook* then = take_chain(n, final_rows && G == 1);
+  const int64_t taps = (int64_t)n.kh * n.kw;
+  const bool indirect = qgemm_q8_indirect_ok(n.qconv[0], taps);
   parallel(ctx, blocks * G, 1, [&](int64_t b, int64_t e) {
-    thread_local std::vector<uint8_t> buf;  // grows only
+    thread_local std::vector<uint8_t> buf, pad;  // grow only
+    thread_local std::vector<const uint8_t*> ptrs;
     thread_local std::vector<float> s;
     thread_local std::vector<int32_t> z;
-    if (buf.size() < (size_t)(rows * Kp)) buf.resize((size_t)(rows * Kp));
     QActivations qa = repeated_params(a, zpa, rows, s, z);
-    qa.data = buf.data();
+    if (indirect) {
+      pad.assign((size_t)C, pad_code);
+      ptrs.resize((size_t)(rows * taps));
+    } else {
+      if (buf.size() < (size_t)(rows * Kp)) buf.resize((size_t)(rows * Kp));
+      qa.data = buf.data();
+    }
+    int64_t table = -1;  // the block whose pointers are in ptrs
     for (int64_t t = b; t < e; t++) {
-      const int64_t m0 = t / G * rows, m1 = std::min(M, m0 + rows), gi = t % G;
-      unfold(gi, m0, m1, buf.data());
-      qgemm_q8(nullptr, m1 - m0, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, out.at(m0 * OC + gi * OCg));
+      const int64_t blk = t / G, m0 = blk * rows, m1 = std::min(M, m0 + rows), gi = t % G;
+      const float* gb = bias ? bias + gi * OCg : nullptr;
+      if (indirect) {
+        if (table != blk) {
+          conv_tap_pointers(n, codes, H, W, C, OH, OW, m0, m1, pad.data(), ptrs.data());
+          table = blk;
+        }
+        qgemm_q8_indirect(m1 - m0, ptrs.data(), taps, gi * ICg, qa, n.qconv[gi], gb, lo, hi, out.at(m0 * OC + gi * OCg));
+      } else {
+        unfold(gi, m0, m1, buf.data());
+        qgemm_q8(nullptr, m1 - m0, qa, n.qconv[gi], gb, lo, hi, out.at(m0 * OC + gi * OCg));
+      }
       if (then) then->run.run(m0 * OC, m1 * OC);
     }
   });
