@@ -89,6 +89,7 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
   }
   PackedQ8 p = pack_q8(K, N, W.data(), N, 1, sw.data());
   QActivations a{X.data(), sa.data(), zp.data()};
+  a.uniform = uniform;  // (the VNNI epilogue then computes the row terms once)
   qgemm_q8(pool, M, a, p, bias.data(), -1e30f, 1e30f, C.data(), N);
   {  // with the output snapped to an int8 grid in the GEMM: exactly the snap of the plain result
     const Int8Grid grid{1.f / 0.05f, -131.f, 124.f, 0.05f};

@@ -46,10 +46,11 @@ ETNP_TARGET_INLINE("avx512f") void store_q8_16(const QOutput& out, int64_t i, in
     __m512 t = _mm512_mul_ps(r, _mm512_set1_ps(g.inv));
     if (out.codes) {
       t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(g.lo)), _mm512_set1_ps(g.hi));
-      t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      __m512i c = _mm512_cvtps_epi32(_mm512_add_ps(t, _mm512_set1_ps((float)out.code_shift)));
-      c = _mm512_min_epi32(_mm512_max_epi32(c, _mm512_setzero_si512()), _mm512_set1_epi32(255));
-      const __m128i b = _mm512_cvtepi32_epi8(c);
+      // rounded to nearest even as an integer (the rounding in the instruction, whatever MXCSR
+      // says), shifted, then 0..255 (vpmovusdb saturates above)
+      __m512i c = _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      c = _mm512_max_epi32(_mm512_add_epi32(c, _mm512_set1_epi32(out.code_shift)), _mm512_setzero_si512());
+      const __m128i b = _mm512_cvtusepi32_epi8(c);
       uint8_t* d = out.codes + i;
       if (cols >= 16) {
         _mm_storeu_si128((__m128i*)d, b);

@@ -77,8 +77,9 @@ struct Rows {
   int64_t taps = 1, offset = 0;
 };
 
-// ROWS rows x NV panels: ROWS * NV int32 accumulators, one vpdpbusd each per group of 4 k.
-template <int ROWS, int NV>
+// ROWS rows x NV panels: ROWS * NV int32 accumulators, one vpdpbusd each per group of 4 k. U:
+// uniform rows (QActivations::uniform) - one zero-point correction and scale product for all.
+template <int ROWS, int NV, bool U>
 ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const QActivations& a,
                                                              const PackedQ8& w, const float* bias, float lo, float hi,
                                                              const QOutput& out, const Rows& src) {
@@ -117,11 +118,17 @@ ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const Q
     const __m512i cs = _mm512_maskz_loadu_epi32(m, w.col_sum.data() + n0);
     const __m512 sw = _mm512_maskz_loadu_ps(m, w.scale.data() + n0);
     const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + n0) : _mm512_setzero_ps();
+    __m512i corr0 = _mm512_setzero_si512();
+    __m512 s0 = _mm512_setzero_ps();
+    if (U) {
+      corr0 = _mm512_mullo_epi32(_mm512_set1_epi32(code_offset(a.zero_point[m0])), cs);
+      s0 = _mm512_mul_ps(_mm512_set1_ps(a.scale[m0]), sw);
+    }
 #pragma GCC unroll 8
     for (int i = 0; i < ROWS; i++) {
-      const __m512i off = _mm512_set1_epi32(code_offset(a.zero_point[m0 + i]));
-      __m512i q = _mm512_sub_epi32(acc[i][v], _mm512_mullo_epi32(off, cs));
-      __m512 s = _mm512_mul_ps(_mm512_set1_ps(a.scale[m0 + i]), sw);
+      const __m512i corr = U ? corr0 : _mm512_mullo_epi32(_mm512_set1_epi32(code_offset(a.zero_point[m0 + i])), cs);
+      __m512i q = _mm512_sub_epi32(acc[i][v], corr);
+      __m512 s = U ? s0 : _mm512_mul_ps(_mm512_set1_ps(a.scale[m0 + i]), sw);
       __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), s, bv);
       if (out.accumulate) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, out.C + (m0 + i) * out.ldc + n0));
       store_q8_16(out, (m0 + i) * out.ldc + n0, cols, m, _mm512_min_ps(vhi, _mm512_max_ps(vlo, r)));
@@ -227,12 +234,15 @@ const std::array<TileQ2, 4> kAvx2[2][2] = {{tiles_avx2<false, 1>(), tiles_avx2<f
 
 using TileQ = void (*)(int64_t, int64_t, const QActivations&, const PackedQ8&, const float*, float, float,
                        const QOutput&, const Rows&);
-template <int NV, int... R>
+template <int NV, bool U, int... R>
 constexpr std::array<TileQ, sizeof...(R)> tiles_vnni(std::integer_sequence<int, R...>) {
-  return {&tile_vnni<R + 1, NV>...};
+  return {&tile_vnni<R + 1, NV, U>...};
 }
-const std::array<TileQ, 8> kVnni2 = tiles_vnni<2>(std::make_integer_sequence<int, 8>());
-const std::array<TileQ, 8> kVnni1 = tiles_vnni<1>(std::make_integer_sequence<int, 8>());
+// [uniform][ROWS - 1]
+const std::array<TileQ, 8> kVnni2[2] = {tiles_vnni<2, false>(std::make_integer_sequence<int, 8>()),
+                                        tiles_vnni<2, true>(std::make_integer_sequence<int, 8>())};
+const std::array<TileQ, 8> kVnni1[2] = {tiles_vnni<1, false>(std::make_integer_sequence<int, 8>()),
+                                        tiles_vnni<1, true>(std::make_integer_sequence<int, 8>())};
 
 bool cpu_has_vnni() {
   static const bool v = cpu_has_avx512f() && os::cpu_id().avx512vnni;
@@ -245,8 +255,8 @@ void vnni_rows(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivation
   for (int64_t p = p0; p < p1; p += 2)
     for (int64_t m = m0; m < m1; m += 8) {
       const int64_t mm = std::min<int64_t>(8, m1 - m);
-      if (p + 2 <= p1) kVnni2[mm - 1](m, p, a, w, bias, lo, hi, out, src);
-      else kVnni1[mm - 1](m, p, a, w, bias, lo, hi, out, src);
+      if (p + 2 <= p1) kVnni2[a.uniform][mm - 1](m, p, a, w, bias, lo, hi, out, src);
+      else kVnni1[a.uniform][mm - 1](m, p, a, w, bias, lo, hi, out, src);
     }
 }
 #endif

@@ -30,6 +30,7 @@ struct QActivations {
   const uint8_t* data = nullptr;   // [M][Kp], qa + 128, zero padded
   const float* scale = nullptr;    // per row
   const int32_t* zero_point = nullptr;
+  bool uniform = false;            // every row's scale and zero point are row 0's (static int8)
 };
 
 void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,

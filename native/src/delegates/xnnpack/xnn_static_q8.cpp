@@ -69,6 +69,7 @@ QActivations repeated_params(const Value& a, int32_t zpa, int64_t rows, std::vec
   QActivations qa;
   qa.scale = s.data();
   qa.zero_point = z.data();
+  qa.uniform = true;
   return qa;
 }
 
