@@ -97,10 +97,10 @@ ETNP_TARGET("avx512f") void pixel_avx512(const DepthwiseGeom& g, const Taps& t, 
   if (c0 < g.C) pixels_avx512<1>(g, t, w, x, bias, out, o, step, xstep, c0);
 }
 
-// kPixels (4) output pixels side by side (stride SW, KW taps a kernel row, dilation 1) whose taps
-// all lie inside the input's width: each input column of a kernel row is widened once and serves
-// every pixel that reads it. Kernel row k (of t.n: those inside the input's height) starts at
-// t.rows[k] (column q at + q * C) with filter row t.wrow[k] (its first tap).
+// kPixels (4) output pixels side by side (stride SW, KW taps a kernel row, dilation 1): each input
+// column of a kernel row is widened once and serves every pixel that reads it. Kernel row k (of
+// t.n: those inside the input's height) has its NC columns at t.rows[k * NC + q] (a column in the
+// padding: codes of 0) and filter row t.wrow[k] (its first tap).
 template <int KW, int SW>
 ETNP_TARGET("avx512f") void window_avx512(const DepthwiseGeom& g, const Taps& t, const PackedDwQ8& w,
                                           const DwQ8Input& x, const float* bias, const QOutput& out, int64_t o,
@@ -115,7 +115,7 @@ ETNP_TARGET("avx512f") void window_avx512(const DepthwiseGeom& g, const Taps& t,
     for (int64_t k = 0; k < t.n; k++) {
       __m512 xf[NC];
 #pragma GCC unroll 16
-      for (int q = 0; q < NC; q++) xf[q] = centred16(t.rows[k] + q * C + c0, pz);
+      for (int q = 0; q < NC; q++) xf[q] = centred16(t.rows[k * NC + q] + c0, pz);
       const float* wk = w.w.data() + t.wrow[k] + c0;
 #pragma GCC unroll 8
       for (int j = 0; j < KW; j++) {
@@ -216,6 +216,9 @@ void depthwise_q8(const DepthwiseGeom& g, const DwQ8Input& x, const PackedDwQ8& 
   const int64_t ldw = padded_channels(g.C), xstep = g.sw * g.C;
   const WindowFn window = g.dw == 1 && (g.KW == 3 || g.KW == 5) && (g.sw == 1 || g.sw == 2)
                               ? k.window[g.KW == 5][g.sw == 2] : nullptr;
+  const int64_t ncols = (kPixels - 1) * g.sw + g.KW;  // a window's input columns (dilation 1)
+  thread_local std::vector<uint8_t> pad;              // C codes of 0 (and the vector paths' slack)
+  if (window) pad.assign((size_t)(g.C + kDwQ8CodeSlack), (uint8_t)x.pad_code);
   Taps t;
   const uint8_t* vrow[kMaxDwQ8Taps];  // per kernel row: the input row it reads, null in the padding
   for (int64_t r = row_begin; r < row_end; r++) {
@@ -228,23 +231,25 @@ void depthwise_q8(const DepthwiseGeom& g, const DwQ8Input& x, const PackedDwQ8& 
       const int64_t iw0 = ow * g.sw - g.pad_left;
       const int64_t o = (r * g.OW + ow) * out.ldc;
       t.n = 0;
-      if (ow + kPixels <= g.OW && iw0 >= 0 && iw0 + (kPixels - 1) * g.sw + (g.KW - 1) * g.dw < g.W) {
-        // kPixels pixels, every tap inside the width
-        if (window) {  // per kernel row inside the height: its first column
-          for (int64_t i = 0; i < g.KH; i++)
-            if (vrow[i]) {
-              t.rows[t.n] = vrow[i] + iw0 * g.C;
-              t.wrow[t.n++] = i * g.KW * ldw;
-            }
-          window(g, t, w, x, bias, out, o, out.ldc);
-        } else {
-          for (int64_t i = 0; i < g.KH; i++)
-            for (int64_t j = 0; vrow[i] && j < g.KW; j++) {
-              t.rows[t.n] = vrow[i] + (iw0 + j * g.dw) * g.C;
-              t.wrow[t.n++] = (i * g.KW + j) * ldw;
-            }
-          k.four(g, t, w, x, bias, out, o, out.ldc, xstep);
+      if (window && ow + kPixels <= g.OW) {  // kPixels pixels: per kernel row inside the height, its columns
+        for (int64_t i = 0; i < g.KH; i++) {
+          if (!vrow[i]) continue;
+          for (int64_t q = 0; q < ncols; q++) {
+            const int64_t iw = iw0 + q;
+            t.rows[t.n * ncols + q] = iw >= 0 && iw < g.W ? vrow[i] + iw * g.C : pad.data();
+          }
+          t.wrow[t.n++] = i * g.KW * ldw;
         }
+        window(g, t, w, x, bias, out, o, out.ldc);
+        ow += kPixels;
+      } else if (ow + kPixels <= g.OW && iw0 >= 0 && iw0 + (kPixels - 1) * g.sw + (g.KW - 1) * g.dw < g.W) {
+        // kPixels pixels, every tap inside the width
+        for (int64_t i = 0; i < g.KH; i++)
+          for (int64_t j = 0; vrow[i] && j < g.KW; j++) {
+            t.rows[t.n] = vrow[i] + (iw0 + j * g.dw) * g.C;
+            t.wrow[t.n++] = (i * g.KW + j) * ldw;
+          }
+        k.four(g, t, w, x, bias, out, o, out.ldc, xstep);
         ow += kPixels;
       } else {
         for (int64_t i = 0; i < g.KH; i++)
