@@ -343,7 +343,11 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
   ChainHook* then = take_chain(n, final_rows && G == 1);
   const int64_t taps = (int64_t)n.kh * n.kw;
   const bool indirect = qgemm_q8_indirect_ok(n.qconv[0], taps);
-  parallel(ctx, blocks * G, 1, [&](int64_t b, int64_t e) {
+  // (chunks of at least half a thread's share: each chunk sets up its rows' parameters and
+  // pointer table, and a grouped convolution's tasks are small - chunks of one task cost a
+  // 2-thread q8s RegNet call 8%)
+  const int64_t nthreads = ctx.pool ? ctx.pool->num_threads() : 1;
+  parallel(ctx, blocks * G, std::max<int64_t>(1, blocks * G / (2 * nthreads)), [&](int64_t b, int64_t e) {
     thread_local std::vector<uint8_t> buf, pad;  // grow only
     thread_local std::vector<const uint8_t*> ptrs;
     thread_local std::vector<float> s;
