@@ -107,7 +107,7 @@ ETNP_TARGET("avx512f") void window_avx512(const DepthwiseGeom& g, const Taps& t,
                                           int64_t step) {
   constexpr int P = 4, NC = (P - 1) * SW + KW;
   const __m512i pz = _mm512_set1_epi32(x.pad_code);
-  const int64_t C = g.C, ldw = (int64_t)w.w.size() / w.taps;
+  const int64_t C = g.C, ldw = padded_channels(C);
   for (int64_t c0 = 0; c0 < C; c0 += 16) {
     __m512 acc[P];
 #pragma GCC unroll 4

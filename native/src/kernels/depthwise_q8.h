@@ -3,9 +3,9 @@
 //   y[p, c] = clamp(sx * sw[c] * sum_t (u[t, c] - pad_code) * w[t, c] + bias[c], lo, hi)
 // over the taps t inside the input (the padding is 0), where u are the input's byte codes (uint8;
 // pad_code is the code of 0) and w the filter's int8 values. The sums are exact: the products
-// are integers summed in float32 below 2^24 (at most kMaxDwQ8Taps taps). The results are stored as QOutput says
-// (q8_output.h): float32, snapped to the output's grid, or its byte codes - the same epilogue as
-// the int8 GEMM's. AVX-512, AVX2 and portable paths give the same results where the CPU runs
+// are integers summed in float32 below 2^24 (at most kMaxDwQ8Taps taps). The results are stored
+// as QOutput says (q8_output.h): float32, snapped to the output's grid, or its byte codes - the
+// same epilogue as the int8 GEMM's. AVX-512, AVX2 and portable paths give the same results where the CPU runs
 // them with FMA (the portable one multiplies and adds).
 #pragma once
 #include <cstdint>

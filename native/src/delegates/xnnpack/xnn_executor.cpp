@@ -199,10 +199,9 @@ class XnnDelegate : public DelegateHandle {
   }
   // A static-int8 value that one int8 node writes and only int8 nodes read - GEMM and depthwise
   // nodes (input 0; no fused part reads it), int8 adds, concatenations and max pooling (any
-  // input) - is kept as its byte codes
-  // alone (Value::as_codes): the writer's epilogue produces the next node's input, no float32 grid
-  // points between them. Graph inputs and outputs and constants stay float32. ETNP_XNN_CODES=off
-  // keeps every value float32.
+  // input) - is kept as its byte codes alone (Value::as_codes): the writer's epilogue produces the
+  // next node's input, no float32 grid points between them. Graph inputs and outputs and
+  // constants stay float32. ETNP_XNN_CODES=off keeps every value float32.
   void plan_codes() {
     const size_t nv = g_.values.size();
     std::vector<uint8_t> ok(nv, 1), written(nv, 0), read(nv, 0);
@@ -210,12 +209,12 @@ class XnnDelegate : public DelegateHandle {
     for (uint32_t id : g_.output_ids) ok[id] = 0;
     for (size_t i = 0; i < g_.nodes.size(); i++) {
       const Node& n = g_.nodes[i];
-      const bool add = (int8_add(g_, n) || moves(i)) && chains_[i] == 1;  // (every input as codes)
-      const bool q = int8_gemm(i) || add;
+      const bool any_input = (int8_add(g_, n) || moves(i)) && chains_[i] == 1;  // (every input as codes)
+      const bool q = int8_gemm(i) || any_input;
       for (size_t j = 0; j < n.inputs.size(); j++)
         if (n.inputs[j] < nv) {
           read[n.inputs[j]] = 1;
-          if (!q || (j != 0 && !add)) ok[n.inputs[j]] = 0;  // (a GEMM or depthwise node reads input 0 as codes)
+          if (!q || (j != 0 && !any_input)) ok[n.inputs[j]] = 0;  // (a GEMM or depthwise node reads input 0 as codes)
         }
       for (const Node* f : {n.pre.get(), n.post.get()})
         if (f)

@@ -134,8 +134,8 @@ bool moves_grid_points(const Graph& g, const Node& n);
 // codes where an input or the output is kept as codes (concat, pool: a codes path), and any of
 // them may be.
 bool int8_moves(const Graph& g, const Node& n);
-// The byte codes of static-int8 value v (total elements): its own (Value::as_codes), or computed
-// into buf (then kDwQ8CodeSlack readable bytes past the end); zpa: the int8 GEMM's zero point for them.
+// The byte codes of static-int8 value v (total elements, then kDwQ8CodeSlack readable bytes):
+// its own (Value::as_codes), or computed into buf; zpa: the int8 GEMM's zero point for them.
 const uint8_t* value_codes(KernelContext& ctx, const Node& n, const Value& v, int64_t total, std::vector<uint8_t>& buf,
                            int32_t& zpa);
 // Where a node writes static-int8 value o's codes: o's own (kept as codes), or buf - then
@@ -144,7 +144,8 @@ uint8_t* output_codes(Value& o, std::vector<uint8_t>& buf);
 void codes_to_values(KernelContext& ctx, Value& o, const uint8_t* codes);
 // An Add of two static-int8 values of one shape into a third (xnn_static_q8.cpp): it runs on its
 // own (no elementwise chain) on the operands' codes or grid points, and any of the three may be
-// kept as codes (with ETNP_XNN_CODES=off too: the same arithmetic, on float32 grid points). add_q8_node runs it; false, having done nothing, where the shapes differ.
+// kept as codes (with ETNP_XNN_CODES=off too: the same arithmetic, on float32 grid points).
+// add_q8_node runs it; false, having done nothing, where the shapes differ.
 bool int8_add(const Graph& g, const Node& n);
 bool add_q8_node(KernelContext& ctx, Graph& g, Node& n);
 // A static-int8 DepthwiseConv2d's int8 filter (Node::qdw), where input and filter allow it.

@@ -61,6 +61,8 @@ bool int8_input(const Value* x) { return x && on_int8_grid(*x) && x->scale > 0.f
 // The GEMM's zero point for a value's byte codes: value = (u8 - 128 - zpa) * scale, u8 = t + zp
 // (+ 128 for qs8), t = x / scale an integer on the grid.
 int32_t codes_zero_point(const Value& a) { return a.dtype == QINT8 ? a.zero_point : a.zero_point - 128; }
+// The byte code of 0 (the shift of a value's codes: value = (code - zero_code) * scale)
+int32_t zero_code(const Value& a) { return codes_zero_point(a) + 128; }
 
 // per-row quantisation parameters of the GEMM: one per-tensor pair repeated `rows` times
 QActivations repeated_params(const Value& a, int32_t zpa, int64_t rows, std::vector<float>& s, std::vector<int32_t>& z) {
@@ -89,7 +91,7 @@ struct OutputRows {
     if (o.as_codes && q.grid) {
       o.q8.resize((size_t)(o.numel() + kDwQ8CodeSlack));  // (the depthwise kernel reads past the end)
       q.codes = o.q8.data();
-      q.code_shift = codes_zero_point(o) + 128;
+      q.code_shift = zero_code(o);
     } else {
       q.C = o.data.data();
     }
@@ -139,15 +141,12 @@ bool depthwise_q8_rows(KernelContext& ctx, Node& n, const Value& a, const Depthw
                        Value& o, Scratch& sc, ChainHook* then) {
   if (n.qdw.taps != dg.KH * dg.KW || n.qdw.C != dg.C || !on_int8_grid(a) || !(a.scale > 0.f)) return false;
   if (!on_int8_grid(o) && !(o.dtype == FP32 && o.quant == Quant::None)) return false;  // (finalize_value's work)
-  const int32_t zpa = codes_zero_point(a);
-  if (zpa + 128 < 0 || zpa + 128 > 255) return false;  // (a zero point outside the datatype's range)
-  const int64_t total = dg.N * dg.H * dg.W * dg.C;
-  if (a.as_codes && (int64_t)a.q8.size() < total + kDwQ8CodeSlack) fail(n, "int8 input codes missing (corrupt program?)");
-  int32_t zp;
   DwQ8Input x;
-  x.codes = value_codes(ctx, n, a, total, sc.q8, zp);
+  x.pad_code = zero_code(a);
+  if (x.pad_code < 0 || x.pad_code > 255) return false;  // (a zero point outside the datatype's range)
+  int32_t zpa;
+  x.codes = value_codes(ctx, n, a, dg.N * dg.H * dg.W * dg.C, sc.q8, zpa);
   x.scale = a.scale;
-  x.pad_code = zp + 128;
   const OutputRows out(o, dg.C);
   n.snapped = true;  // (clamped, and snapped or written as codes, or plain float32)
   // output rows across threads; below 64 Ki multiply-adds in all a region costs more than it saves
@@ -163,8 +162,8 @@ bool depthwise_q8_rows(KernelContext& ctx, Node& n, const Value& a, const Depthw
 const uint8_t* value_codes(KernelContext& ctx, const Node& n, const Value& a, int64_t total, std::vector<uint8_t>& buf,
                            int32_t& zpa) {
   zpa = codes_zero_point(a);
-  if (a.as_codes) {
-    if ((int64_t)a.q8.size() < total) fail(n, "int8 input codes missing (corrupt program?)");
+  if (a.as_codes) {  // (their writers leave the slack too: OutputRows, output_codes)
+    if ((int64_t)a.q8.size() < total + kDwQ8CodeSlack) fail(n, "int8 input codes missing (corrupt program?)");
     return a.q8.data();
   }
   const float inv = 1.f / a.scale, shift = (float)(zpa + 128);
@@ -182,7 +181,7 @@ uint8_t* output_codes(Value& o, std::vector<uint8_t>& buf) {
 }
 
 void codes_to_values(KernelContext& ctx, Value& o, const uint8_t* codes) {
-  const int32_t shift = codes_zero_point(o) + 128;
+  const int32_t shift = zero_code(o);
   const float scale = o.scale;
   float* d = o.data.data();
   parallel(ctx, o.numel(), 1 << 16, [&](int64_t b, int64_t e) {
@@ -231,7 +230,7 @@ bool add_q8_node(KernelContext& ctx, Graph& g, Node& n) {
   const int64_t total = o.numel();
   auto operand = [&](const Value& v) {
     Q8Operand x;
-    x.shift = codes_zero_point(v) + 128;
+    x.shift = zero_code(v);
     x.scale = v.scale;
     if (!v.as_codes) {
       x.values = v.cdata();
