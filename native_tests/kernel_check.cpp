@@ -195,6 +195,62 @@ static void check_qgemm_indirect(std::mt19937& rng) {
   }
 }
 
+// A grouped convolution's small groups several to a panel (qgemm_q8_grouped) give exactly each
+// group's own GEMM (per-group packing, rows unfolded): 1..16 groups a panel, ragged last panels,
+// 1..4 dwords of a tap's channels, shared and padding runs, uniform and per-row parameters, the
+// panels in two calls. Where the CPU path has no such kernel it must say so and compute nothing.
+static void check_qgemm_grouped(std::mt19937& rng) {
+  std::uniform_int_distribution<int> code(0, 255), qw(-127, 127);
+  std::uniform_real_distribution<float> u(0.001f, 0.05f);
+  struct Case { int64_t G, ICg, OCg, taps, M; bool uniform; };
+  for (const Case& cs : {Case{6, 8, 8, 9, 13, true}, Case{13, 8, 8, 9, 64, true}, Case{5, 4, 4, 9, 9, false},
+                         Case{7, 16, 4, 1, 17, true}, Case{3, 4, 1, 4, 5, false}, Case{9, 8, 2, 9, 11, true},
+                         Case{3, 32, 8, 2, 8, false}}) {
+    const int64_t G = cs.G, ICg = cs.ICg, OCg = cs.OCg, taps = cs.taps, M = cs.M, C = G * ICg, N = G * OCg;
+    const int64_t K = taps * ICg;
+    std::vector<int8_t> W((size_t)(N * K));  // [N][taps][ICg]
+    for (auto& x : W) x = (int8_t)qw(rng);
+    std::vector<float> sw((size_t)N), bias((size_t)N), sa((size_t)M, u(rng));
+    std::vector<int32_t> zp((size_t)M, (int32_t)(code(rng) - 128));
+    if (!cs.uniform)
+      for (int64_t m = 0; m < M; m++) sa[(size_t)m] = u(rng), zp[(size_t)m] = (int32_t)(code(rng) - 128);
+    for (auto& v : sw) v = u(rng);
+    for (auto& v : bias) v = u(rng) * 10;
+    const PackedQ8 all = pack_q8(K, N, W.data(), 1, K, sw.data());
+    // pixels of C channels (some shared by several rows), one of them the padding
+    std::vector<std::vector<uint8_t>> pix((size_t)(M * taps / 2 + 2), std::vector<uint8_t>((size_t)C));
+    for (auto& r : pix)
+      for (auto& v : r) v = (uint8_t)code(rng);
+    std::vector<const uint8_t*> ptrs((size_t)(M * taps));
+    for (auto& q : ptrs) q = pix[(size_t)(rng() % pix.size())].data();
+    QActivations a{nullptr, sa.data(), zp.data(), cs.uniform};
+    std::vector<float> want((size_t)(M * N)), got((size_t)(M * N), -7.f);
+    std::vector<uint8_t> rows((size_t)(M * K));
+    for (int64_t g = 0; g < G; g++) {  // each group's GEMM on its unfolded rows
+      const PackedQ8 pg = pack_q8(K, OCg, W.data() + g * OCg * K, 1, K, sw.data() + g * OCg);
+      for (int64_t m = 0; m < M; m++)
+        for (int64_t t = 0; t < taps; t++)
+          std::memcpy(rows.data() + (m * taps + t) * ICg, ptrs[(size_t)(m * taps + t)] + g * ICg, (size_t)ICg);
+      QActivations ag = a;
+      ag.data = rows.data();
+      if (pg.Kp != K) continue;  // (K is a multiple of 4 in every case)
+      qgemm_q8(nullptr, M, ag, pg, bias.data() + g * OCg, -1e30f, 1e30f, want.data() + g * OCg, N);
+    }
+    QOutput out;
+    out.C = got.data();
+    out.ldc = N;
+    const int64_t panels = (N + 15) / 16;
+    const bool ran = qgemm_q8_grouped(M, ptrs.data(), taps, ICg, OCg, 0, 1, a, all, bias.data(), -1e30f, 1e30f, out) &&
+                     qgemm_q8_grouped(M, ptrs.data(), taps, ICg, OCg, 1, panels, a, all, bias.data(), -1e30f, 1e30f, out);
+    if (ran != qgemm_q8_grouped_ok(all, taps, ICg, OCg) && failures++ < 5)
+      std::printf("qgemm_grouped: ran %d, ok says otherwise\n", ran);
+    for (size_t i = 0; i < got.size(); i++)
+      if ((ran ? got[i] != want[i] : got[i] != -7.f) && failures++ < 5)
+        std::printf("qgemm_grouped G=%ld ICg=%ld OCg=%ld taps=%ld M=%ld [%ld]: %g != %g\n", (long)G, (long)ICg, (long)OCg,
+                    (long)taps, (long)M, (long)i, got[i], ran ? want[i] : -7.f);
+  }
+}
+
 // The thread pool: every index of [0, n) run exactly once for assorted sizes, grains and thread
 // counts; a parallel_for inside a region runs inline; an exception thrown on the caller's share
 // or on a worker's propagates from parallel_for after the region is closed, and the pool keeps working.
@@ -720,6 +776,7 @@ int main() {
   check_depthwise(rng);
   check_depthwise_q8(rng);
   check_qgemm_indirect(rng);
+  check_qgemm_grouped(rng);
   check_broadcast(rng);
   check_window_reduce(rng);
   ThreadPool one(1), two(2);

@@ -27,7 +27,7 @@ np.savez(sys.argv[2], **out)
 # qdw_block_static_xnn: depthwise convolutions reading and writing codes (3x3 and 5x5 strided), an
 # add of codes and float32 grid points; qfire_static_xnn: max pooling and concatenation of codes
 NAMES = ["qconv_chain_static_xnn", "qdw_block_static_xnn", "qfire_static_xnn", "qcnn_static_xnn",
-         "qact_cnn_static_xnn"]
+         "qact_cnn_static_xnn", "qregnet_block_static_xnn"]
 
 
 def run(tmp_path, tag, **env_vars):

@@ -643,6 +643,31 @@ class FireQ8(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
+class RegNetBlockQ8(nn.Module):
+    """RegNetY-style blocks in static int8: grouped 3x3 convolutions of narrow groups (4 and 8
+    channels: several groups share a 16-column panel of our int8 kernel, the last one ragged), a
+    squeeze-excitation block (global pooling, two 1x1 convolutions, sigmoid, channel multiply),
+    a residual add, a strided grouped convolution, a pooled linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(16, 32, 1)
+        self.b = nn.Conv2d(32, 32, 3, padding=1, groups=8)
+        self.se1 = nn.Conv2d(32, 8, 1)
+        self.se2 = nn.Conv2d(8, 32, 1)
+        self.c = nn.Conv2d(32, 16, 1)
+        self.d = nn.Conv2d(16, 40, 1)
+        self.e = nn.Conv2d(40, 40, 3, stride=2, padding=1, groups=5)
+        self.fc = nn.Linear(40, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.b(torch.relu(self.a(x))))
+        s = torch.sigmoid(self.se2(torch.relu(self.se1(F.adaptive_avg_pool2d(y, 1)))))
+        x = torch.relu(x + self.c(y * s))
+        x = torch.relu(self.e(torch.relu(self.d(x))))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
 class InputViews(nn.Module):
     """Reshapes of delegate inputs, which the delegate reads in place (no copy): read by a batch
     matmul, a slice, a transpose, an elementwise op and by further reshapes (which must copy, not
@@ -799,6 +824,8 @@ def fixtures():
     f["qdw_block_static_xnn"] = dict(methods={"forward": (InvertedResidualQ8(), (rnd(2, 8, 14, 18),))}, xnn=True,
                                      quant="static")
     f["qfire_static_xnn"] = dict(methods={"forward": (FireQ8(), (rnd(2, 3, 21, 23),))}, xnn=True, quant="static")
+    f["qregnet_block_static_xnn"] = dict(methods={"forward": (RegNetBlockQ8(), (rnd(2, 16, 14, 15),))}, xnn=True,
+                                         quant="static")
     return f
 
 

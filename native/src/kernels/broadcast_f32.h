@@ -104,7 +104,9 @@ void broadcast_binary(ThreadPool* pool, const BroadcastPlan& p, const TX* x, con
       else sweep(x, y, [&](TY v, TX u) { return f(u, v); });
       finish(z + t0 * inner, (t1 - t0) * inner);
     };
-    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / inner);
+    // (parts of at least 8 Ki elements: a squeeze-excitation block's channel scales over a
+    // 16x16x104 map are a few microseconds of work, worth two threads)
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 13) / inner);
     if (threads && rows > grain) pool->parallel_for(rows, grain, run_rep);
     else run_rep(0, rows);
     return;

@@ -18,7 +18,7 @@
 namespace etnp {
 namespace {
 
-constexpr int64_t NR = 16;
+constexpr int64_t NR = kQ8PanelCols;
 
 void snap_block(float* C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const Int8Grid& g) {
   for (int64_t m = m0; m < m1; m++) snap_to_grid(g, C + m * ldc + n0, n1 - n0);
@@ -77,18 +77,47 @@ struct Rows {
   int64_t taps = 1, offset = 0;
 };
 
-// ROWS rows x NV panels: ROWS * NV int32 accumulators, one vpdpbusd each per group of 4 k. U:
-// uniform rows (QActivations::uniform) - one zero-point correction and scale product for all.
+// The epilogue of one panel's ROWS accumulator rows (rows m0.., columns n0..n0 + 15, those below
+// w.N): the zero-point correction, the scales, bias and clamp, stored as `out` asks (q8_output.h).
+// U: uniform rows (QActivations::uniform) - one zero-point correction and scale product for all.
+template <int ROWS, bool U>
+ETNP_TARGET_INLINE("avx512f,avx512vnni") void finish_panel(const __m512i* acc, int64_t m0, int64_t n0,
+                                                         const QActivations& a, const PackedQ8& w, const float* bias,
+                                                         float lo, float hi, const QOutput& out) {
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const int64_t cols = std::min<int64_t>(NR, w.N - n0);
+  const __mmask16 m = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
+  const __m512i cs = _mm512_maskz_loadu_epi32(m, w.col_sum.data() + n0);
+  const __m512 sw = _mm512_maskz_loadu_ps(m, w.scale.data() + n0);
+  const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + n0) : _mm512_setzero_ps();
+  __m512i corr0 = _mm512_setzero_si512();
+  __m512 s0 = _mm512_setzero_ps();
+  if (U) {
+    corr0 = _mm512_mullo_epi32(_mm512_set1_epi32(code_offset(a.zero_point[m0])), cs);
+    s0 = _mm512_mul_ps(_mm512_set1_ps(a.scale[m0]), sw);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < ROWS; i++) {
+    const __m512i corr = U ? corr0 : _mm512_mullo_epi32(_mm512_set1_epi32(code_offset(a.zero_point[m0 + i])), cs);
+    __m512i q = _mm512_sub_epi32(acc[i], corr);
+    __m512 s = U ? s0 : _mm512_mul_ps(_mm512_set1_ps(a.scale[m0 + i]), sw);
+    __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), s, bv);
+    if (out.accumulate) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, out.C + (m0 + i) * out.ldc + n0));
+    store_q8_16(out, (m0 + i) * out.ldc + n0, cols, m, _mm512_min_ps(vhi, _mm512_max_ps(vlo, r)));
+  }
+}
+
+// ROWS rows x NV panels: ROWS * NV int32 accumulators, one vpdpbusd each per group of 4 k.
 template <int ROWS, int NV, bool U>
 ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const QActivations& a,
                                                              const PackedQ8& w, const float* bias, float lo, float hi,
                                                              const QOutput& out, const Rows& src) {
   const int64_t G = w.Kp / 4, TG = G / src.taps;  // groups of 4 k: in all, a run
-  __m512i acc[ROWS][NV];
-#pragma GCC unroll 8
-  for (int i = 0; i < ROWS; i++)
+  __m512i acc[NV][ROWS];
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_si512();
+  for (int v = 0; v < NV; v++)
+#pragma GCC unroll 8
+    for (int i = 0; i < ROWS; i++) acc[v][i] = _mm512_setzero_si512();
   const int8_t* b0 = w.data.data() + p0 * G * NR * 4;
   for (int64_t t = 0, g = 0; t < src.taps; t++) {
     const uint8_t* x[ROWS];
@@ -105,35 +134,46 @@ ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const Q
         std::memcpy(&four, x[i] + k * 4, 4);
         const __m512i xa = _mm512_set1_epi32(four);
 #pragma GCC unroll 2
-        for (int v = 0; v < NV; v++) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], xa, b[v]);
+        for (int v = 0; v < NV; v++) acc[v][i] = _mm512_dpbusd_epi32(acc[v][i], xa, b[v]);
       }
     }
   }
-  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
 #pragma GCC unroll 2
-  for (int v = 0; v < NV; v++) {
-    const int64_t n0 = (p0 + v) * NR;
-    const int64_t cols = std::min<int64_t>(NR, w.N - n0);
-    const __mmask16 m = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
-    const __m512i cs = _mm512_maskz_loadu_epi32(m, w.col_sum.data() + n0);
-    const __m512 sw = _mm512_maskz_loadu_ps(m, w.scale.data() + n0);
-    const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + n0) : _mm512_setzero_ps();
-    __m512i corr0 = _mm512_setzero_si512();
-    __m512 s0 = _mm512_setzero_ps();
-    if (U) {
-      corr0 = _mm512_mullo_epi32(_mm512_set1_epi32(code_offset(a.zero_point[m0])), cs);
-      s0 = _mm512_mul_ps(_mm512_set1_ps(a.scale[m0]), sw);
-    }
+  for (int v = 0; v < NV; v++) finish_panel<ROWS, U>(acc[v], m0, (p0 + v) * NR, a, w, bias, lo, hi, out);
+}
+
+// A grouped convolution's small groups side by side (qgemm_q8_grouped): panel p's 16 columns are
+// P = 16 / OCg whole groups, g0 = p * P first, lane j of group g0 + j / OCg. Per output pixel and
+// tap one masked load takes the P groups' channels (P * ICg <= 64 bytes, from channel g0 * ICg);
+// for each of a tap's S = ICg / 4 groups of 4 channels a vpermd hands lane j its own group's 4
+// (dword (j / OCg) * S + s; lanes[j] = (j / OCg) * S), then one vpdpbusd adds them for all 16
+// columns - the weights are the ordinary packing of every column's own filter.
+template <int ROWS, bool U>
+ETNP_TARGET("avx512f,avx512vnni") void tile_vnni_grouped(int64_t m0, int64_t p, const QActivations& a,
+                                                                     const PackedQ8& w, const float* bias, float lo,
+                                                                     float hi, const QOutput& out, const Rows& src,
+                                                                     int64_t ICg, int64_t OCg, const int32_t* lanes) {
+  const int64_t G = w.Kp / 4, S = ICg / 4, P = NR / OCg, g0 = p * P;
+  const int64_t groups = std::min<int64_t>(P, (w.N - p * NR) / OCg);  // (whole groups: OCg divides N)
+  const __mmask16 in_mask = (__mmask16)((1u << (groups * S)) - 1);
+  const __m512i idx0 = _mm512_loadu_si512(lanes), one = _mm512_set1_epi32(1);
+  __m512i acc[ROWS];
 #pragma GCC unroll 8
-    for (int i = 0; i < ROWS; i++) {
-      const __m512i corr = U ? corr0 : _mm512_mullo_epi32(_mm512_set1_epi32(code_offset(a.zero_point[m0 + i])), cs);
-      __m512i q = _mm512_sub_epi32(acc[i][v], corr);
-      __m512 s = U ? s0 : _mm512_mul_ps(_mm512_set1_ps(a.scale[m0 + i]), sw);
-      __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), s, bv);
-      if (out.accumulate) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, out.C + (m0 + i) * out.ldc + n0));
-      store_q8_16(out, (m0 + i) * out.ldc + n0, cols, m, _mm512_min_ps(vhi, _mm512_max_ps(vlo, r)));
+  for (int i = 0; i < ROWS; i++) acc[i] = _mm512_setzero_si512();
+  const int8_t* b = w.data.data() + p * G * NR * 4;
+  const int64_t off = src.offset + g0 * ICg;
+  for (int64_t t = 0; t < src.taps; t++) {
+    __m512i x[ROWS];
+#pragma GCC unroll 8
+    for (int i = 0; i < ROWS; i++) x[i] = _mm512_maskz_loadu_epi32(in_mask, src.rows[(m0 + i) * src.taps + t] + off);
+    __m512i idx = idx0;  // dword s of each lane's group
+    for (int64_t s = 0; s < S; s++, b += NR * 4, idx = _mm512_add_epi32(idx, one)) {
+      const __m512i bw = _mm512_loadu_si512(b);
+#pragma GCC unroll 8
+      for (int i = 0; i < ROWS; i++) acc[i] = _mm512_dpbusd_epi32(acc[i], _mm512_permutexvar_epi32(idx, x[i]), bw);
     }
   }
+  finish_panel<ROWS, U>(acc, m0, p * NR, a, w, bias, lo, hi, out);
 }
 
 // AVX2: int8 -> int16 and vpmaddwd (exact, no saturation). The weights are packed in k pairs
@@ -243,6 +283,16 @@ const std::array<TileQ, 8> kVnni2[2] = {tiles_vnni<2, false>(std::make_integer_s
                                         tiles_vnni<2, true>(std::make_integer_sequence<int, 8>())};
 const std::array<TileQ, 8> kVnni1[2] = {tiles_vnni<1, false>(std::make_integer_sequence<int, 8>()),
                                         tiles_vnni<1, true>(std::make_integer_sequence<int, 8>())};
+
+using TileQG = void (*)(int64_t, int64_t, const QActivations&, const PackedQ8&, const float*, float, float,
+                        const QOutput&, const Rows&, int64_t, int64_t, const int32_t*);
+template <bool U, int... R>
+constexpr std::array<TileQG, sizeof...(R)> tiles_grouped(std::integer_sequence<int, R...>) {
+  return {&tile_vnni_grouped<R + 1, U>...};
+}
+// [uniform][ROWS - 1]
+const std::array<TileQG, 8> kVnniGrouped[2] = {tiles_grouped<false>(std::make_integer_sequence<int, 8>()),
+                                               tiles_grouped<true>(std::make_integer_sequence<int, 8>())};
 
 bool cpu_has_vnni() {
   static const bool v = cpu_has_avx512f() && os::cpu_id().avx512vnni;
@@ -391,6 +441,37 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
   };
   if (tp) tp->parallel_for(row_tasks * split, 1, blocks);
   else blocks(0, row_tasks * split);
+}
+
+bool qgemm_q8_grouped_ok(const PackedQ8& w, int64_t taps, int64_t ICg, int64_t OCg) {
+#if defined(__x86_64__)
+  return qgemm_q8_indirect_ok(w, taps) && OCg > 0 && NR % OCg == 0 && w.N % OCg == 0 && ICg > 0 && ICg % 4 == 0 &&
+         w.K == taps * ICg && (NR / OCg) * (ICg / 4) <= 16;
+#else
+  (void)w, (void)taps, (void)ICg, (void)OCg;
+  return false;
+#endif
+}
+
+bool qgemm_q8_grouped(int64_t M, const uint8_t* const* rows, int64_t taps, int64_t ICg, int64_t OCg, int64_t p0,
+                      int64_t p1, const QActivations& a, const PackedQ8& w, const float* bias, float lo, float hi,
+                      const QOutput& out) {
+#if defined(__x86_64__)
+  if (!qgemm_q8_grouped_ok(w, taps, ICg, OCg) || out.accumulate) return false;
+  Rows src;
+  src.rows = rows;
+  src.taps = taps;
+  int32_t lanes[NR];
+  for (int64_t j = 0; j < NR; j++) lanes[j] = (int32_t)((j / OCg) * (ICg / 4));
+  for (int64_t p = std::max<int64_t>(p0, 0); p < std::min(p1, (w.N + NR - 1) / NR); p++)
+    for (int64_t m = 0; m < M; m += 8)
+      kVnniGrouped[a.uniform][std::min<int64_t>(8, M - m) - 1](m, p, a, w, bias, lo, hi, out, src, ICg, OCg, lanes);
+  return true;
+#else
+  (void)M, (void)rows, (void)taps, (void)ICg, (void)OCg, (void)p0, (void)p1, (void)a, (void)w, (void)bias, (void)lo,
+      (void)hi, (void)out;
+  return false;
+#endif
 }
 
 bool qgemm_q8_indirect_ok(const PackedQ8& w, int64_t taps) {

@@ -13,6 +13,8 @@
 
 namespace etnp {
 
+constexpr int64_t kQ8PanelCols = 16;  // the columns of a packed panel
+
 // Weights packed once: 16-column panels, K zero padded to Kp, in groups of 4 (VNNI, NEON, portable):
 // for panel p, group g, column j, element t: data[((p * G + g) * 16 + j) * 4 + t] = w(4g + t, 16p + j),
 // or, where the AVX2 kernel runs (`pairs`), in pairs: data[((p * J + i) * 16 + j) * 2 + t] = w(2i + t, 16p + j).
@@ -52,5 +54,17 @@ bool qgemm_q8_indirect(int64_t M, const uint8_t* const* rows, int64_t taps, int6
                        const PackedQ8& w, const float* bias, float lo, float hi, const QOutput& out);
 // Whether qgemm_q8_indirect runs for these weights and taps here.
 bool qgemm_q8_indirect_ok(const PackedQ8& w, int64_t taps);
+
+// A grouped convolution's groups of OCg output channels (OCg dividing 16) several to a 16-column
+// panel: w packs all N = G * OCg columns, column n's K = taps * ICg values its own group's filter
+// (pack_q8 of the [N][K] filter), and rows are per output pixel `taps` pointers to a pixel's
+// channels (group 0's first; the padding's pointer to as many codes of 0). Panels [p0, p1) of
+// rows [0, M): lane j of panel p reads group p * 16 / OCg + j / OCg's ICg channels of each tap.
+// One thread; AVX-512 VNNI only, where ICg is a multiple of 4 and a panel's groups' channels fit
+// 64 bytes (qgemm_q8_grouped_ok): false, computing nothing, elsewhere.
+bool qgemm_q8_grouped(int64_t M, const uint8_t* const* rows, int64_t taps, int64_t ICg, int64_t OCg, int64_t p0,
+                      int64_t p1, const QActivations& a, const PackedQ8& w, const float* bias, float lo, float hi,
+                      const QOutput& out);
+bool qgemm_q8_grouped_ok(const PackedQ8& w, int64_t taps, int64_t ICg, int64_t OCg);
 
 }  // namespace etnp

@@ -193,7 +193,8 @@ class XnnDelegate : public DelegateHandle {
       return false;
     const Value& x = g_.values[n.inputs[0]];
     if (!on_int8_grid(x) || !(x.scale > 0.f)) return false;
-    if (n.type == Conv2d) return n.nchw_transposed == kInvalidId && n.qconv.size() == n.groups && n.groups > 0;
+    if (n.type == Conv2d) return n.nchw_transposed == kInvalidId && n.groups > 0 &&
+                                        n.qconv.size() == (n.qconv_grouped ? 1 : n.groups);
     if (n.type == DepthwiseConv2d) return n.qdw.taps > 0;
     return n.type == FullyConnected && n.qpacked.N > 0;
   }

@@ -93,7 +93,10 @@ struct Node {
   // prepared weights (FullyConnected, Conv2d): one packed panel set per group
   std::vector<PackedB> packed;
   PackedQ8 qpacked;  // FullyConnected with int8 weights on a dynamically quantized or static-int8 input (N > 0 when set)
-  std::vector<PackedQ8> qconv;  // Conv2d on a static-int8 input with int8 weights: one per group (xnn_static_q8.cpp)
+  // Conv2d on a static-int8 input with int8 weights (xnn_static_q8.cpp): one per group, or
+  // (qconv_grouped) one of all groups' columns, small groups several to a panel (qgemm_q8_grouped)
+  std::vector<PackedQ8> qconv;
+  bool qconv_grouped = false;
   // FullyConnected, dynamically quantized input x 4-bit weights in blocks of K with a scale each
   // (qd8 x qb4w): the blocks' int8 values, one PackedQ8 per block of input channels, in order
   std::vector<PackedQ8> qblocks;

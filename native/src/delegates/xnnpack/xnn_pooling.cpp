@@ -110,14 +110,17 @@ void global_avg_pool(KernelContext& ctx, Graph& g, Node& n) {
   int64_t N = a.shape[0], HW = a.shape[1] * a.shape[2], C = a.shape[3];
   if (o.dims.size() == 4) ensure_shape(o, {N, 1, 1, C});
   else ensure_shape(o, {N, C});
-  constexpr int64_t CB = 256;  // channels a block: double accumulators on the stack
+  // channel blocks of at most 256 (double accumulators on the stack), at most 64 where that gives
+  // the threads several (a 4x4x440 map is one block of rows), multiples of 8
+  const int64_t cb_max = C * std::min<int64_t>(HW, 512) >= (int64_t(1) << 13) ? 64 : 256;
+  const int64_t even = (C + cb_max - 1) / cb_max, CB = ((C + even - 1) / even + 7) / 8 * 8;
   const int64_t cblocks = (C + CB - 1) / CB;
   if (HW == 0) {  // the mean of nothing (0 / 0), as before; the input may have no storage
     for (int64_t i = 0; i < N * C; i++) o.data[i] = std::nanf("");
     return;
   }
-  // tasks: (image, channel block, part of kRows pixels) - a fixed partition, so the sums (in
-  // double, parts added in order) do not depend on the thread count
+  // tasks: (image, channel block, part of kRows pixels) - a fixed partition of each channel's
+  // rows, so the sums (in double, parts added in order) do not depend on the thread count
   constexpr int64_t kRows = 512;
   const int64_t parts = (HW + kRows - 1) / kRows, tasks = N * cblocks * parts;
   thread_local std::vector<double> partial;

@@ -113,7 +113,16 @@ void prepare_conv_q8(const Value* x, Node& n, const Value& w) {
   std::vector<int8_t> q;
   std::vector<float> scales;
   if (!int8_input(x) || !int8_filter(w, G * OCg, K, 0, 0, q, scales)) return;
-  for (int64_t gi = 0; gi < G; gi++)  // filter [OC, KH, KW, ICg]: B(k, oc) = q[(gi * OCg + oc) * K + k]
+  // filter [OC, KH, KW, ICg]: B(k, oc) = q[oc * K + k]
+  if (G > 1) {  // small groups several to a panel, where the kernel runs here
+    PackedQ8 all = pack_q8(K, G * OCg, q.data(), 1, K, scales.data());
+    if (qgemm_q8_grouped_ok(all, (int64_t)n.kh * n.kw, n.group_in, OCg)) {
+      n.qconv.push_back(std::move(all));
+      n.qconv_grouped = true;
+      return;
+    }
+  }
+  for (int64_t gi = 0; gi < G; gi++)
     n.qconv.push_back(pack_q8(K, OCg, q.data() + gi * OCg * K, 1, K, scales.data() + gi * OCg));
 }
 
@@ -243,7 +252,7 @@ bool add_q8_node(KernelContext& ctx, Graph& g, Node& n) {
   const Q8Operand qa = operand(a), qb = operand(b);
   const OutputRows out(o, 0);
   n.snapped = true;  // (clamped, and snapped or written as codes)
-  parallel(ctx, total, 1 << 14, [&](int64_t i0, int64_t i1) { add_q8(qa, qb, n.out_min, n.out_max, out.q, i0, i1); });
+  parallel(ctx, total, 1 << 12, [&](int64_t i0, int64_t i1) { add_q8(qa, qb, n.out_min, n.out_max, out.q, i0, i1); });
   return true;
 }
 
@@ -271,9 +280,10 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
                int64_t OW, const float* bias, Value& o, Scratch& sc) {
   const int64_t G = n.groups, ICg = n.group_in, OCg = n.group_out, OC = G * OCg, C = G * ICg;
   const int64_t K = (int64_t)n.kh * n.kw * ICg, M = N * OH * OW;
-  if ((int64_t)n.qconv.size() != G || !on_int8_grid(a) || n.residual != kInvalidId) return false;
+  const bool grouped = n.qconv_grouped;  // (then G > 1: one packing, the block path below)
+  if ((int64_t)n.qconv.size() != (grouped ? 1 : G) || !on_int8_grid(a) || n.residual != kInvalidId) return false;
   for (const PackedQ8& p : n.qconv)
-    if (p.K != K || p.N != OCg) return false;
+    if (p.K != K || p.N != (grouped ? OC : OCg)) return false;
   const int64_t Kp = n.qconv[0].Kp;
   int32_t zpa;
   const uint8_t* codes = value_codes(ctx, n, a, N * H * W * C, sc.q8, zpa);
@@ -318,7 +328,7 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     if (Kp > K)
       for (int64_t m = m0; m < m1; m++) std::memset(dst + (m - m0) * Kp + K, 0, (size_t)(Kp - K));
   };
-  if (unfold_whole(ctx, blocks * G, M * Kp)) {  // (xnn_im2col.h; 4x4 pixels of a 3x3x256 window are one block)
+  if (!grouped && unfold_whole(ctx, blocks * G, M * Kp)) {  // (xnn_im2col.h; 4x4 pixels of a 3x3x256 window are one block)
     sc.q8col.resize((size_t)(M * Kp));
     uint8_t* col = sc.q8col.data();
     thread_local std::vector<float> s;
@@ -333,20 +343,22 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     }
     return true;
   }
-  // tasks: a block of output pixels x a group, the groups of a block in turn (its input rows
-  // stay in cache); one region for all the groups (a grouped convolution's are small GEMMs).
-  // With one group, the chain after the node runs on each block's rows right away.
-  // On AVX-512 VNNI a block's rows are read straight from the input's codes (qgemm_q8_indirect):
-  // per output pixel a pointer per tap, to its channels or to C codes of 0 (the padding); one
-  // table per block serves every group (offset gi * ICg).
+  // tasks: a block of output pixels x a group (or, qconv_grouped, a 16-column panel of groups),
+  // the groups of a block in turn (its input rows stay in cache); one region for all the groups
+  // (a grouped convolution's are small GEMMs). With one group, the chain after the node runs on
+  // each block's rows right away.
+  // On AVX-512 VNNI a block's rows are read straight from the input's codes (qgemm_q8_indirect,
+  // qgemm_q8_grouped): per output pixel a pointer per tap, to its channels or to C codes of 0
+  // (the padding); one table per block serves every group (offset gi * ICg).
   ChainHook* then = take_chain(n, final_rows && G == 1);
   const int64_t taps = (int64_t)n.kh * n.kw;
-  const bool indirect = qgemm_q8_indirect_ok(n.qconv[0], taps);
+  const bool indirect = qgemm_q8_indirect_ok(n.qconv[0], taps);  // (true where grouped: prepare_conv_q8)
+  const int64_t units = grouped ? (OC + kQ8PanelCols - 1) / kQ8PanelCols : G;  // a block's tasks
   // (chunks of at least half a thread's share: each chunk sets up its rows' parameters and
   // pointer table, and a grouped convolution's tasks are small - chunks of one task cost a
   // 2-thread q8s RegNet call 8%)
   const int64_t nthreads = ctx.pool ? ctx.pool->num_threads() : 1;
-  parallel(ctx, blocks * G, std::max<int64_t>(1, blocks * G / (2 * nthreads)), [&](int64_t b, int64_t e) {
+  parallel(ctx, blocks * units, std::max<int64_t>(1, blocks * units / (2 * nthreads)), [&](int64_t b, int64_t e) {
     thread_local std::vector<uint8_t> buf, pad;  // grow only
     thread_local std::vector<const uint8_t*> ptrs;
     thread_local std::vector<float> s;
@@ -361,18 +373,23 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     }
     int64_t table = -1;  // the block whose pointers are in ptrs
     for (int64_t t = b; t < e; t++) {
-      const int64_t blk = t / G, m0 = blk * rows, m1 = std::min(M, m0 + rows), gi = t % G;
+      const int64_t blk = t / units, m0 = blk * rows, m1 = std::min(M, m0 + rows), gi = t % units;
       const float* gb = bias ? bias + gi * OCg : nullptr;
-      if (indirect) {
-        if (table != blk) {
-          conv_tap_pointers(n, codes, H, W, C, OH, OW, m0, m1, pad.data(), ptrs.data());
-          table = blk;
-        }
-        qgemm_q8_indirect(m1 - m0, ptrs.data(), taps, gi * ICg, qa, n.qconv[gi], gb, lo, hi, out.at(m0 * OC + gi * OCg));
-      } else {
+      if (indirect && table != blk) {
+        conv_tap_pointers(n, codes, H, W, C, OH, OW, m0, m1, pad.data(), ptrs.data());
+        table = blk;
+      }
+      bool done;
+      if (grouped)  // (panel gi)
+        done = qgemm_q8_grouped(m1 - m0, ptrs.data(), taps, ICg, OCg, gi, gi + 1, qa, n.qconv[0], bias, lo, hi, out.at(m0 * OC));
+      else if (indirect)
+        done = qgemm_q8_indirect(m1 - m0, ptrs.data(), taps, gi * ICg, qa, n.qconv[gi], gb, lo, hi, out.at(m0 * OC + gi * OCg));
+      else {
         unfold(gi, m0, m1, buf.data());
         qgemm_q8(nullptr, m1 - m0, qa, n.qconv[gi], gb, lo, hi, out.at(m0 * OC + gi * OCg));
+        done = true;
       }
+      if (!done) fail(n, "int8 convolution kernel unavailable for its packed filter");
       if (then) then->run.run(m0 * OC, m1 * OC);
     }
   });
