@@ -484,19 +484,23 @@ bool qgemm_q8_indirect_ok(const PackedQ8& w, int64_t taps) {
 #endif
 }
 
-bool qgemm_q8_indirect(int64_t M, const uint8_t* const* rows, int64_t taps, int64_t offset, const QActivations& a,
-                       const PackedQ8& w, const float* bias, float lo, float hi, const QOutput& out) {
+bool qgemm_q8_indirect(int64_t M, const uint8_t* const* rows, int64_t taps, int64_t offset, int64_t p0, int64_t p1,
+                       const QActivations& a, const PackedQ8& w, const float* bias, float lo, float hi,
+                       const QOutput& out) {
 #if defined(__x86_64__)
   if (!qgemm_q8_indirect_ok(w, taps) || out.accumulate) return false;
-  if (M <= 0 || w.N <= 0) return true;
+  p0 = std::max<int64_t>(p0, 0);
+  p1 = std::min(p1, (w.N + NR - 1) / NR);
+  if (M <= 0 || p0 >= p1) return true;
   Rows src;
   src.rows = rows;
   src.taps = taps;
   src.offset = offset;
-  vnni_rows(0, M, 0, (w.N + NR - 1) / NR, a, w, bias, lo, hi, out, src);
+  vnni_rows(0, M, p0, p1, a, w, bias, lo, hi, out, src);
   return true;
 #else
-  (void)M, (void)rows, (void)taps, (void)offset, (void)a, (void)w, (void)bias, (void)lo, (void)hi, (void)out;
+  (void)M, (void)rows, (void)taps, (void)offset, (void)p0, (void)p1, (void)a, (void)w, (void)bias, (void)lo, (void)hi,
+      (void)out;
   return false;
 #endif
 }

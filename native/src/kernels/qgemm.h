@@ -48,10 +48,12 @@ inline void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const P
 
 // The same product where row m's K activations are `taps` runs of K / taps bytes (a multiple of
 // 4), run t at rows[m * taps + t] + offset: a convolution read straight from its input's codes,
-// each run one tap's input channels (or the padding's codes), nothing unfolded. One thread; AVX-512
-// VNNI only (K unpadded, no accumulate): false, computing nothing, elsewhere (then unfold).
-bool qgemm_q8_indirect(int64_t M, const uint8_t* const* rows, int64_t taps, int64_t offset, const QActivations& a,
-                       const PackedQ8& w, const float* bias, float lo, float hi, const QOutput& out);
+// each run one tap's input channels (or the padding's codes), nothing unfolded. Panels [p0, p1)
+// (16 columns each; out points at column 0). One thread; AVX-512 VNNI only (K unpadded, no
+// accumulate): false, computing nothing, elsewhere (then unfold).
+bool qgemm_q8_indirect(int64_t M, const uint8_t* const* rows, int64_t taps, int64_t offset, int64_t p0, int64_t p1,
+                       const QActivations& a, const PackedQ8& w, const float* bias, float lo, float hi,
+                       const QOutput& out);
 // Whether qgemm_q8_indirect runs for these weights and taps here.
 bool qgemm_q8_indirect_ok(const PackedQ8& w, int64_t taps);
 

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "kernels/add_q8.h"
+#include "kernels/gemm_tasks.h"
 #include "kernels/kernel_util.h"
 #include "kernels/qgemm.h"
 #include "kernels/quantize_row.h"
@@ -319,8 +320,16 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     qgemm_q8(ctx.pool, M, qa, n.qconv[0], bias, lo, hi, out.q);
     return true;
   }
-  // blocks of output pixels unfolded into per-thread byte rows of Kp and multiplied right away
-  const int64_t rows = balanced_rows(M, std::max<int64_t>(24, std::min<int64_t>(240, (int64_t(1) << 15) / Kp)) / 24 * 24, 24);
+  const int64_t taps = (int64_t)n.kh * n.kw;
+  const int64_t nthreads = ctx.pool ? ctx.pool->num_threads() : 1;
+  // On AVX-512 VNNI a block's rows are read straight from the input's codes (qgemm_q8_indirect,
+  // qgemm_q8_grouped): per output pixel a pointer per tap, to its channels or to C codes of 0
+  // (the padding); one table per block serves every group (offset gi * ICg) and panel.
+  const bool indirect = qgemm_q8_indirect_ok(n.qconv[0], taps);  // (true where grouped: prepare_conv_q8)
+  // Blocks of output pixels: read in place, blocks of at most 48 (their pointer tables are small;
+  // many blocks share the work evenly); unfolded, into per-thread byte rows of Kp (at most 32 KB).
+  const int64_t rows = indirect ? balanced_rows(M, 48, 8, nthreads)
+                                : balanced_rows(M, std::max<int64_t>(24, std::min<int64_t>(240, (int64_t(1) << 15) / Kp)) / 24 * 24, 24);
   const int64_t blocks = (M + rows - 1) / rows;
   // pixels [m0, m1) of group gi as byte rows of Kp at dst (zeros past K: zero weights there)
   auto unfold = [&](int64_t gi, int64_t m0, int64_t m1, uint8_t* dst) {
@@ -328,7 +337,7 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     if (Kp > K)
       for (int64_t m = m0; m < m1; m++) std::memset(dst + (m - m0) * Kp + K, 0, (size_t)(Kp - K));
   };
-  if (!grouped && unfold_whole(ctx, blocks * G, M * Kp)) {  // (xnn_im2col.h; 4x4 pixels of a 3x3x256 window are one block)
+  if (!indirect && unfold_whole(ctx, blocks * G, M * Kp)) {  // (xnn_im2col.h; 4x4 pixels of a 3x3x256 window are one block)
     sc.q8col.resize((size_t)(M * Kp));
     uint8_t* col = sc.q8col.data();
     thread_local std::vector<float> s;
@@ -343,21 +352,21 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     }
     return true;
   }
-  // tasks: a block of output pixels x a group (or, qconv_grouped, a 16-column panel of groups),
-  // the groups of a block in turn (its input rows stay in cache); one region for all the groups
-  // (a grouped convolution's are small GEMMs). With one group, the chain after the node runs on
-  // each block's rows right away.
-  // On AVX-512 VNNI a block's rows are read straight from the input's codes (qgemm_q8_indirect,
-  // qgemm_q8_grouped): per output pixel a pointer per tap, to its channels or to C codes of 0
-  // (the padding); one table per block serves every group (offset gi * ICg).
-  ChainHook* then = take_chain(n, final_rows && G == 1);
-  const int64_t taps = (int64_t)n.kh * n.kw;
-  const bool indirect = qgemm_q8_indirect_ok(n.qconv[0], taps);  // (true where grouped: prepare_conv_q8)
-  const int64_t units = grouped ? (OC + kQ8PanelCols - 1) / kQ8PanelCols : G;  // a block's tasks
+  // tasks: a block of output pixels x a group x a range of its 16-column panels (grouped packing:
+  // x a range of panels of several groups each), the tasks of a block in turn (its input rows
+  // stay in cache); one region for all the groups (a grouped convolution's are small GEMMs).
+  // Panel ranges where the blocks alone give fewer than four tasks a thread (read in place only:
+  // an unfolding task unfolds its block's rows for all of a group's panels).
+  // With one group and whole rows a task, the chain after the node runs on each block's rows
+  // right away.
+  const int64_t gcount = grouped ? 1 : G;
+  const int64_t panels = ((grouped ? OC : OCg) + kQ8PanelCols - 1) / kQ8PanelCols;
+  const GemmTasks split = indirect ? gemm_tasks(blocks * gcount, panels, ctx.pool) : GemmTasks{panels, 1};
+  const int64_t units = gcount * split.split;  // a block's tasks
+  ChainHook* then = take_chain(n, final_rows && G == 1 && split.split == 1);
   // (chunks of at least half a thread's share: each chunk sets up its rows' parameters and
   // pointer table, and a grouped convolution's tasks are small - chunks of one task cost a
   // 2-thread q8s RegNet call 8%)
-  const int64_t nthreads = ctx.pool ? ctx.pool->num_threads() : 1;
   parallel(ctx, blocks * units, std::max<int64_t>(1, blocks * units / (2 * nthreads)), [&](int64_t b, int64_t e) {
     thread_local std::vector<uint8_t> buf, pad;  // grow only
     thread_local std::vector<const uint8_t*> ptrs;
@@ -373,17 +382,19 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     }
     int64_t table = -1;  // the block whose pointers are in ptrs
     for (int64_t t = b; t < e; t++) {
-      const int64_t blk = t / units, m0 = blk * rows, m1 = std::min(M, m0 + rows), gi = t % units;
+      const int64_t blk = t / units, m0 = blk * rows, m1 = std::min(M, m0 + rows);
+      const int64_t gi = (t % units) / split.split, p0 = (t % split.split) * split.per, p1 = p0 + split.per;
       const float* gb = bias ? bias + gi * OCg : nullptr;
       if (indirect && table != blk) {
         conv_tap_pointers(n, codes, H, W, C, OH, OW, m0, m1, pad.data(), ptrs.data());
         table = blk;
       }
       bool done;
-      if (grouped)  // (panel gi)
-        done = qgemm_q8_grouped(m1 - m0, ptrs.data(), taps, ICg, OCg, gi, gi + 1, qa, n.qconv[0], bias, lo, hi, out.at(m0 * OC));
+      if (grouped)
+        done = qgemm_q8_grouped(m1 - m0, ptrs.data(), taps, ICg, OCg, p0, p1, qa, n.qconv[0], bias, lo, hi, out.at(m0 * OC));
       else if (indirect)
-        done = qgemm_q8_indirect(m1 - m0, ptrs.data(), taps, gi * ICg, qa, n.qconv[gi], gb, lo, hi, out.at(m0 * OC + gi * OCg));
+        done = qgemm_q8_indirect(m1 - m0, ptrs.data(), taps, gi * ICg, p0, p1, qa, n.qconv[gi], gb, lo, hi,
+                                 out.at(m0 * OC + gi * OCg));
       else {
         unfold(gi, m0, m1, buf.data());
         qgemm_q8(nullptr, m1 - m0, qa, n.qconv[gi], gb, lo, hi, out.at(m0 * OC + gi * OCg));
