@@ -30,12 +30,10 @@ ETNP_TARGET_INLINE("avx512f") __m512 operand16(const Q8Operand& x, int64_t i) {
 
 ETNP_TARGET("avx512f") void add_avx512(const Q8Operand& a, const Q8Operand& b, float lo, float hi, const QOutput& out,
                                        int64_t begin, int64_t end) {
-  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const Q8Bounds16 bounds = q8_bounds16(out, lo, hi);
   int64_t i = begin;
-  for (; i + 16 <= end; i += 16) {
-    const __m512 r = _mm512_add_ps(operand16(a, i), operand16(b, i));
-    store_q8_16(out, i, 16, (__mmask16)0xFFFF, _mm512_min_ps(vhi, _mm512_max_ps(vlo, r)));
-  }
+  for (; i + 16 <= end; i += 16)
+    store_q8_16(out, i, 16, (__mmask16)0xFFFF, _mm512_add_ps(operand16(a, i), operand16(b, i)), bounds);
   add_generic(a, b, lo, hi, out, i, end);
 }
 #endif

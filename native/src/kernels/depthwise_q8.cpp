@@ -34,16 +34,17 @@ ETNP_TARGET_INLINE("avx512f") __m512 centred16(const uint8_t* p, __m512i pz) {
 ETNP_TARGET_INLINE("avx2,fma") __m256 centred8(const uint8_t* p, __m256i pz) {
   return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)p)), pz));
 }
-// The epilogue of 16 channels from c: sx * sw[c] * acc + bias[c], clamped, stored (q8_output.h).
+// The epilogue of 16 channels from c: sx * sw[c] * acc + bias[c], clamped to `bounds` (g.lo, g.hi
+// and the output grid's: q8_bounds16), stored (q8_output.h).
 ETNP_TARGET_INLINE("avx512f") void finish16(const DepthwiseGeom& g, const PackedDwQ8& w, const DwQ8Input& x,
-                                             const float* bias, const QOutput& out, int64_t o, int64_t c,
-                                             __m512 acc) {
+                                             const float* bias, const QOutput& out, const Q8Bounds16& bounds,
+                                             int64_t o, int64_t c, __m512 acc) {
   const int64_t cols = std::min<int64_t>(16, g.C - c);
   const __mmask16 mask = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
   const __m512 s = _mm512_mul_ps(_mm512_set1_ps(x.scale), _mm512_loadu_ps(w.scale.data() + c));
   const __m512 b = bias ? _mm512_maskz_loadu_ps(mask, bias + c) : _mm512_setzero_ps();
   const __m512 r = _mm512_fmadd_ps(acc, s, b);
-  store_q8_16(out, o + c, cols, mask, _mm512_min_ps(_mm512_set1_ps(g.hi), _mm512_max_ps(_mm512_set1_ps(g.lo), r)));
+  store_q8_16(out, o + c, cols, mask, r, bounds);
 }
 
 // P output pixels (outputs o, o + step, ...; pixel p's tap k reads t.rows[k] + p * xstep), 16
@@ -55,6 +56,7 @@ ETNP_TARGET("avx512f") void pixels_avx512(const DepthwiseGeom& g, const Taps& t,
                                           const DwQ8Input& x, const float* bias, const QOutput& out, int64_t o,
                                           int64_t step, int64_t xstep, int64_t c_begin = 0) {
   const __m512i pz = _mm512_set1_epi32(x.pad_code);
+  const Q8Bounds16 bounds = q8_bounds16(out, g.lo, g.hi);
   for (int64_t c0 = c_begin; c0 < g.C; c0 += 16) {
     __m512 acc[P];
 #pragma GCC unroll 4
@@ -65,7 +67,7 @@ ETNP_TARGET("avx512f") void pixels_avx512(const DepthwiseGeom& g, const Taps& t,
       for (int p = 0; p < P; p++) acc[p] = _mm512_fmadd_ps(centred16(t.rows[k] + p * xstep + c0, pz), wv, acc[p]);
     }
 #pragma GCC unroll 4
-    for (int p = 0; p < P; p++) finish16(g, w, x, bias, out, o + p * step, c0, acc[p]);
+    for (int p = 0; p < P; p++) finish16(g, w, x, bias, out, bounds, o + p * step, c0, acc[p]);
   }
 }
 ETNP_TARGET("avx512f") void pixels4_avx512(const DepthwiseGeom& g, const Taps& t, const PackedDwQ8& w,
@@ -80,6 +82,7 @@ ETNP_TARGET("avx512f") void pixel_avx512(const DepthwiseGeom& g, const Taps& t, 
                                          const DwQ8Input& x, const float* bias, const QOutput& out, int64_t o,
                                          int64_t step, int64_t xstep) {
   const __m512i pz = _mm512_set1_epi32(x.pad_code);
+  const Q8Bounds16 bounds = q8_bounds16(out, g.lo, g.hi);
   int64_t c0 = 0;
   for (; c0 + 64 <= g.C; c0 += 64) {
     __m512 acc[4];
@@ -92,7 +95,7 @@ ETNP_TARGET("avx512f") void pixel_avx512(const DepthwiseGeom& g, const Taps& t, 
         acc[b] = _mm512_fmadd_ps(centred16(t.rows[k] + c0 + 16 * b, pz), _mm512_loadu_ps(wk + 16 * b), acc[b]);
     }
 #pragma GCC unroll 4
-    for (int b = 0; b < 4; b++) finish16(g, w, x, bias, out, o, c0 + 16 * b, acc[b]);
+    for (int b = 0; b < 4; b++) finish16(g, w, x, bias, out, bounds, o, c0 + 16 * b, acc[b]);
   }
   if (c0 < g.C) pixels_avx512<1>(g, t, w, x, bias, out, o, step, xstep, c0);
 }
@@ -107,6 +110,7 @@ ETNP_TARGET("avx512f") void window_avx512(const DepthwiseGeom& g, const Taps& t,
                                           int64_t step) {
   constexpr int P = 4, NC = (P - 1) * SW + KW;
   const __m512i pz = _mm512_set1_epi32(x.pad_code);
+  const Q8Bounds16 bounds = q8_bounds16(out, g.lo, g.hi);
   const int64_t C = g.C, ldw = padded_channels(C);
   for (int64_t c0 = 0; c0 < C; c0 += 16) {
     __m512 acc[P];
@@ -125,7 +129,7 @@ ETNP_TARGET("avx512f") void window_avx512(const DepthwiseGeom& g, const Taps& t,
       }
     }
 #pragma GCC unroll 4
-    for (int p = 0; p < P; p++) finish16(g, w, x, bias, out, o + p * step, c0, acc[p]);
+    for (int p = 0; p < P; p++) finish16(g, w, x, bias, out, bounds, o + p * step, c0, acc[p]);
   }
 }
 

@@ -37,33 +37,50 @@ inline void store_q8(const QOutput& out, int64_t i, float r) {
 }
 
 #if defined(__x86_64__)
-// 16 (clamped) results for elements i.. (`cols` of them valid, `mask`): snapped (max / min with the
-// value second keep a NaN, as snap_to_grid), or the grid's codes (value first: a NaN becomes
-// grid.lo, as grid_code), or float32.
-ETNP_TARGET_INLINE("avx512f") void store_q8_16(const QOutput& out, int64_t i, int64_t cols, __mmask16 mask, __m512 r) {
+// The clamp [lo, hi] of results and the output grid's as one (AVX-512 stores): for a grid output,
+// bounds in grid units - r * inv clamped to [max(lo * inv, grid.lo), min(hi * inv, grid.hi)] is
+// r clamped to [lo, hi], then times inv and clamped to the grid, the product being monotonic (a
+// NaN bound is none) - so a store clamps once; else [lo, hi]. Made once per block of stores.
+struct Q8Bounds16 {
+  __m512 lo, hi;
+};
+ETNP_TARGET_INLINE("avx512f") Q8Bounds16 q8_bounds16(const QOutput& out, float lo, float hi) {
+  if (!out.grid) return {_mm512_set1_ps(lo), _mm512_set1_ps(hi)};
+  const Int8Grid& g = *out.grid;
+  const float l = lo * g.inv, h = hi * g.inv;
+  return {_mm512_set1_ps(l > g.lo ? l : g.lo), _mm512_set1_ps(h < g.hi ? h : g.hi)};
+}
+
+// 16 results for elements i.. (`cols` of them valid, `mask`), clamped to `b`: snapped (max / min
+// with the value second keep a NaN, as snap_to_grid), or the grid's codes (value first: a NaN -
+// which finite int8 sums cannot give - becomes the lower bound), or float32.
+ETNP_TARGET_INLINE("avx512f") void store_q8_16(const QOutput& out, int64_t i, int64_t cols, __mmask16 mask, __m512 r,
+                                                const Q8Bounds16& b) {
   if (out.grid) {
     const Int8Grid& g = *out.grid;
     __m512 t = _mm512_mul_ps(r, _mm512_set1_ps(g.inv));
     if (out.codes) {
-      t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(g.lo)), _mm512_set1_ps(g.hi));
+      t = _mm512_min_ps(_mm512_max_ps(t, b.lo), b.hi);
       // rounded to nearest even as an integer (the rounding in the instruction, whatever MXCSR
-      // says), shifted, then 0..255 (vpmovusdb saturates above)
-      __m512i c = _mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      c = _mm512_max_epi32(_mm512_add_epi32(c, _mm512_set1_epi32(out.code_shift)), _mm512_setzero_si512());
-      const __m128i b = _mm512_cvtusepi32_epi8(c);
+      // says) within the grid, shifted: 0..255 (grid.lo + code_shift = 0), one byte each
+      const __m512i c = _mm512_add_epi32(_mm512_cvt_roundps_epi32(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                                         _mm512_set1_epi32(out.code_shift));
+      const __m128i v = _mm512_cvtusepi32_epi8(c);
       uint8_t* d = out.codes + i;
       if (cols >= 16) {
-        _mm_storeu_si128((__m128i*)d, b);
+        _mm_storeu_si128((__m128i*)d, v);
       } else {
         alignas(16) uint8_t tmp[16];
-        _mm_store_si128((__m128i*)tmp, b);
+        _mm_store_si128((__m128i*)tmp, v);
         std::memcpy(d, tmp, (size_t)cols);
       }
       return;
     }
-    t = _mm512_min_ps(_mm512_set1_ps(g.hi), _mm512_max_ps(_mm512_set1_ps(g.lo), t));
+    t = _mm512_min_ps(b.hi, _mm512_max_ps(b.lo, t));
     t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     r = _mm512_mul_ps(t, _mm512_set1_ps(g.scale));
+  } else {
+    r = _mm512_min_ps(b.hi, _mm512_max_ps(b.lo, r));
   }
   _mm512_mask_storeu_ps(out.C + i, mask, r);
 }

@@ -77,33 +77,42 @@ struct Rows {
   int64_t taps = 1, offset = 0;
 };
 
+// The accumulators' start for panel columns n0..n0 + 15: with uniform rows (U: QActivations::
+// uniform, one zero point) the zero-point correction -(128 + zp) * col_sum, so that the epilogue
+// has nothing to subtract (wrapping int32 arithmetic, the same sums); else 0.
+template <bool U>
+ETNP_TARGET_INLINE("avx512f,avx512vnni") __m512i acc_start(int64_t m0, int64_t n0, const QActivations& a,
+                                                         const PackedQ8& w) {
+  if (!U) return _mm512_setzero_si512();
+  const __m512i cs = _mm512_loadu_si512(w.col_sum.data() + n0);  // (zero-padded to whole panels)
+  return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_mullo_epi32(_mm512_set1_epi32(code_offset(a.zero_point[m0])), cs));
+}
+
 // The epilogue of one panel's ROWS accumulator rows (rows m0.., columns n0..n0 + 15, those below
-// w.N): the zero-point correction, the scales, bias and clamp, stored as `out` asks (q8_output.h).
-// U: uniform rows (QActivations::uniform) - one zero-point correction and scale product for all.
+// w.N), started at acc_start<U>: the zero-point correction (per row unless U), the scales, bias
+// and clamp, stored as `out` asks (q8_output.h).
 template <int ROWS, bool U>
 ETNP_TARGET_INLINE("avx512f,avx512vnni") void finish_panel(const __m512i* acc, int64_t m0, int64_t n0,
                                                          const QActivations& a, const PackedQ8& w, const float* bias,
                                                          float lo, float hi, const QOutput& out) {
-  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const Q8Bounds16 bounds = q8_bounds16(out, lo, hi);
   const int64_t cols = std::min<int64_t>(NR, w.N - n0);
   const __mmask16 m = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
-  const __m512i cs = _mm512_maskz_loadu_epi32(m, w.col_sum.data() + n0);
   const __m512 sw = _mm512_maskz_loadu_ps(m, w.scale.data() + n0);
   const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + n0) : _mm512_setzero_ps();
-  __m512i corr0 = _mm512_setzero_si512();
-  __m512 s0 = _mm512_setzero_ps();
-  if (U) {
-    corr0 = _mm512_mullo_epi32(_mm512_set1_epi32(code_offset(a.zero_point[m0])), cs);
-    s0 = _mm512_mul_ps(_mm512_set1_ps(a.scale[m0]), sw);
-  }
+  const __m512 s0 = U ? _mm512_mul_ps(_mm512_set1_ps(a.scale[m0]), sw) : _mm512_setzero_ps();
+  const __m512i cs = U ? _mm512_setzero_si512() : _mm512_maskz_loadu_epi32(m, w.col_sum.data() + n0);
 #pragma GCC unroll 8
   for (int i = 0; i < ROWS; i++) {
-    const __m512i corr = U ? corr0 : _mm512_mullo_epi32(_mm512_set1_epi32(code_offset(a.zero_point[m0 + i])), cs);
-    __m512i q = _mm512_sub_epi32(acc[i], corr);
-    __m512 s = U ? s0 : _mm512_mul_ps(_mm512_set1_ps(a.scale[m0 + i]), sw);
+    __m512i q = acc[i];
+    __m512 s = s0;
+    if (!U) {
+      q = _mm512_sub_epi32(q, _mm512_mullo_epi32(_mm512_set1_epi32(code_offset(a.zero_point[m0 + i])), cs));
+      s = _mm512_mul_ps(_mm512_set1_ps(a.scale[m0 + i]), sw);
+    }
     __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), s, bv);
     if (out.accumulate) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, out.C + (m0 + i) * out.ldc + n0));
-    store_q8_16(out, (m0 + i) * out.ldc + n0, cols, m, _mm512_min_ps(vhi, _mm512_max_ps(vlo, r)));
+    store_q8_16(out, (m0 + i) * out.ldc + n0, cols, m, r, bounds);
   }
 }
 
@@ -115,9 +124,11 @@ ETNP_TARGET("avx512f,avx512vnni") void tile_vnni(int64_t m0, int64_t p0, const Q
   const int64_t G = w.Kp / 4, TG = G / src.taps;  // groups of 4 k: in all, a run
   __m512i acc[NV][ROWS];
 #pragma GCC unroll 2
-  for (int v = 0; v < NV; v++)
+  for (int v = 0; v < NV; v++) {
+    const __m512i start = acc_start<U>(m0, (p0 + v) * NR, a, w);
 #pragma GCC unroll 8
-    for (int i = 0; i < ROWS; i++) acc[v][i] = _mm512_setzero_si512();
+    for (int i = 0; i < ROWS; i++) acc[v][i] = start;
+  }
   const int8_t* b0 = w.data.data() + p0 * G * NR * 4;
   for (int64_t t = 0, g = 0; t < src.taps; t++) {
     const uint8_t* x[ROWS];
@@ -158,8 +169,9 @@ ETNP_TARGET("avx512f,avx512vnni") void tile_vnni_grouped(int64_t m0, int64_t p, 
   const __mmask16 in_mask = (__mmask16)((1u << (groups * S)) - 1);
   const __m512i idx0 = _mm512_loadu_si512(lanes), one = _mm512_set1_epi32(1);
   __m512i acc[ROWS];
+  const __m512i start = acc_start<U>(m0, p * NR, a, w);
 #pragma GCC unroll 8
-  for (int i = 0; i < ROWS; i++) acc[i] = _mm512_setzero_si512();
+  for (int i = 0; i < ROWS; i++) acc[i] = start;
   const int8_t* b = w.data.data() + p * G * NR * 4;
   const int64_t off = src.offset + g0 * ICg;
   for (int64_t t = 0; t < src.taps; t++) {
