@@ -2,8 +2,9 @@
 // naive loops over many shapes
 // (ragged rows and columns, K not a multiple of 4, bias/clamp epilogues, fused residual adds), on whichever paths
 // this CPU selects (run it again with ETNP_CPU=avx2 / generic for the others). Exit 1 on mismatch.
-#include <atomic>
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -121,6 +122,31 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
         if (codes[m * ldc + n] != w && failures++ < 5)
           std::printf("qgemm codes M=%ld N=%ld K=%ld (%ld,%ld): %d != %d\n", (long)M, (long)N, (long)K, (long)m, (long)n,
                       codes[m * ldc + n], w);
+      }
+    }
+  }
+  {  // with an activation clamp as well (ReLU-like bounds, both inside the grid, one below it):
+     // snapped and as codes, exactly those of the plain result clamped, then snapped
+    const Int8Grid grid{1.f / 0.05f, -131.f, 124.f, 0.05f};
+    const int32_t shift = 131;
+    for (const std::array<float, 2>& lohi : {std::array<float, 2>{0.f, 1e30f}, std::array<float, 2>{-0.4f, 2.2f},
+                                            std::array<float, 2>{-1e30f, -6.9f}}) {
+      const float lo = lohi[0], hi = lohi[1];
+      std::vector<float> S(M * N);
+      std::vector<uint8_t> codes(M * N);
+      qgemm_q8(pool, M, a, p, bias.data(), lo, hi, S.data(), N, &grid);
+      QOutput out;
+      out.codes = codes.data();
+      out.ldc = N;
+      out.grid = &grid;
+      out.code_shift = shift;
+      qgemm_q8(pool, M, a, p, bias.data(), lo, hi, out);
+      for (int64_t i = 0; i < M * N; i++) {
+        float t = std::fmin(std::fmax(C[i], lo), hi) * grid.inv;
+        t = std::nearbyint(std::fmin(std::fmax(t, grid.lo), grid.hi));
+        if ((S[i] != t * grid.scale || codes[i] != (uint8_t)(t + shift)) && failures++ < 5)
+          std::printf("qgemm clamped [%g, %g] M=%ld N=%ld K=%ld [%ld]: %g / %d != %g / %d\n", lo, hi, (long)M, (long)N,
+                      (long)K, (long)i, S[i], codes[i], t * grid.scale, (int)(t + shift));
       }
     }
   }

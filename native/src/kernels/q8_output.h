@@ -2,6 +2,7 @@
 // or one vector of them is stored there: as float32, snapped to a static-int8 value's grid, or as
 // that grid's byte codes. The scalar and vector stores give the same bytes for the same result.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -38,9 +39,9 @@ inline void store_q8(const QOutput& out, int64_t i, float r) {
 
 #if defined(__x86_64__)
 // The clamp [lo, hi] of results and the output grid's as one (AVX-512 stores): for a grid output,
-// bounds in grid units - r * inv clamped to [max(lo * inv, grid.lo), min(hi * inv, grid.hi)] is
-// r clamped to [lo, hi], then times inv and clamped to the grid, the product being monotonic (a
-// NaN bound is none) - so a store clamps once; else [lo, hi]. Made once per block of stores.
+// bounds in grid units - r * inv clamped to lo * inv and hi * inv each clamped into [grid.lo,
+// grid.hi] is r clamped to [lo, hi], then times inv and clamped to the grid, the product being
+// monotonic (a NaN bound is none) - so a store clamps once; else [lo, hi]. Made once per block.
 struct Q8Bounds16 {
   __m512 lo, hi;
 };
@@ -48,7 +49,8 @@ ETNP_TARGET_INLINE("avx512f") Q8Bounds16 q8_bounds16(const QOutput& out, float l
   if (!out.grid) return {_mm512_set1_ps(lo), _mm512_set1_ps(hi)};
   const Int8Grid& g = *out.grid;
   const float l = lo * g.inv, h = hi * g.inv;
-  return {_mm512_set1_ps(l > g.lo ? l : g.lo), _mm512_set1_ps(h < g.hi ? h : g.hi)};
+  const float bl = l > g.lo ? std::min(l, g.hi) : g.lo, bh = h < g.hi ? std::max(h, g.lo) : g.hi;  // (NaN: none)
+  return {_mm512_set1_ps(bl), _mm512_set1_ps(bh)};
 }
 
 // 16 results for elements i.. (`cols` of them valid, `mask`), clamped to `b`: snapped (max / min
