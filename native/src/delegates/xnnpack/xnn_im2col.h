@@ -49,17 +49,29 @@ inline void taps_fixed(T* dst, const T* src, int64_t KW, int64_t step, int64_t I
 template <typename T>
 void conv_tap_pointers(const Node& n, const T* X, int64_t H, int64_t W, int64_t C, int64_t OH, int64_t OW,
                        int64_t m_begin, int64_t m_end, const T* pad, const T** ptrs) {
-  const int64_t KH = n.kh, KW = n.kw;
+  const int64_t KH = n.kh, KW = n.kw, taps = KH * KW;
+  // a pixel whose window lies inside the input: its top-left tap's address + each tap's offset
+  int64_t koff[64];
+  const bool offsets = taps <= 64;
+  if (offsets)
+    for (int64_t i = 0; i < KH; i++)
+      for (int64_t j = 0; j < KW; j++) koff[i * KW + j] = (i * n.dh * W + j * n.dw) * C;
+  const int64_t span_h = (KH - 1) * n.dh, span_w = (KW - 1) * n.dw;
   int64_t bn = m_begin / (OH * OW), oh = (m_begin / OW) % OH, ow = m_begin % OW;  // then stepped, no divisions
   for (int64_t m = m_begin; m < m_end; m++, ow++) {
     if (ow == OW) {
       ow = 0;
       if (++oh == OH) { oh = 0; bn++; }
     }
-    const T** p = ptrs + (m - m_begin) * KH * KW;
-    const int64_t iw0 = ow * n.sw - n.pad_left;
+    const T** p = ptrs + (m - m_begin) * taps;
+    const int64_t ih0 = oh * n.sh - n.pad_top, iw0 = ow * n.sw - n.pad_left;
+    if (offsets && ih0 >= 0 && ih0 + span_h < H && iw0 >= 0 && iw0 + span_w < W) {
+      const T* base = X + ((bn * H + ih0) * W + iw0) * C;
+      for (int64_t t = 0; t < taps; t++) p[t] = base + koff[t];
+      continue;
+    }
     for (int64_t i = 0; i < KH; i++) {
-      const int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
+      const int64_t ih = ih0 + i * n.dh;
       const bool row_in = ih >= 0 && ih < H;
       for (int64_t j = 0; j < KW; j++) {
         const int64_t iw = iw0 + j * n.dw;
