@@ -139,7 +139,7 @@ ETNP_TARGET("avx2,fma") void pixels_avx2(const DepthwiseGeom& g, const Taps& t, 
                                          const DwQ8Input& x, const float* bias, const QOutput& out, int64_t o,
                                          int64_t step, int64_t xstep) {
   const __m256i pz = _mm256_set1_epi32(x.pad_code);
-  const __m256 lo = _mm256_set1_ps(g.lo), hi = _mm256_set1_ps(g.hi);
+  const Q8Bounds8 bounds = q8_bounds8(out, g.lo, g.hi);
   for (int64_t c0 = 0; c0 < g.C; c0 += 8) {
     const int64_t cols = std::min<int64_t>(8, g.C - c0);
     __m256 acc[P];
@@ -159,7 +159,7 @@ ETNP_TARGET("avx2,fma") void pixels_avx2(const DepthwiseGeom& g, const Taps& t, 
     }
 #pragma GCC unroll 4
     for (int p = 0; p < P; p++)
-      store_q8_8(out, o + p * step + c0, cols, _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_fmadd_ps(acc[p], s, b))));
+      store_q8_8(out, o + p * step + c0, cols, _mm256_fmadd_ps(acc[p], s, b), bounds);
   }
 }
 #endif

@@ -87,15 +87,28 @@ ETNP_TARGET_INLINE("avx512f") void store_q8_16(const QOutput& out, int64_t i, in
   _mm512_mask_storeu_ps(out.C + i, mask, r);
 }
 
-// The same for 8 results (`cols` <= 8 of them valid) on AVX2.
-ETNP_TARGET_INLINE("avx2,fma") void store_q8_8(const QOutput& out, int64_t i, int64_t cols, __m256 r) {
+// The same bounds for the AVX2 stores (8 results).
+struct Q8Bounds8 {
+  __m256 lo, hi;
+};
+ETNP_TARGET_INLINE("avx2,fma") Q8Bounds8 q8_bounds8(const QOutput& out, float lo, float hi) {
+  if (!out.grid) return {_mm256_set1_ps(lo), _mm256_set1_ps(hi)};
+  const Int8Grid& g = *out.grid;
+  const float l = lo * g.inv, h = hi * g.inv;
+  const float bl = l > g.lo ? std::min(l, g.hi) : g.lo, bh = h < g.hi ? std::max(h, g.lo) : g.hi;  // (NaN: none)
+  return {_mm256_set1_ps(bl), _mm256_set1_ps(bh)};
+}
+
+// The same as store_q8_16 for 8 results (`cols` <= 8 of them valid) on AVX2.
+ETNP_TARGET_INLINE("avx2,fma") void store_q8_8(const QOutput& out, int64_t i, int64_t cols, __m256 r,
+                                               const Q8Bounds8& b) {
   const Int8Grid* grid = out.grid;
   if (grid && out.codes) {
     __m256 t = _mm256_mul_ps(r, _mm256_broadcast_ss(&grid->inv));
-    t = _mm256_min_ps(_mm256_max_ps(t, _mm256_broadcast_ss(&grid->lo)), _mm256_broadcast_ss(&grid->hi));
+    t = _mm256_min_ps(_mm256_max_ps(t, b.lo), b.hi);
     t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256i c = _mm256_cvtps_epi32(_mm256_add_ps(t, _mm256_set1_ps((float)out.code_shift)));
-    c = _mm256_min_epi32(_mm256_max_epi32(c, _mm256_setzero_si256()), _mm256_set1_epi32(255));
+    // (an integer within the grid, shifted: 0..255 exactly - the packs saturate nothing)
+    const __m256i c = _mm256_cvtps_epi32(_mm256_add_ps(t, _mm256_set1_ps((float)out.code_shift)));
     const __m128i w16 = _mm_packus_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
     const __m128i b8 = _mm_packus_epi16(w16, w16);
     uint8_t* d = out.codes + i;
@@ -110,9 +123,11 @@ ETNP_TARGET_INLINE("avx2,fma") void store_q8_8(const QOutput& out, int64_t i, in
   }
   if (grid) {
     __m256 t = _mm256_mul_ps(r, _mm256_broadcast_ss(&grid->inv));
-    t = _mm256_min_ps(_mm256_broadcast_ss(&grid->hi), _mm256_max_ps(_mm256_broadcast_ss(&grid->lo), t));
+    t = _mm256_min_ps(b.hi, _mm256_max_ps(b.lo, t));
     t = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     r = _mm256_mul_ps(t, _mm256_broadcast_ss(&grid->scale));
+  } else {
+    r = _mm256_min_ps(b.hi, _mm256_max_ps(b.lo, r));
   }
   float* c = out.C + i;
   if (cols >= 8) {

@@ -207,11 +207,17 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, const int16_t* x,
                                                    const PackedQ8& w, const float* bias, const float* lohi,
                                                    const QOutput& out, const UniformRows& uni) {
   const int64_t J = w.Kp / 2, Kp = w.Kp, n0 = p0 * NR;
+  // (uniform rows: the accumulators start at minus the zero-point correction, nothing to subtract after)
+  __m256i start[NV];
+#pragma GCC unroll 2
+  for (int v = 0; v < NV; v++)
+    start[v] = U ? _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i*)(uni.corr + n0 + 8 * v)))
+                 : _mm256_setzero_si256();
   __m256i acc[ROWS][NV];
 #pragma GCC unroll 4
   for (int i = 0; i < ROWS; i++)
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; v++) acc[i][v] = _mm256_setzero_si256();
+    for (int v = 0; v < NV; v++) acc[i][v] = start[v];
   const int8_t* b = w.data.data() + p0 * J * NR * 2;
   for (int64_t j = 0; j < J; j++, b += NR * 2) {
     const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)b));
@@ -229,25 +235,22 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, const int16_t* x,
       ETNP_KEEP_IN_REGISTER(acc[i][NV - 1]);
     }
   }
-  const __m256 vlo = _mm256_broadcast_ss(lohi), vhi = _mm256_broadcast_ss(lohi + 1);
+  const Q8Bounds8 bounds = q8_bounds8(out, lohi[0], lohi[1]);
   const int64_t cols = std::min<int64_t>(NV * 8, w.N - n0);
 #pragma GCC unroll 2
   for (int v = 0; v < NV; v++) {
     if (cols <= 8 * v) break;  // (a second group of 8 columns past the panel's last)
     // column parameters padded to whole panels (pack_q8; the driver pads the bias)
     const int64_t c0 = n0 + 8 * v;
-    const __m256i cs = _mm256_loadu_si256((const __m256i*)((U ? uni.corr : w.col_sum.data()) + c0));
+    const __m256i cs = U ? _mm256_setzero_si256() : _mm256_loadu_si256((const __m256i*)(w.col_sum.data() + c0));
     const __m256 sw = _mm256_loadu_ps((U ? uni.scale : w.scale.data()) + c0), bv = _mm256_loadu_ps(bias + c0);
 #pragma GCC unroll 4
     for (int i = 0; i < ROWS; i++) {
-      __m256i q;
-      __m256 s;
-      if (U) {
-        q = _mm256_sub_epi32(acc[i][v], cs);
-        s = sw;
-      } else {
+      __m256i q = acc[i][v];
+      __m256 s = sw;
+      if (!U) {
         const __m256i off = _mm256_set1_epi32(code_offset(a.zero_point[m0 + i]));
-        q = _mm256_sub_epi32(acc[i][v], _mm256_mullo_epi32(off, cs));
+        q = _mm256_sub_epi32(q, _mm256_mullo_epi32(off, cs));
         s = _mm256_mul_ps(_mm256_set1_ps(a.scale[m0 + i]), sw);
       }
       __m256 r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, bv);
@@ -261,7 +264,7 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, const int16_t* x,
           r = _mm256_add_ps(r, _mm256_load_ps(prior));
         }
       }
-      store_q8_8(out, (m0 + i) * out.ldc + c0, std::min<int64_t>(8, cols - 8 * v), _mm256_min_ps(vhi, _mm256_max_ps(vlo, r)));
+      store_q8_8(out, (m0 + i) * out.ldc + c0, std::min<int64_t>(8, cols - 8 * v), r, bounds);
     }
   }
 }
