@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/evalue.h"
 #include "kernels/registry.h"
-#include "runtime/evalue.h"
 #include "runtime/program.h"
 
 namespace etnp {

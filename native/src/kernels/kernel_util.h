@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+#include "core/evalue.h"
 #include "kernels/out_check.h"
 #include "kernels/registry.h"
-#include "runtime/error.h"
-#include "runtime/evalue.h"
 #include "threadpool/threadpool.h"
 
 namespace etnp {

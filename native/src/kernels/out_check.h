@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+#include "core/evalue.h"
 #include "kernels/registry.h"
-#include "runtime/error.h"
-#include "runtime/evalue.h"
 
 namespace etnp {
 

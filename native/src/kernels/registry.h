@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/evalue.h"
+#include "core/evalue.h"
 
 namespace etnp {
 

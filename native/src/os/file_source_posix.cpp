@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "runtime/error.h"
+#include "core/error.h"
 
 namespace etnp::os {
 

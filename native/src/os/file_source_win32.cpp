@@ -3,8 +3,8 @@
 #include <cstring>
 #include <string>
 
+#include "core/error.h"
 #include "os/file_source.h"
-#include "runtime/error.h"
 
 #include "os/win32_api.h"
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "runtime/error.h"
+#include "core/error.h"
 
 namespace etnp {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "runtime/error.h"
+#include "core/error.h"
 
 namespace etnp::fb {
 

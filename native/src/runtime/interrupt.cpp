@@ -4,8 +4,8 @@
 #include <atomic>
 #include <cstdio>
 
+#include "core/error.h"
 #include "os/sigint.h"
-#include "runtime/error.h"
 #include "runtime/run_control.h"
 
 namespace etnp {

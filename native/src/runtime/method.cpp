@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/error.h"
 #include "kernels/callback_ops.h"
-#include "runtime/error.h"
 #include "runtime/runtime.h"
 #include "util/compiler.h"
 

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "core/evalue.h"
+#include "core/profiler.h"
 #include "delegates/backend.h"
 #include "kernels/registry.h"
-#include "runtime/evalue.h"
-#include "runtime/profiler.h"
 #include "runtime/program.h"
 #include "runtime/run_control.h"
 

@@ -6,8 +6,8 @@
 // - a MoveCall moves between values of the same kind, and for tensors the same dtype and rank.
 #include <string>
 
+#include "core/error.h"
 #include "kernels/callback_ops.h"
-#include "runtime/error.h"
 #include "runtime/method.h"
 
 namespace etnp {

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
+#include "core/error.h"
 #include "os/file_source.h"
-#include "runtime/error.h"
 
 namespace etnp {
 

@@ -1,5 +1,5 @@
 // Small helpers of Tensor / EValue / DType.
-#include "runtime/evalue.h"
+#include "core/evalue.h"
 #include "util/compiler.h"
 
 namespace etnp {

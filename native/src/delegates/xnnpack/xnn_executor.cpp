@@ -6,13 +6,13 @@
 #include <cstring>
 #include <memory>
 
+#include "core/profiler.h"
 #include "delegates/backend.h"
 #include "delegates/xnnpack/xnn_chain.h"
 #include "delegates/xnnpack/xnn_graph.h"
 #include "delegates/xnnpack/xnn_node_util.h"
 #include "delegates/xnnpack/xnn_ops.h"
 #include "kernels/kernel_util.h"
-#include "runtime/profiler.h"
 #include "runtime/runtime.h"
 #include "util/compiler.h"
 

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <string>
 
+#include "core/dtype.h"
+#include "core/error.h"
 #include "pte/flatbuffer.h"
-#include "runtime/dtype.h"
-#include "runtime/error.h"
 #include "util/compiler.h"
 
 namespace etnp::xnn {

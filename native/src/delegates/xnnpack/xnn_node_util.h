@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/tensor.h"
 #include "delegates/xnnpack/xnn_ops.h"
-#include "runtime/tensor.h"
 
 namespace etnp::xnn {
 

@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/kernel_util.h"
+#include "core/dtype.h"
 #include "kernels/gemm.h"
+#include "kernels/kernel_util.h"
 #include "kernels/qgemm.h"
 #include "kernels/quantize_row.h"
-#include "runtime/dtype.h"
 #include "util/compiler.h"
 
 namespace etnp::xnn {

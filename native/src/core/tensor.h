@@ -4,8 +4,8 @@
 #include <string>
 
 #include "etnp.h"
-#include "runtime/dtype.h"
-#include "runtime/error.h"
+#include "core/dtype.h"
+#include "core/error.h"
 
 namespace etnp {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "etnp.h"
-#include "runtime/tensor.h"
+#include "core/tensor.h"
 
 namespace etnp {
 
