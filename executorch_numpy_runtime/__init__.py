@@ -1,7 +1,8 @@
 """executorch-numpy-runtime: run ExecuTorch 1.3.1 .pte programs with numpy, without torch."""
 from .errors import BackendNotAvailable, ExecuTorchError, ExecutionError, OperatorNotFound, ProgramLoadError
 from .custom_ops import register_op, registered_ops, unregister_op
-from .runtime import Method, MethodMeta, Program, Runtime, ValueMeta, runtime_info
+from .info import runtime_info
+from .runtime import Method, MethodMeta, Program, Runtime, ValueMeta
 from .predictor import Predictor
 from . import llm  # noqa: E402  (en.llm.Generator; imports nothing optional until used)
 

@@ -8,7 +8,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import custom_ops, dtypes, named_io, sources
-from ._native import check, ffi, lib, names
+from ._native import check, ffi, lib
 from .errors import ExecuTorchError, ExecutionError, ProgramLoadError
 
 _KIND_NONE, _KIND_INT, _KIND_BOOL, _KIND_DOUBLE, _KIND_TENSOR = 0, 1, 2, 3, 4
@@ -599,18 +599,3 @@ class Method:
     def __repr__(self) -> str:
         return f"Method({self._meta})"
 
-
-def runtime_info() -> dict:
-    """What this build of the runtime contains (derived from the native registry)."""
-    return {
-        "version": ffi.string(lib.etnp_version()).decode(),
-        "executorch_version": ffi.string(lib.etnp_et_version()).decode(),
-        "backends": names(lib.etnp_num_backends, lib.etnp_backend_name),
-        "operators": names(lib.etnp_num_operators, lib.etnp_operator_name),
-        "kernel_libs": names(lib.etnp_num_kernel_libs, lib.etnp_kernel_lib_name),
-        "supported_dtypes": list(dtypes.SUPPORTED_DTYPES),
-        "bfloat16": dtypes.bfloat16_mode(),
-        "cpu_features": ffi.string(lib.etnp_cpu_features()).decode(),
-        "default_num_threads": Runtime.get().num_threads,
-        "python_ops": custom_ops.registered_ops(),
-    }
