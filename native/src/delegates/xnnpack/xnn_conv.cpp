@@ -111,14 +111,23 @@ bool conv_indirect_groups(KernelContext& ctx, const Node& n, const Value& a, boo
   const int32_t* koff = sc.conv_koff.data();
   std::atomic<bool> ok{true};  // (written by whichever task's GEMM declines)
   parallel(ctx, blocks * G, 1, [&](int64_t b, int64_t e) {
-    thread_local std::vector<const float*> ptrs;  // grows only
-    if (ptrs.size() < (size_t)rows) ptrs.resize((size_t)rows);
+    thread_local std::vector<const float*> block_ptrs, ptrs;  // grow only
+    if (ptrs.size() < (size_t)rows) ptrs.resize((size_t)rows), block_ptrs.resize((size_t)rows);
+    int64_t table = -1;  // the block whose pixels' addresses (group 0) are in block_ptrs
     for (int64_t t = b; t < e; t++) {
-      const int64_t m0 = t / G * rows, m1 = std::min(M, m0 + rows), gt = t % G;
-      for (int64_t m = m0; m < m1; m++) {
-        const int64_t bn = m / (OH * OW), oh = (m / OW) % OH, ow = m % OW;
-        ptrs[(size_t)(m - m0)] = base + ((bn * Hp + oh * n.sh) * Wp + ow * n.sw) * C + gt * ICg;
+      const int64_t blk = t / G, m0 = blk * rows, m1 = std::min(M, m0 + rows), gt = t % G;
+      if (table != blk) {  // (stepped through the pixels: no divisions a row)
+        int64_t bn = m0 / (OH * OW), oh = (m0 / OW) % OH, ow = m0 % OW;
+        for (int64_t m = m0; m < m1; m++, ow++) {
+          if (ow == OW) {
+            ow = 0;
+            if (++oh == OH) { oh = 0; bn++; }
+          }
+          block_ptrs[(size_t)(m - m0)] = base + ((bn * Hp + oh * n.sh) * Wp + ow * n.sw) * C;
+        }
+        table = blk;
       }
+      for (int64_t m = 0; m < m1 - m0; m++) ptrs[(size_t)m] = block_ptrs[(size_t)m] + gt * ICg;
       GemmEpilogue ep = epilogue(n, bias ? bias + gt * OCg : nullptr);
       with_residual(ep, n, res, gt * OCg + m0 * OC, OC);
       if (!sgemm_packed_indirect(nullptr, m1 - m0, ptrs.data(), koff, n.packed[(size_t)gt],
