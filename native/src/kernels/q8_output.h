@@ -38,18 +38,23 @@ inline void store_q8(const QOutput& out, int64_t i, float r) {
 }
 
 #if defined(__x86_64__)
-// The clamp [lo, hi] of results and the output grid's as one (AVX-512 stores): for a grid output,
+// The clamp [lo, hi] of results and the output grid's as one (the vector stores): for a grid output,
 // bounds in grid units - r * inv clamped to lo * inv and hi * inv each clamped into [grid.lo,
 // grid.hi] is r clamped to [lo, hi], then times inv and clamped to the grid, the product being
 // monotonic (a NaN bound is none) - so a store clamps once; else [lo, hi]. Made once per block.
 struct Q8Bounds16 {
   __m512 lo, hi;
 };
-ETNP_TARGET_INLINE("avx512f") Q8Bounds16 q8_bounds16(const QOutput& out, float lo, float hi) {
-  if (!out.grid) return {_mm512_set1_ps(lo), _mm512_set1_ps(hi)};
+inline void q8_bounds(const QOutput& out, float lo, float hi, float& bl, float& bh) {
+  bl = lo, bh = hi;
+  if (!out.grid) return;
   const Int8Grid& g = *out.grid;
   const float l = lo * g.inv, h = hi * g.inv;
-  const float bl = l > g.lo ? std::min(l, g.hi) : g.lo, bh = h < g.hi ? std::max(h, g.lo) : g.hi;  // (NaN: none)
+  bl = l > g.lo ? std::min(l, g.hi) : g.lo, bh = h < g.hi ? std::max(h, g.lo) : g.hi;  // (NaN: none)
+}
+ETNP_TARGET_INLINE("avx512f") Q8Bounds16 q8_bounds16(const QOutput& out, float lo, float hi) {
+  float bl, bh;
+  q8_bounds(out, lo, hi, bl, bh);
   return {_mm512_set1_ps(bl), _mm512_set1_ps(bh)};
 }
 
@@ -92,10 +97,8 @@ struct Q8Bounds8 {
   __m256 lo, hi;
 };
 ETNP_TARGET_INLINE("avx2,fma") Q8Bounds8 q8_bounds8(const QOutput& out, float lo, float hi) {
-  if (!out.grid) return {_mm256_set1_ps(lo), _mm256_set1_ps(hi)};
-  const Int8Grid& g = *out.grid;
-  const float l = lo * g.inv, h = hi * g.inv;
-  const float bl = l > g.lo ? std::min(l, g.hi) : g.lo, bh = h < g.hi ? std::max(h, g.lo) : g.hi;  // (NaN: none)
+  float bl, bh;
+  q8_bounds(out, lo, hi, bl, bh);
   return {_mm256_set1_ps(bl), _mm256_set1_ps(bh)};
 }
 
