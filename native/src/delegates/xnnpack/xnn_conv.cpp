@@ -84,13 +84,7 @@ bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, bool nchw,
   if (!base) return false;
   sc.conv_rows.resize((size_t)M);
   parallel(ctx, M, 4096, [&](int64_t b, int64_t e) {
-    for (int64_t m = b, bn = b / (OH * OW), oh = (b / OW) % OH, ow = b % OW; m < e; m++) {
-      sc.conv_rows[(size_t)m] = base + ((bn * Hp + oh * n.sh) * Wp + ow * n.sw) * C + gi * ICg;
-      if (++ow == OW) {
-        ow = 0;
-        if (++oh == OH) { oh = 0; bn++; }
-      }
-    }
+    padded_window_rows(n, base, Hp, Wp, C, OH, OW, b, e, gi * ICg, sc.conv_rows.data() + b);
   });
   return sgemm_packed_indirect(ctx.pool, M, sc.conv_rows.data(), sc.conv_koff.data(), n.packed[gi], Cp, OC, ep);
 }
@@ -116,15 +110,8 @@ bool conv_indirect_groups(KernelContext& ctx, const Node& n, const Value& a, boo
     int64_t table = -1;  // the block whose pixels' addresses (group 0) are in block_ptrs
     for (int64_t t = b; t < e; t++) {
       const int64_t blk = t / G, m0 = blk * rows, m1 = std::min(M, m0 + rows), gt = t % G;
-      if (table != blk) {  // (stepped through the pixels: no divisions a row)
-        int64_t bn = m0 / (OH * OW), oh = (m0 / OW) % OH, ow = m0 % OW;
-        for (int64_t m = m0; m < m1; m++, ow++) {
-          if (ow == OW) {
-            ow = 0;
-            if (++oh == OH) { oh = 0; bn++; }
-          }
-          block_ptrs[(size_t)(m - m0)] = base + ((bn * Hp + oh * n.sh) * Wp + ow * n.sw) * C;
-        }
+      if (table != blk) {  // (once per block: a group's addresses are these plus its offset)
+        padded_window_rows(n, base, Hp, Wp, C, OH, OW, m0, m1, 0, block_ptrs.data());
         table = blk;
       }
       for (int64_t m = 0; m < m1 - m0; m++) ptrs[(size_t)m] = block_ptrs[(size_t)m] + gt * ICg;

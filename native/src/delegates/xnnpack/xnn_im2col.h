@@ -2,6 +2,8 @@
 // static-int8 byte path (xnn_static_q8.cpp): output pixels [m_begin, m_end) of group gi, each a
 // row of KH * KW * ICg elements at dst (rows `row_stride` apart), taps outside the input `pad`.
 // With one group and no horizontal dilation a kernel row's taps are KW * C adjacent elements.
+// Also the other ways the convolution paths walk output pixels: per-tap pointer tables, window
+// addresses in a padded input, and how pixels are cut into blocks.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -43,6 +45,29 @@ inline void taps_fixed(T* dst, const T* src, int64_t KW, int64_t step, int64_t I
   for (int64_t j = 0; j < KW; j++) std::memcpy(dst + j * ICg, src + j * step, BYTES);
 }
 
+// Output pixel m's image, row and column, stepped pixel by pixel (no divisions after the first).
+struct PixelCursor {
+  int64_t OH, OW, bn, oh, ow;
+  PixelCursor(int64_t m, int64_t OH_, int64_t OW_)
+      : OH(OH_), OW(OW_), bn(m / (OH_ * OW_)), oh((m / OW_) % OH_), ow(m % OW_) {}
+  void next() {
+    if (++ow == OW) {
+      ow = 0;
+      if (++oh == OH) { oh = 0; bn++; }
+    }
+  }
+};
+
+// For output pixels [m_begin, m_end) of a convolution over an input padded to Hp x Wp (every
+// window inside it: the float indirect paths), the address of each pixel's top-left tap plus
+// `offset`: rows[m - m_begin].
+inline void padded_window_rows(const Node& n, const float* base, int64_t Hp, int64_t Wp, int64_t C, int64_t OH,
+                               int64_t OW, int64_t m_begin, int64_t m_end, int64_t offset, const float** rows) {
+  PixelCursor px(m_begin, OH, OW);
+  for (int64_t m = m_begin; m < m_end; m++, px.next())
+    rows[m - m_begin] = base + ((px.bn * Hp + px.oh * n.sh) * Wp + px.ow * n.sw) * C + offset;
+}
+
 // For output pixels [m_begin, m_end) (of group 0; a group's channels are ICg * gi further on),
 // per tap (kernel row-major) the address of its input pixel's channels, or `pad` (at least C
 // elements of 0) where the tap falls in the padding: ptrs[(m - m_begin) * KH * KW + tap].
@@ -57,14 +82,11 @@ void conv_tap_pointers(const Node& n, const T* X, int64_t H, int64_t W, int64_t 
     for (int64_t i = 0; i < KH; i++)
       for (int64_t j = 0; j < KW; j++) koff[i * KW + j] = (i * n.dh * W + j * n.dw) * C;
   const int64_t span_h = (KH - 1) * n.dh, span_w = (KW - 1) * n.dw;
-  int64_t bn = m_begin / (OH * OW), oh = (m_begin / OW) % OH, ow = m_begin % OW;  // then stepped, no divisions
-  for (int64_t m = m_begin; m < m_end; m++, ow++) {
-    if (ow == OW) {
-      ow = 0;
-      if (++oh == OH) { oh = 0; bn++; }
-    }
+  PixelCursor px(m_begin, OH, OW);
+  for (int64_t m = m_begin; m < m_end; m++, px.next()) {
+    const int64_t bn = px.bn;
     const T** p = ptrs + (m - m_begin) * taps;
-    const int64_t ih0 = oh * n.sh - n.pad_top, iw0 = ow * n.sw - n.pad_left;
+    const int64_t ih0 = px.oh * n.sh - n.pad_top, iw0 = px.ow * n.sw - n.pad_left;
     if (offsets && ih0 >= 0 && ih0 + span_h < H && iw0 >= 0 && iw0 + span_w < W) {
       const T* base = X + ((bn * H + ih0) * W + iw0) * C;
       for (int64_t t = 0; t < taps; t++) p[t] = base + koff[t];
@@ -87,14 +109,11 @@ void im2col_rows(const Node& n, const T* X, int64_t H, int64_t W, int64_t C, int
   const int64_t ICg = n.group_in, KW = n.kw, run = KW * ICg;
   const bool row_runs = n.groups == 1 && n.dw == 1;
   auto copy = [](T* d, const T* src, int64_t len) { copy_short((char*)d, (const char*)src, (size_t)len * sizeof(T)); };
-  int64_t bn = m_begin / (OH * OW), oh = (m_begin / OW) % OH, ow = m_begin % OW;  // then stepped, no divisions
-  for (int64_t m = m_begin; m < m_end; m++, ow++) {
-    if (ow == OW) {
-      ow = 0;
-      if (++oh == OH) { oh = 0; bn++; }
-    }
+  PixelCursor px(m_begin, OH, OW);
+  for (int64_t m = m_begin; m < m_end; m++, px.next()) {
+    const int64_t bn = px.bn, oh = px.oh;
     T* row = dst_rows + (m - m_begin) * row_stride;
-    const int64_t iw0 = ow * n.sw - n.pad_left;
+    const int64_t iw0 = px.ow * n.sw - n.pad_left;
     for (int64_t i = 0; i < (int64_t)n.kh; i++) {
       const int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
       T* dst = row + i * run;
