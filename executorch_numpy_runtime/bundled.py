@@ -16,8 +16,11 @@ import numpy as np
 
 from . import dtypes
 from .errors import ExecuTorchError, ProgramLoadError
+from .files import read_regular_file
 
 IDENTIFIER = b"BP08"
+# A bundled program is one flatbuffer: its 32-bit offsets address no more than 4 GiB.
+MAX_FILE_BYTES = 1 << 32
 
 
 def is_bundled(head: bytes) -> bool:
@@ -190,9 +193,8 @@ def verify(runtime, source, rtol: float = 1e-5, atol: float = 1e-6) -> List[Case
     each (``passed`` = outputs allclose to the expected ones within rtol/atol)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = source
-    else:
-        with open(source, "rb") as fh:
-            data = fh.read()
+    else:  # regular files only, read no further than their size (FileError, an OSError, if not)
+        data = read_regular_file(source, "bundled program", MAX_FILE_BYTES)
     bp = parse(data)
     prog = runtime.load_program(bp.program)
     results = []

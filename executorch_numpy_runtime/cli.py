@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 import time
@@ -20,9 +21,10 @@ from typing import List
 import numpy as np
 
 from . import cli_extra, runtime_info
+from .cli_extra import MAX_COUNT, THREADS, bounded_int
 from .cli_generate import add_generate_parser, cmd_generate
 from .errors import ExecuTorchError
-from .npz_inputs import InputsError, read_inputs
+from .npz_inputs import KEY_RULE, InputsError, read_inputs
 from .progress import Progress
 from .runtime import Runtime
 
@@ -37,9 +39,18 @@ def _save_npz(path: str, outs) -> None:
     """Writes exactly PATH (np.savez would append .npz to a name without it)."""
     if os.path.isdir(path):
         raise UsageError(f"--out {path} is a directory; give a file name such as out.npz")
+    arrays = {f"output_{i}": np.asarray(o) for i, o in enumerate(outs)}
     try:
-        with open(path, "wb") as fh:
-            np.savez(fh, **{f"output_{i}": np.asarray(o) for i, o in enumerate(outs)})
+        if os.path.exists(path) and not os.path.isfile(path):
+            # /dev/null, /dev/stdout, a FIFO: the zip is made in memory (zipfile seeks back on a
+            # file that tells positions, and /dev/null's are all 0: a corrupt zip, a struct.error)
+            buf = io.BytesIO()
+            np.savez(buf, **arrays)
+            with open(path, "wb") as fh:
+                fh.write(buf.getbuffer())
+        else:
+            with open(path, "wb") as fh:
+                np.savez(fh, **arrays)
     except OSError as e:
         raise UsageError(f"cannot write --out {path}: {e.strerror or e}") from None
 
@@ -67,9 +78,10 @@ def cmd_info(args) -> int:
         print(f"  method {name}")
         ops, dels = prog.operators(name), prog.delegates(name)
         try:
-            meta = prog.load_method(name).metadata
-            for i, v in enumerate(meta.inputs):
-                print(f"    input  {i}: {v}")
+            method = prog.load_method(name)
+            meta, names = method.metadata, method.input_names
+            for i, v in enumerate(meta.inputs):  # names other than input_<i> are .npz keys too (etnp run)
+                print(f"    input  {i}: {v}" + (f"  name {names[i]!r}" if names[i] != f"input_{i}" else ""))
             for i, v in enumerate(meta.outputs):
                 print(f"    output {i}: {v}")
         except ExecuTorchError as e:
@@ -86,7 +98,7 @@ def cmd_run(args) -> int:
     if os.path.isdir(args.out):
         raise UsageError(f"--out {args.out} is a directory; give a file name such as out.npz")
     method = Runtime.get().load_program(args.model).load_method(args.method)
-    ins = read_inputs(args.inputs, args.method, method.metadata.inputs)
+    ins = read_inputs(args.inputs, args.method, method.metadata.inputs, names=method.input_names)
     outs = method(ins)
     _save_npz(args.out, outs)
     for i, o in enumerate(outs):
@@ -101,7 +113,7 @@ def cmd_batch(args) -> int:
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise UsageError(f"--out {args.out} exists and is not a directory")
     method = Runtime.get().load_program(args.model).load_method(args.method)
-    metas = method.metadata.inputs
+    metas, names = method.metadata.inputs, method.input_names
     try:
         os.makedirs(args.out, exist_ok=True)
     except OSError as e:
@@ -112,7 +124,7 @@ def cmd_batch(args) -> int:
             if f.endswith(".npz"):
                 work.append((os.path.splitext(f)[0], os.path.join(args.inputs, f), None, None))
     else:  # one .npz whose arrays are stacked items: key i -> array [items, ...]
-        stacked = read_inputs(args.inputs, args.method, metas, stacked=True)
+        stacked = read_inputs(args.inputs, args.method, metas, stacked=True, names=names)
         for k in range(len(stacked[0]) if stacked else 0):
             work.append((f"item_{k:05d}", None, stacked, k))
     failures = 0
@@ -120,7 +132,7 @@ def cmd_batch(args) -> int:
     for done, (name, path, stacked, k) in enumerate(work, 1):
         try:
             if stacked is None:
-                ins = read_inputs(path, args.method, metas)
+                ins = read_inputs(path, args.method, metas, names=names)
             else:
                 ins = [np.ascontiguousarray(a[k]) for a in stacked]
             outs = method(ins)
@@ -130,16 +142,14 @@ def cmd_batch(args) -> int:
             bar.note(f"{name}: FAILED: {e}")
         bar.update(done)
     print(f"{len(work) - failures} ok, {failures} failed -> {args.out}")
-    return 0 if failures == 0 else 2
+    if failures:  # a run error, as for run and verify: exit status 1 (2 is for usage errors)
+        sys.stdout.flush()
+        print(f"error: {failures} of {len(work)} items failed", file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_bench(args) -> int:
-    if args.iters < 1:
-        raise UsageError("--iters must be at least 1")
-    if args.warmup < 0:
-        raise UsageError("--warmup must not be negative")
-    if args.threads is not None and args.threads < 1:
-        raise UsageError("--threads must be at least 1")
     rt = Runtime(num_threads=args.threads) if args.threads else Runtime.get()
     t0 = time.perf_counter()
     prog = rt.load_program(args.model)
@@ -184,20 +194,24 @@ def main(argv=None) -> int:
         "--save", metavar="PATH", help="also copy the example program to PATH (e.g. model.pte)")
     s = sub.add_parser("info", help="describe a program")
     s.add_argument("model")
-    for name in ("run", "batch"):
+    for name, inputs in (("run", "a .npz file"),
+                         ("batch", "a directory of .npz files (one item each), or one .npz whose arrays "
+                                   "stack the items along a first axis")):
         s = sub.add_parser(name, help=f"{name} a method on inputs from .npz")
         s.add_argument("model")
-        s.add_argument("--inputs", required=True)
-        s.add_argument("--out", required=True)
+        s.add_argument("--inputs", required=True, help=f"{inputs}: {KEY_RULE} (etnp info shows the names)")
+        s.add_argument("--out", required=True, help="a .npz file (keys output_i)" if name == "run" else
+                       "a directory: one .npz (keys output_i) per item")
         s.add_argument("--method", default="forward")
     s = sub.add_parser("bench", help="time a method on random inputs")
     s.add_argument("model")
     s.add_argument("--method", default="forward")
-    s.add_argument("--iters", type=int, default=50)
-    s.add_argument("--warmup", type=int, default=5)
-    s.add_argument("--threads", type=int, default=None)
+    s.add_argument("--iters", type=bounded_int(1, MAX_COUNT), default=50)
+    s.add_argument("--warmup", type=bounded_int(0, MAX_COUNT), default=5)
+    s.add_argument("--threads", type=THREADS, default=None,
+                   help=f"1 to {cli_extra.MAX_THREADS} (default: the machine's physical cores)")
     s.add_argument("--profile", action="store_true", help="then profile the method and print its top operators")
-    s.add_argument("--top", type=int, default=15, help="operators shown by --profile")
+    s.add_argument("--top", type=bounded_int(1, 1_000_000), default=15, help="operators shown by --profile")
     s.add_argument("--trace", help="with --profile: write a Chrome trace (JSON) here")
     extra = cli_extra.add_commands(p, sub)
     add_generate_parser(sub)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .cli_extra import MAX_COUNT, THREADS, bounded_int, finite_float
+
 
 def add_generate_parser(sub) -> None:
     s = sub.add_parser("generate", help="generate text with an LLM program (KV cache or not)")
@@ -19,13 +21,14 @@ def add_generate_parser(sub) -> None:
     g = s.add_mutually_exclusive_group(required=True)
     g.add_argument("--prompt", help="prompt text (needs --tokenizer)")
     g.add_argument("--prompt-ids", help="prompt token ids, e.g. 1,2,3 (no tokenizer needed)")
-    s.add_argument("--max-new-tokens", type=int, default=64)
-    s.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy")
-    s.add_argument("--top-k", type=int, default=None)
-    s.add_argument("--top-p", type=float, default=None)
-    s.add_argument("--seed", type=int, default=None)
+    s.add_argument("--max-new-tokens", type=bounded_int(0, MAX_COUNT), default=64)
+    s.add_argument("--temperature", type=finite_float(0.0, name="temperature"), default=0.0,
+                   help="0 (default): greedy")
+    s.add_argument("--top-k", type=bounded_int(1, MAX_COUNT), default=None)
+    s.add_argument("--top-p", type=finite_float(0.0, 1.0, lo_open=True, name="top_p"), default=None)
+    s.add_argument("--seed", type=bounded_int(0, 2 ** 64 - 1), default=None)
     s.add_argument("--data-file", action="append", default=[], help="external weights (.ptd); repeatable")
-    s.add_argument("--threads", type=int, default=None)
+    s.add_argument("--threads", type=THREADS, default=None)
     s.add_argument("--no-bos", action="store_true", help="do not prepend the program's bos id to --prompt")
     s.add_argument("--ignore-eos", action="store_true", help="keep going past end-of-sequence tokens")
 
@@ -38,8 +41,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     if args.prompt is not None and not args.tokenizer:
         raise UsageError("--prompt needs --tokenizer (or give --prompt-ids)")
-    if args.threads is not None and args.threads < 1:
-        raise UsageError("--threads must be >= 1")
     try:
         runtime = Runtime(num_threads=args.threads) if args.threads else Runtime.get()
         gen = Generator(args.model, args.tokenizer, data_files=args.data_file, runtime=runtime)
