@@ -154,8 +154,12 @@ def register_op(name: str, fn: Optional[Callable[..., Any]] = None, *, num_outpu
     """Register ``fn`` as the kernel of operator ``name`` (e.g. ``"mylib::scale.out"``).
 
     Usable as a decorator: ``@register_op("mylib::scale.out")``. Re-registering a name replaces
-    its function for methods loaded afterwards. A name with a native kernel is refused
-    (``ValueError``)."""
+    its function for methods loaded afterwards. A name with a native kernel, or one that is not
+    ``namespace::name[.overload]`` (letters, digits, '_'; at most 256 bytes) is refused (``ValueError``)."""
+    if not isinstance(name, str):
+        raise TypeError(f"register_op needs the operator's name as a str, not {type(name).__name__}")
+    if "\0" in name:
+        raise ValueError("operator names cannot contain NUL characters")
     if fn is None:
         return lambda f: register_op(name, f, num_outputs=num_outputs)
     if not callable(fn):

@@ -27,6 +27,13 @@ class ExecutionError(ExecuTorchError):
     """Failure while executing: wrong inputs, or a kernel error."""
 
 
+class MethodNotFound(ExecutionError, KeyError):
+    """A method name the program does not have. Also a KeyError, as ``executorch.runtime``'s
+    ``Program.load_method`` raises for an unknown name."""
+
+    __str__ = BaseException.__str__  # the message as it is (KeyError's would quote it)
+
+
 # status codes of native/include/etnp.h
 _BY_CODE = {1: ProgramLoadError, 2: BackendNotAvailable, 3: OperatorNotFound, 4: ExecutionError,
             5: ExecutionError, 6: ExecuTorchError, 7: ExecutionError}  # 7: a call stopped (cancel, timeout...)

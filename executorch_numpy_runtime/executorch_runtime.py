@@ -168,7 +168,9 @@ class Program:
         return set(self._methods)
 
     def load_method(self, name: str) -> Optional[Method]:
-        method = self._methods[name]  # KeyError for an unknown name, as ExecuTorch's
+        if name not in self._methods:  # a KeyError too, as ExecuTorch's
+            self._program._check_method(name, "loading method")
+        method = self._methods[name]
         if method is None:
             method = Method(self._program.load_method(name))
             self._methods[name] = method

@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Unio
 
 import numpy as np
 
-from .errors import ProgramLoadError
+from .errors import ExecutionError, ProgramLoadError
 from .runtime import Program, Runtime
 from .tokenizer import Tokenizer, load_tokenizer
 
@@ -90,6 +90,18 @@ def _check_sampling(temperature, top_k, top_p) -> None:
         raise ValueError("top_p must be in (0, 1] or None")
 
 
+def _token_ids(values: Iterable[Any], what: str) -> List[int]:
+    """Token ids as Python ints: ints and numpy integers only (no strings, floats or bools)."""
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{what} must be a sequence of int token ids, not {type(values).__name__}")
+    ids = []
+    for t in values:
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
+            raise TypeError(f"{what} must hold int token ids; got {t!r} ({type(t).__name__})")
+        ids.append(int(t))
+    return ids
+
+
 def _scalar_outputs(values: Sequence[Any]) -> List[Any]:
     out: List[Any] = []
     for v in values:
@@ -122,6 +134,7 @@ class Generator:
         self.tokenizer: Optional[Tokenizer] = load_tokenizer(tokenizer) if isinstance(tokenizer, (str, os.PathLike)) \
             else tokenizer
         self.metadata = self._read_metadata(method)
+        self._generation: Optional[object] = None  # the live generation that owns the KV cache
         self._method = self.program.load_method(method)
         self._configure(max_context_len, bos_id, eos_ids)
         self.stats = GenerationStats()
@@ -164,12 +177,21 @@ class Generator:
         if self.use_kv_cache and not self.dynamic and self.max_tokens_per_call != 1:
             raise ProgramLoadError(f"a KV-cache program with a fixed input of {self.max_tokens_per_call} "
                                    "tokens is not supported (expected [1, 1] or a dynamic length)")
-        ctx = max_context_len or meta.get("get_max_context_len") or meta.get("get_max_seq_len")
+        recorded = meta.get("get_max_context_len") or meta.get("get_max_seq_len")
+        if max_context_len is not None:
+            if isinstance(max_context_len, bool) or not isinstance(max_context_len, (int, np.integer)) \
+                    or max_context_len < 1:
+                raise ValueError(f"max_context_len must be a positive int, not {max_context_len!r}")
+            if recorded is not None and max_context_len > recorded:
+                raise ValueError(f"max_context_len={max_context_len} is above the program's context length "
+                                 f"of {int(recorded)} tokens (its KV cache holds no more)")
+        ctx = max_context_len or recorded
         if ctx is None:
             ctx = self.max_tokens_per_call if not self.use_kv_cache else None
         if ctx is None:
             raise ProgramLoadError("the program records no context length: pass max_context_len=")
         self.max_context_len = int(ctx)
+        self._recorded_context_len = recorded
         self.vocab_size = meta.get("get_vocab_size")
         self.bos_id = bos_id if bos_id is not None else meta.get("get_bos_id")
         if self.bos_id is None and self.tokenizer is not None:
@@ -182,7 +204,9 @@ class Generator:
             self.eos_ids = set(self.tokenizer.eos_ids) if self.tokenizer is not None else set()
 
     def reset(self) -> None:
-        """Clear the KV cache (done by every generate() call)."""
+        """Clear the KV cache (done by every generate() call). A generation in progress on this
+        Generator ends: its iterator raises RuntimeError when advanced."""
+        self._generation = None
         self._method.reset()
 
     # ---------------------------------------------------------------- forward
@@ -190,7 +214,18 @@ class Generator:
         args: List[Any] = [np.asarray([tokens], dtype=self._tok_dtype)]
         if self.use_kv_cache:
             args.append(np.asarray([pos], dtype=self._pos_dtype))
-        out = np.asarray(self._method(args)[0])
+        if pos + len(tokens) > self.max_context_len:  # generate() stops before; a guard for the rest
+            raise ValueError(f"positions {pos}..{pos + len(tokens) - 1} are past the context length of "
+                             f"{self.max_context_len} tokens")
+        try:
+            out = np.asarray(self._method(args)[0])
+        except ExecutionError as e:
+            if self._recorded_context_len is not None:
+                raise
+            # the program records no context length: the one given may exceed its cache
+            raise ExecutionError(f"{e} (at positions {pos}..{pos + len(tokens) - 1}; the program records no "
+                                 f"context length and max_context_len={self.max_context_len} was assumed: "
+                                 "its KV cache may hold fewer positions)") from e
         if out.ndim == 0 or out.shape[-1] == 0:
             raise ProgramLoadError(f"{self._method.metadata.name} returned {out.shape}, not logits")
         return out.reshape(-1, out.shape[-1])[-1]  # [1, V] (the last position) or [1, n, V]
@@ -222,7 +257,7 @@ class Generator:
         """Yields up to ``max_new_tokens`` new token ids, one as soon as it is sampled. Stops early
         at a stop token (the program's eos ids plus ``stop_tokens``; the stop token is not yielded)
         or when the context is full. Same seed, same settings -> same tokens."""
-        ids = [int(t) for t in prompt_ids]
+        ids = _token_ids(prompt_ids, "prompt_ids")
         if not ids:
             raise ValueError("the prompt has no tokens")
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
@@ -235,7 +270,7 @@ class Generator:
         if len(ids) > self.max_context_len:
             raise ValueError(f"the prompt has {len(ids)} tokens; the program's context holds {self.max_context_len}")
         stops = set() if ignore_eos else set(self.eos_ids)
-        stops |= {int(t) for t in (stop_tokens or ())}
+        stops |= set(_token_ids(stop_tokens or (), "stop_tokens"))
         return self._run(ids, max_new_tokens, temperature, top_k, top_p, seed, stops)
 
     def _run(self, ids, max_new_tokens, temperature, top_k, top_p, seed, stops) -> Iterator[int]:
@@ -243,8 +278,11 @@ class Generator:
         stats = self.stats = GenerationStats(prompt_tokens=len(ids))
         if max_new_tokens == 0:
             return
+        # One Generator has one KV cache: a later generation (or reset()) takes it over, and this
+        # one raises when advanced again instead of continuing from another sequence's cache.
         if self.use_kv_cache:
             self.reset()
+        self._generation = token = object() if self.use_kv_cache else None
         t0 = time.perf_counter()
         logits = self._prefill(ids)
         stats.prefill_s = time.perf_counter() - t0
@@ -255,6 +293,10 @@ class Generator:
                 return
             stats.generated_tokens += 1
             yield tok
+            if token is not None and self._generation is not token:
+                raise RuntimeError("this generation's Generator started another generation (or was reset) since "
+                                   "its last token; one Generator holds one KV cache: finish or close() an iterator "
+                                   "before starting the next, or use one Generator per stream")
             seq.append(tok)
             if stats.generated_tokens >= max_new_tokens or len(seq) >= self.max_context_len:
                 return

@@ -4,6 +4,10 @@ Each array must have exactly its output's dtype and shape, be C-contiguous, alig
 writeable. For methods whose outputs all have static shapes, the core writes straight into them
 (``etnp_method_run_into``: no allocation); otherwise the call's results are copied in (a
 dynamic output's array must have the shape that call produced).
+
+No two output arrays may overlap (one array, or views of one buffer, for two outputs: one of them
+would be lost): ValueError. An output array that overlaps an input is allowed: that call computes
+into fresh arrays and copies them in afterwards, so the inputs are read as they were.
 """
 from __future__ import annotations
 
@@ -25,7 +29,30 @@ def _check_list(method: Any, outputs: Sequence[Any]) -> List[Any]:
             raise TypeError(f"outputs[{i}] must be a numpy array, not {type(a).__name__}")
         if not a.flags.writeable:
             raise ExecutionError(f"outputs[{i}] is read-only")
+    for i in range(1, len(outputs)):
+        for j in range(i):
+            if _overlap(outputs[i], outputs[j]):
+                raise ValueError(f"outputs[{j}] and outputs[{i}] share memory: each output needs its own array")
     return list(outputs)
+
+
+def _overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    # the bounds test first (cheap); the exact test only where the bounds meet (interleaved views);
+    # a case too hard to decide counts as overlapping
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return bool(np.shares_memory(a, b, max_work=10**6))
+    except Exception:  # numpy's TooHardError
+        return True
+
+
+def aliases_inputs(inputs: Any, outputs: Sequence[np.ndarray]) -> bool:
+    """Whether an output array overlaps one of the inputs (arrays in a list, tuple or dict)."""
+    values = inputs.values() if isinstance(inputs, dict) else inputs
+    if not isinstance(values, (list, tuple)) and not isinstance(inputs, dict):
+        return False
+    return any(isinstance(x, np.ndarray) and any(_overlap(x, a) for a in outputs) for x in values)
 
 
 def destinations(method: Any, outputs: Sequence[Any]) -> Optional[List[np.ndarray]]:

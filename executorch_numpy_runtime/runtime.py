@@ -9,7 +9,7 @@ import numpy as np
 
 from . import custom_ops, dtypes, named_io, sources
 from ._native import check, ffi, lib
-from .errors import ExecuTorchError, ExecutionError, ProgramLoadError
+from .errors import ExecuTorchError, ExecutionError, MethodNotFound, ProgramLoadError
 
 _KIND_NONE, _KIND_INT, _KIND_BOOL, _KIND_DOUBLE, _KIND_TENSOR = 0, 1, 2, 3, 4
 
@@ -93,12 +93,11 @@ class Runtime:
         truncating or rewriting the file while the program is loaded can then crash the
         process (SIGBUS) or silently change its results.
 
-        ``data_files`` (paths or bytes-like) are the external weight files (.ptd) of programs
-        exported with ``external_constants=True``; ``data_path`` is ExecuTorch's name for one."""
-        files = list(data_files or [])
-        if data_path is not None:
-            files.append(data_path)
-        blobs = [_read_data_file(f) for f in files]
+        ``data_files`` (a path or bytes-like object, or a list of them) are the external weight
+        files (.ptd) of programs exported with ``external_constants=True``; ``data_path`` is
+        ExecuTorch's name for one. ``mmap=True`` with a bundled program raises ValueError."""
+        files = sources.data_file_list(data_files, data_path)
+        blobs = [sources.data_file(f) for f in files]
         out = ffi.new("etnp_program **")
         kind, src = sources.normalize(source, mmap)
         with _holding(self._lock, "load a program"):
@@ -119,22 +118,15 @@ class Runtime:
         prog._data_sources = [f if isinstance(f, (str, os.PathLike, bytes)) else bytes(f) for f in files]
         return prog
 
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
+        """Pickles as how to make it again: the shared Runtime as ``Runtime.get()`` of the receiving
+        process, another as a new ``Runtime`` of the same thread count (its pool is not shared)."""
+        if self is Runtime._default:
+            return Runtime.get, ()
+        return Runtime, (self.num_threads,)
+
     def __repr__(self) -> str:
         return f"Runtime(num_threads={self.num_threads})"
-
-
-def _read_data_file(source) -> Tuple[str, bytes]:
-    """(label, bytes) of a .ptd data file given as a path or bytes-like object."""
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fsdecode(source)
-        try:
-            with open(path, "rb") as fh:
-                return repr(os.path.basename(path)), fh.read()
-        except OSError as e:
-            raise ProgramLoadError(f"cannot read data file {path!r}: {e.strerror or e}") from None
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return "<bytes>", bytes(source)
-    raise TypeError(f"data_files items must be paths or bytes-like objects, not {type(source).__name__}")
 
 
 class Program:
@@ -177,9 +169,16 @@ class Program:
         if ptr is not None:
             ffi.release(ptr)
 
+    def _check_method(self, name: str, what: str) -> None:
+        if name not in self._method_names:
+            raise MethodNotFound(f"{what} {name!r}: unknown method {name!r}; the program has: "
+                                 f"{', '.join(self._method_names) or '(no methods)'}", str(name))
+
     def load_method(self, name: str = "forward") -> "Method":
-        """Prepare a method: plan its memory, resolve kernels and initialise delegates."""
+        """Prepare a method: plan its memory, resolve kernels and initialise delegates. An unknown
+        name raises MethodNotFound (an ExecutionError, and a KeyError as in ``executorch.runtime``)."""
         bname = _name_bytes(name)
+        self._check_method(name, "loading method")
         _check_not_inside_op(self._runtime._lock, f"load method {name!r}")
         ptr = self._acquire()
         try:
@@ -205,6 +204,7 @@ class Program:
     def signature(self, method: str = "forward") -> MethodMeta:
         """A method's inputs and outputs as the program declares them, without loading it."""
         name = _name_bytes(method)
+        self._check_method(method, "reading the signature of")
         count, m = ffi.new("size_t *"), ffi.new("etnp_value_meta *")
         sides = []
         ptr = self._acquire()
@@ -290,6 +290,22 @@ class Program:
                 sigs.append(f"{name}(?)")
         return f"Program({'; '.join(sigs)})"
 
+
+
+def _timeout_seconds(timeout: Any) -> float:
+    """A call's timeout for the core: seconds > 0, or 0.0 for none (None or +inf; a timeout too
+    large for the clock is none too). NaN, zero, negatives and non-numbers raise ValueError."""
+    if timeout is None:
+        return 0.0
+    if isinstance(timeout, (bool, np.bool_)) or not isinstance(timeout, (int, float, np.integer, np.floating)):
+        raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
+    try:
+        seconds = float(timeout)
+    except OverflowError:  # an int beyond the float range: a deadline no clock reaches
+        seconds = float("inf") if timeout > 0 else float("-inf")
+    if not seconds > 0:
+        raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
+    return 0.0 if seconds == float("inf") else seconds
 
 class Method:
     """A runnable method. Call it with a sequence of inputs; returns a list of outputs.
@@ -431,9 +447,7 @@ class Method:
         lib.etnp_method_cancel(self._ptr)
 
     def _set_limits(self, timeout: Optional[float]) -> None:
-        if timeout is not None:
-            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-                raise ValueError("timeout must be a positive number of seconds or None")
+        seconds = _timeout_seconds(timeout)
         main = threading.get_ident() == _MAIN_THREAD
         if main:
             # (re)chains to the process's SIGINT handler when it is not ours any more (0.5 us: one
@@ -441,7 +455,7 @@ class Method:
             lib.etnp_install_interrupt_handler()
             # a Ctrl-C from here on stops the call, also one that arrives before the call starts
             lib.etnp_method_mark_interrupts(self._ptr)
-        limits = (float(timeout or 0.0), main)
+        limits = (seconds, main)
         if limits != self._limits:
             check(lib.etnp_method_set_run_limits(self._ptr, limits[0], int(main)))
             self._limits = limits
@@ -457,9 +471,9 @@ class Method:
             inputs = named_io.order_feeds(self.input_names, self.name, inputs, feeds)
         dests = None
         if outputs is not None:
-            from .out_arrays import copy_into, destinations
+            from .out_arrays import aliases_inputs, copy_into, destinations
             dests = destinations(self, outputs)  # the arrays' uint16/etc. carriers; None: dynamic outputs
-            if dests is None:
+            if dests is None or aliases_inputs(inputs, dests):  # results copied in after the call
                 return copy_into(self, outputs, self(inputs, timeout=timeout))
         if not isinstance(inputs, (list, tuple)):
             raise TypeError("a Method takes a list or tuple of inputs")

@@ -9,12 +9,43 @@ from __future__ import annotations
 import io
 import mmap as _mmap
 import os
-from typing import Any, Tuple, Union
+from typing import Any, List, Tuple, Union
 
-from . import bundled
+from . import bundled, files
 from .errors import ProgramLoadError
 
 BUFFER_TYPES = (bytes, bytearray, memoryview, _mmap.mmap)
+MAX_FILE_BYTES = 1 << 40  # a bound on whole-file reads (their size is checked before reading)
+
+
+def data_file(source: Any) -> Tuple[str, Any]:
+    """(label, bytes) of a .ptd data file given as a path or bytes-like object."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fsdecode(source)
+        try:
+            return repr(os.path.basename(path)), files.read_regular_file(path, "the file", MAX_FILE_BYTES)
+        except files.FileError as e:
+            raise ProgramLoadError(f"cannot read data file {path!r}: {e}") from None
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return "<bytes>", bytes(source)
+    raise TypeError(f"data_files items must be paths or bytes-like objects, not {type(source).__name__}")
+
+
+def data_file_list(data_files: Any, data_path: Any) -> List[Any]:
+    """``data_files`` as a list: one path or bytes-like object stands for itself (a str is not a
+    sequence of paths), a list or tuple for its items; ``data_path`` (ExecuTorch's name) adds one."""
+    if data_files is None:
+        items: List[Any] = []
+    elif isinstance(data_files, (str, os.PathLike, bytes, bytearray, memoryview)):
+        items = [data_files]
+    elif isinstance(data_files, (list, tuple)):
+        items = list(data_files)
+    else:
+        raise TypeError("data_files takes a path, a bytes-like object or a list of them, "
+                        f"not {type(data_files).__name__}")
+    if data_path is not None:
+        items.append(data_path)
+    return items
 
 
 def _as_buffer(data: Any) -> Any:
@@ -33,14 +64,23 @@ def normalize(source: Any, mmap: bool) -> Tuple[str, Union[bytes, Any]]:
         path = os.fsencode(source)
         if b"\0" in path:
             raise ValueError("embedded null byte in the program path")
+        shown = repr(os.fsdecode(path))
         try:
-            with open(path, "rb") as fh:
+            with files.open_regular_file(path, "the file") as fh:  # never blocks on a FIFO
                 head = fh.read(8)
-                if bundled.is_bundled(head):
-                    fh.seek(0)
-                    return "buffer", bundled.parse(fh.read()).program
-        except (OSError, ValueError):
-            pass  # the core reports unreadable paths with its own message
+        except files.FileError as e:
+            if not os.path.exists(path) or os.path.isdir(path):
+                return "path", path  # the core's own messages (missing file, a directory)
+            raise ProgramLoadError(f"loading {shown}: {e}") from None
+        if bundled.is_bundled(head):
+            if mmap:
+                raise ValueError(f"{shown} is a bundled program (.bpte): mmap=True maps .pte files only; "
+                                 "load it without mmap=True (its program is copied out of the bundle)")
+            try:
+                data = files.read_regular_file(path, "the bundled program", MAX_FILE_BYTES)
+            except files.FileError as e:
+                raise ProgramLoadError(f"loading {shown}: {e}") from None
+            return "buffer", bundled.parse(data).program
         return "path", path
     if mmap:
         raise ValueError("mmap=True needs a path, not bytes")

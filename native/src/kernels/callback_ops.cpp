@@ -45,8 +45,34 @@ void describe_tensor(const Tensor& t, etnp_op_arg& o) {
 
 }  // namespace
 
+namespace {
+// An operator name as a .pte names it: "namespace::name" with an optional ".overload", each part
+// of letters, digits and '_', at most kMaxOperatorName bytes in all.
+constexpr size_t kMaxOperatorName = 256;
+bool is_word(const std::string& s, size_t b, size_t e) {
+  if (b >= e) return false;
+  for (size_t i = b; i < e; i++) {
+    const char c = s[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+void check_operator_name(const std::string& name) {
+  const size_t sep = name.find("::"), dot = sep == std::string::npos ? sep : name.find('.', sep + 2);
+  const size_t end = dot == std::string::npos ? name.size() : dot;
+  const bool ok = name.size() <= kMaxOperatorName && sep != std::string::npos && is_word(name, 0, sep) &&
+                  is_word(name, sep + 2, end) && (end == name.size() || is_word(name, end + 1, name.size()));
+  if (!ok) {
+    const std::string shown = name.size() > 80 ? name.substr(0, 80) + "... (" + std::to_string(name.size()) + " bytes)" : name;
+    throw Error(ETNP_ERR_INVALID_ARGUMENT, "invalid operator name '" + shown + "': expected namespace::name or "
+                "namespace::name.overload (letters, digits, '_'; at most " + std::to_string(kMaxOperatorName) + " bytes)");
+  }
+}
+}  // namespace
+
 void register_callback_op(const std::string& name, etnp_op_fn fn, void* user) {
   if (name.empty() || !fn) throw Error(ETNP_ERR_INVALID_ARGUMENT, "register_op needs a name and a function");
+  check_operator_name(name);
   if (KernelRegistry::get().find(name))
     throw Error(ETNP_ERR_INVALID_ARGUMENT, "operator '" + name + "' has a native kernel; it cannot be replaced");
   std::lock_guard<std::mutex> g(g_mu);

@@ -10,9 +10,18 @@
 namespace etnp {
 namespace {
 
-int64_t checked_index(int64_t i, int64_t n, const char* op) {
+// Index semantics as torch's, per operator: advanced indexing (index.Tensor) counts negative
+// indices from the end; index_select, embedding, gather and scatter refuse them (torch raises
+// IndexError / RuntimeError, upstream ExecuTorch fails the call) - never a silent wrap.
+int64_t wrapped_index(int64_t i, int64_t n, const char* op) {
   if (i < -n || i >= n) throw_exec(std::string(op) + ": index " + std::to_string(i) + " is out of bounds for size " + std::to_string(n));
   return i < 0 ? i + n : i;
+}
+int64_t nonnegative_index(int64_t i, int64_t n, const char* op) {
+  if (i < 0 || i >= n)
+    throw_exec(std::string(op) + ": index " + std::to_string(i) + " is out of range [0, " + std::to_string(n) + ")" +
+               (i < 0 ? " (this operator takes no negative indices)" : ""));
+  return i;
 }
 void copy_elem(const Tensor& src, int64_t so, Tensor& dst, int64_t d) {
   if (src.dtype == dst.dtype) {
@@ -40,7 +49,7 @@ void index_select_kernel(KernelContext& ctx, EValue** a, size_t) {
   size_t es = x.elem_size();
   if (inner == 0 || outer == 0) return;
   for (int64_t j = 0; j < n; j++) {
-    int64_t k = checked_index(load_i64(idx.data, idx.dtype, j), len, "index_select");
+    int64_t k = nonnegative_index(load_i64(idx.data, idx.dtype, j), len, "index_select");
     for (int64_t o = 0; o < outer; o++)
       std::memmove((uint8_t*)out.data + ((o * n + j) * inner) * es, (const uint8_t*)x.data + ((o * len + k) * inner) * es,
                   inner * es);
@@ -59,7 +68,7 @@ void embedding_kernel(KernelContext& ctx, EValue** a, size_t) {
   size_t row = (size_t)w.sizes[1] * w.elem_size();
   if (row == 0) return;
   for (int64_t j = 0; j < idx.numel(); j++) {
-    int64_t k = checked_index(load_i64(idx.data, idx.dtype, j), w.sizes[0], "embedding");
+    int64_t k = nonnegative_index(load_i64(idx.data, idx.dtype, j), w.sizes[0], "embedding");
     std::memmove((uint8_t*)out.data + j * row, (const uint8_t*)w.data + k * row, row);
   }
 }
@@ -77,7 +86,7 @@ void gather_kernel(KernelContext& ctx, EValue** a, size_t) {
     int64_t so = 0;
     for (int k = 0; k < idx.dim; k++) {
       int64_t p = pos[k];
-      if (k == d) p = checked_index(load_i64(idx.data, idx.dtype, i), x.sizes[d], "gather");
+      if (k == d) p = nonnegative_index(load_i64(idx.data, idx.dtype, i), x.sizes[d], "gather");
       else if (p >= x.sizes[k]) throw_exec("gather: index shape exceeds the input");
       so += p * x.strides[k];
     }
@@ -105,7 +114,7 @@ void scatter_kernel(KernelContext& ctx, EValue** a, size_t) {
     for (int k = 0; k < idx.dim; k++) {
       int64_t p = pos[k];
       if (src) so += p * src->strides[k];
-      if (k == d) p = checked_index(load_i64(idx.data, idx.dtype, i), x.sizes[d], "scatter");
+      if (k == d) p = nonnegative_index(load_i64(idx.data, idx.dtype, i), x.sizes[d], "scatter");
       else if (p >= x.sizes[k]) throw_exec("scatter: index shape exceeds the input");
       oo += p * out.strides[k];
     }
@@ -220,7 +229,7 @@ void index_rows(const Tensor& x, const std::vector<Tensor*>& ids, IndexRows& r, 
       int64_t io = 0;
       for (int k = 0; k < bshape.dim; k++) io += bpos[k] * bs[i].strides[k];
       int dd = first + i;
-      off += checked_index(load_i64(ids[first + i]->data, ids[first + i]->dtype, io), x.sizes[dd], "index") * x.strides[dd];
+      off += wrapped_index(load_i64(ids[first + i]->data, ids[first + i]->dtype, io), x.sizes[dd], "index") * x.strides[dd];
     }
     for (int64_t p = 0; p < pre; p++) r.row[(size_t)(p * nb + j)] = pos_pre[(size_t)p] + off;
     for (int k = bshape.dim - 1; k >= 0; k--) { if (++bpos[k] < bshape.sizes[k]) break; bpos[k] = 0; }

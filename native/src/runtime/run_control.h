@@ -17,7 +17,7 @@ bool install_interrupt_handler();
 
 struct RunControl {
   std::atomic<bool> cancel{false};
-  std::atomic<double> timeout_s{0};        // 0: none
+  std::atomic<double> timeout_s{0};        // 0 or +inf: none
   std::atomic<bool> interruptible{false};  // a SIGINT during the call cancels it
 
   // State of the call in progress (the runtime's mutex is held).
@@ -25,6 +25,17 @@ struct RunControl {
   uint64_t sigints = 0;
   bool poll_sigint = false;
 
+  // The steady-clock time `t` seconds after `now` (ns), or 0 (no deadline) for t <= 0, NaN, +inf
+  // and any t whose deadline lies past the clock's range (~292 years): converting such a t * 1e9
+  // to int64_t would be undefined.
+  static int64_t deadline_after(double t, int64_t now) {
+    if (!(t > 0)) return 0;
+    // room less a 1 ms margin, far above a double's spacing there (2 us near 2^63 ns)
+    const double ns = t * 1e9, room = (double)(INT64_MAX - now) - 1e6;
+    if (!(ns < room)) return 0;
+    const int64_t d = now + (int64_t)ns;
+    return d > now ? d : now + 1;  // a positive timeout below 1 ns still has a deadline
+  }
   static int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
@@ -39,8 +50,7 @@ struct RunControl {
 
   void begin() {
     cancel.store(false, std::memory_order_relaxed);
-    double t = timeout_s.load(std::memory_order_relaxed);
-    deadline_ns = t > 0 ? now_ns() + (int64_t)(t * 1e9) : 0;
+    deadline_ns = deadline_after(timeout_s.load(std::memory_order_relaxed), now_ns());
     poll_sigint = interruptible.load(std::memory_order_relaxed);
     const bool was_marked = marked.exchange(false, std::memory_order_acquire);
     sigints = poll_sigint ? (was_marked ? marked_sigints.load(std::memory_order_relaxed) : sigint_count()) : 0;
