@@ -8,8 +8,7 @@ import math
 import sys
 from typing import Callable, Dict, Optional
 
-# The core uses at most 256 threads (etnp_runtime_create clamps larger counts: native/src/runtime/c_api.cpp).
-MAX_THREADS = 256
+from .runtime import MAX_THREADS  # the core's thread pool size limit
 MAX_COUNT = 10 ** 9  # iterations, tokens, top-k: beyond any real use, and far from overflowing anything
 
 

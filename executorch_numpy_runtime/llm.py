@@ -63,12 +63,13 @@ def sample(logits: np.ndarray, rng: Optional[np.random.Generator] = None, temper
         return int(np.argmax(x))
     if rng is None:
         rng = np.random.default_rng()
-    x = x / float(temperature)
     if top_k is not None and 0 < top_k < x.size:
         kth = np.partition(x, -top_k)[-top_k]
         x = np.where(x >= kth, x, -np.inf)
-    x = x - np.max(x)
-    p = np.exp(x)
+    # shifted before the division: a tiny temperature sends the others to -inf, never inf - inf
+    with np.errstate(over="ignore", under="ignore"):  # -inf and 0 are the right limits here
+        x = (x - np.max(x)) / float(temperature)
+        p = np.exp(x)
     p /= p.sum()
     if top_p is not None and 0 < top_p < 1:
         order = np.argsort(-p, kind="stable")

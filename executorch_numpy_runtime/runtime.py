@@ -53,6 +53,9 @@ class _holding:
         self.lock.release()
 
 
+MAX_THREADS = 256  # the core's thread pool size limit (etnp_runtime_create)
+
+
 class Runtime:
     """Owns a thread pool; serialises the method calls made through it.
 
@@ -64,8 +67,9 @@ class Runtime:
     _default_lock = threading.Lock()
 
     def __init__(self, num_threads: Optional[int] = None) -> None:
-        if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
-            raise ValueError("num_threads must be a positive int or None")
+        if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
+                                        or not 1 <= num_threads <= MAX_THREADS):
+            raise ValueError(f"num_threads must be an int from 1 to {MAX_THREADS}, or None (the physical cores)")
         out = ffi.new("etnp_runtime **")
         check(lib.etnp_runtime_create(num_threads or 0, out), "creating runtime")
         self._ptr = ffi.gc(out[0], lib.etnp_runtime_destroy)

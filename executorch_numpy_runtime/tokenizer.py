@@ -77,13 +77,12 @@ class IdTokenizer:
     @staticmethod
     def parse(text: str) -> List[int]:
         parts = [p for p in text.replace(",", " ").split() if p]
-        try:
-            ids = [int(p) for p in parts]
-        except ValueError:
-            raise ValueError(f"token ids must be integers separated by commas or spaces, got {text!r}") from None
-        if any(i < 0 for i in ids):
-            raise ValueError(f"token ids must be >= 0, got {text!r}")
-        return ids
+        for p in parts:  # ASCII digits only: int() would also take '1_0', '+3' and other scripts' digits
+            if not (p.isascii() and p.isdigit()) or len(p) > 19:
+                shown = p if len(p) <= 40 else p[:40] + "..."
+                raise ValueError("token ids must be non-negative integers (at most 19 digits) separated by "
+                                 f"commas or spaces; {shown!r} is not one")
+        return [int(p) for p in parts]
 
     def encode(self, text: str) -> List[int]:
         return self.parse(text)

@@ -252,3 +252,27 @@ def test_reset_waits_for_the_call_in_progress(rt):
     finally:
         release.set()
         en.unregister_op(op)
+
+
+def test_runtime_thread_count_range():
+    for bad in (0, -1, 257, 2 ** 40, 2.0, True, "2"):
+        with pytest.raises(ValueError, match="num_threads must be an int from 1 to 256"):
+            en.Runtime(num_threads=bad)
+    assert en.Runtime(num_threads=256).num_threads == 256
+
+
+def test_prompt_ids_are_ascii_decimal():
+    from executorch_numpy_runtime.tokenizer import IdTokenizer
+    assert IdTokenizer.parse("1, 2 3") == [1, 2, 3]
+    for bad in ("1_0", "+3", "-0", "\u0661\u0662", "1.0", "9" * 20, "x" * 10_000):
+        with pytest.raises(ValueError, match="non-negative integers") as e:
+            IdTokenizer.parse(bad)
+        assert len(str(e.value)) < 200
+
+
+def test_tiny_temperature_samples_the_argmax():
+    from executorch_numpy_runtime.llm import sample
+    logits = np.array([0.5, 3.0, 1.0, 2.9])
+    rng = np.random.default_rng(0)
+    with np.errstate(invalid="raise", divide="raise"):  # no NaN probabilities
+        assert all(sample(logits, rng, temperature=t) == 1 for t in (1e-320, 1e-300, 1e-30))
