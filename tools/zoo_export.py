@@ -5,7 +5,12 @@ Runs ONLY in the export environment (torch 2.13.0 + executorch 1.3.1 + torchvisi
 transformers + torchao; see shared/spec/oracle-env.md). No network: every model is built from its
 class or a small ``*Config`` with seeded random weights.
 
-    FLATC_EXECUTABLE=.../flatc python tools/zoo_export.py [--out /work/zoo] [--only NAME ...] [--list]
+    FLATC_EXECUTABLE=.../flatc python tools/zoo_export.py [--out /work/zoo] [--only NAME ...] [--full] [--list]
+
+The default is the small zoo. ``--full`` exports the full-size programs instead (``full_*``: real default
+configs - torchvision resnet50 / vit_b_16, BERT-base, a SmolLM-135M-class llama through export_llama, ... -
+seeded random weights, realistic inputs such as 224x224 images or 128 tokens; default --out
+/work/fullzoo), in priority order; ``--only`` names programs of either set.
 
 For every program NAME it writes, into the output directory (never the repository):
   NAME.pte         the ExecuTorch program
@@ -33,6 +38,9 @@ Recipes (the name prefix says which):
   dynamic-xnn      a dynamic batch or sequence dimension, one reference per shape (dyn_*)
   channels-last-xnn  inputs in torch.channels_last, so the program's inputs have dim order NHWC (cl_*;
                    weights stay contiguous: XNNPACK's lowering asserts NCHW constant weights)
+  llama-flow-*     ExecuTorch's own LLM exporter (examples/models/llama export_llama_lib) from a seeded
+                   random checkpoint (full_llama_*); its eager reference is the model the flow's source
+                   transforms build without the llama custom ops (see export_llama_flow; meta "reference")
   ext-*            ExecutorchBackendConfig(external_constants=True): weights in a .ptd (ext_*); for
                    XNNPACK the delegate's constants are tagged too (delegate_external_constants_pass_
                    unlifted, as export_llama does), which only moves quantised (torchao) weights
@@ -353,6 +361,163 @@ def _():
                 dyn=({1: Dim("seq", min=1, max=16)}, None))
 
 
+# ------------------------------------------------------------------ full size
+# Full-size programs for footprint and performance work (issues #32, #34): real default configs,
+# seeded random weights, realistic input sizes. Registered with full=True: exported only when asked
+# (--full, or by name with --only), in this order (priority order), to a separate directory.
+def full(name, recipe, **opts):
+    return zoo(name, recipe, full=True, **opts)
+
+
+def tv_vit_b_16():
+    m = tv("vit_b_16")
+    nn.init.normal_(m.heads.head.weight, std=0.05)  # torchvision starts the head at zero
+    nn.init.normal_(m.heads.head.bias, std=0.05)
+    return m
+
+
+def full_image(make, res=224):
+    return lambda: dict(model=make(), calls=[(img(h=res),)])
+
+
+def full_timm(name):
+    import timm
+    return timm.create_model(name, pretrained=False)  # its default head: 1000 classes
+
+
+def bert_base():
+    return hf("BertModel", "BertConfig")  # BertConfig() defaults: hidden 768, 12 layers, 12 heads, 3072, vocab 30522
+
+
+BERT_BASE_SEQ = 128
+full("full_q8s_resnet50", "int8-static-xnn")(full_image(lambda: tv("resnet50")))
+full("full_tv_resnet50", "fp32-xnn")(full_image(lambda: tv("resnet50")))
+full("full_tv_mobilenet_v3_small", "fp32-xnn")(full_image(lambda: tv("mobilenet_v3_small")))
+full("full_timm_convnext_atto", "fp32-xnn")(full_image(lambda: full_timm("convnext_atto")))
+full("full_tv_vit_b_16", "fp32-xnn")(full_image(tv_vit_b_16))
+full("full_hf_bert_base", "fp32-xnn")(lambda: dict(
+    model=Pick(bert_base(), "last_hidden_state", "pooler_output"),
+    calls=[(ids(1, BERT_BASE_SEQ, 30522), torch.ones(1, BERT_BASE_SEQ, dtype=torch.long))]))
+full("full_q8d_bert_base", "int8-dyn-xnn")(lambda: dict(  # token ids only: see with_mask
+    model=Pick(bert_base(), "last_hidden_state", "pooler_output"), calls=[(ids(1, BERT_BASE_SEQ, 30522),)]))
+
+
+# SmolLM-135M-class llama through ExecuTorch's own LLM flow (export_llama_lib, the code path of
+# `python -m executorch.examples.models.llama.export_llama`), from a seeded random checkpoint.
+SMOLLM135 = dict(dim=576, n_layers=30, n_heads=9, n_kv_heads=3, hidden_dim=1536, vocab_size=49152,
+                 norm_eps=1e-5, rope_theta=10000.0, ffn_dim_multiplier=1, use_scaled_rope=False)
+LLM_METADATA = {"get_bos_id": 1, "get_eos_ids": [2]}
+
+
+def llama_checkpoint(folder, params, max_seq):
+    """A seeded random state dict for export_llama's -c (without one, RMSNorm weights, rope tables
+    and the mask stay uninitialised and eager logits are NaN) and its params.json."""
+    from executorch.examples.models.llama.llama_transformer import construct_transformer
+    from executorch.examples.models.llama.model_args import ModelArgs
+    model = construct_transformer(ModelArgs(**params, max_seq_len=max_seq, max_context_len=max_seq))
+    sd = {}
+    for k, v in model.state_dict().items():
+        if "cache" in k or "freqs" in k or "mask" in k:
+            continue
+        if v.dim() == 1:  # norm weights around one
+            sd[k] = 1.0 + 0.2 * torch.randn_like(v)
+        elif k.startswith("tok_embeddings"):
+            sd[k] = torch.randn_like(v)
+        else:
+            sd[k] = torch.randn_like(v) * ((3.0 if k.startswith("output") else 1.0) / v.shape[1] ** 0.5)
+    del model
+    ckpt, pfile = os.path.join(folder, "ckpt.pth"), os.path.join(folder, "params.json")
+    torch.save(sd, ckpt)
+    with open(pfile, "w") as f:
+        json.dump(params, f)
+    return ckpt, pfile
+
+
+def load_llama_custom_ops():
+    """Registers llama::* with torch: _portable_lib and the AOT library, both with RTLD_LAZY (the
+    wheel's native libraries reference a symbol absent from torch 2.13.0+cpu)."""
+    import ctypes
+    import executorch
+    flags = sys.getdlopenflags()
+    sys.setdlopenflags(os.RTLD_LAZY)
+    try:
+        from executorch.extension.pybindings import _portable_lib  # noqa: F401
+    finally:
+        sys.setdlopenflags(flags)
+    ctypes.CDLL(os.path.join(list(executorch.__path__)[0], "extension/llm/custom_ops/libcustom_ops_aot_lib.so"),
+                mode=os.RTLD_LAZY)
+    assert torch.ops.llama.custom_sdpa.default is not None
+
+
+def export_llama_flow(name, entry, outdir):
+    """export_llama with entry["flags"]; the eager reference comes from the model export_llama's own
+    source transforms build from the same checkpoint and flags less the custom-op ones
+    (--use_sdpa_with_kv_cache: llama::sdpa_with_kv_cache / custom_sdpa / update_cache abort in eager
+    here; they compute the same attention)."""
+    from executorch.examples.models.llama import export_llama_lib as lib
+    from executorch.extension.llm.export.config.llm_config import LlmConfig
+    spec = entry["build"]()
+    flags, calls, max_seq = entry["flags"], spec["calls"], entry["max_seq"]
+    custom = "--use_sdpa_with_kv_cache" in flags
+    if custom:
+        load_llama_custom_ops()
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpt, pfile = llama_checkpoint(tmp, entry["params"], max_seq)
+
+        def argv(fl):
+            return ["-c", ckpt, "-p", pfile, "--max_seq_length", str(max_seq), "--max_context_length", str(max_seq),
+                    "--metadata", json.dumps(LLM_METADATA), "--output-dir", tmp, "-n", name] + fl
+
+        twin = [f for f in flags if f != "--use_sdpa_with_kv_cache"]
+        manager = lib._prepare_for_llama_export(LlmConfig.from_args(lib.build_args_parser().parse_args(argv(twin))))
+        eager = manager.model.eval()
+        with torch.no_grad():
+            outs = [flat(eager(c[0], {"input_pos": c[1]})) for c in calls]
+        del manager, eager
+        for k, o in enumerate(outs):
+            if not all(torch.isfinite(t).all() for t in o if t.is_floating_point()):
+                raise ValueError(f"eager outputs of call {k} are not finite")
+        path = lib.export_llama(lib.build_args_parser().parse_args(argv(flags)))
+        shutil.move(path, os.path.join(outdir, name + ".pte"))
+    size = os.path.getsize(os.path.join(outdir, name + ".pte"))
+    note = ("eager reference: the model export_llama's source transforms build from the same checkpoint and flags "
+            "without --use_sdpa_with_kv_cache (the llama custom ops abort in eager here)") if custom else "eager reference"
+    meta = dict(recipe=entry["recipe"], calls=len(calls), stateful=True, data_files=[],
+                in_dim_orders=[list(range(t.dim())) for t in calls[0]], out_steps=[None] * len(outs[0]),
+                export_llama_flags=flags, params=entry["params"], max_seq_len=max_seq, reference=note)
+    save_npz(outdir, name, calls, outs, meta)
+    return size
+
+
+def llama_calls(prefill=64, decode=3, vocab=49152):
+    """A prefill of `prefill` tokens at position 0, then `decode` single-token steps (one loaded method)."""
+    calls = [(torch.randint(0, vocab, (1, prefill)), torch.tensor([0], dtype=torch.long))]
+    return calls + [(torch.randint(0, vocab, (1, 1)), torch.tensor([prefill + k], dtype=torch.long))
+                    for k in range(decode)]
+
+
+full("full_llama_smollm135_8da4w", "llama-flow-8da4w-sdpa-xnn", stateful=True, export=export_llama_flow,
+     params=SMOLLM135, max_seq=512,
+     flags=["-kv", "--use_sdpa_with_kv_cache", "-X", "-qmode", "8da4w", "-G", "32"])(lambda: dict(calls=llama_calls()))
+
+
+def hf_whisper_tiny_encoder():  # whisper-tiny: d_model 384, 4 layers, 6 heads; 30 s = 3000 mel frames
+    import transformers
+    cfg = transformers.WhisperConfig(d_model=384, encoder_layers=4, encoder_attention_heads=6, encoder_ffn_dim=1536,
+                                     decoder_layers=4, decoder_attention_heads=6, decoder_ffn_dim=1536,
+                                     num_mel_bins=80, max_source_positions=1500)
+    m = transformers.WhisperModel(cfg).get_encoder().eval()
+    return dict(model=Pick(m, "last_hidden_state"), calls=[(torch.randn(1, 80, 3000),)])
+
+
+full("full_hf_wav2vec2_base", "fp32-xnn")(lambda: dict(  # Wav2Vec2Config() defaults (base); 1 s at 16 kHz
+    model=Pick(hf("Wav2Vec2Model", "Wav2Vec2Config"), "last_hidden_state"), calls=[(torch.randn(1, 16000),)]))
+full("full_hf_whisper_tiny_encoder", "fp32-xnn")(hf_whisper_tiny_encoder)
+full("full_tv_swin_t", "fp32-xnn")(full_image(lambda: tv("swin_t")))
+full("full_timm_convnext_tiny", "fp32-xnn")(full_image(lambda: full_timm("convnext_tiny")))
+full("full_tv_efficientnet_v2_s", "fp32-xnn")(full_image(lambda: tv("efficientnet_v2_s"), 384))  # its eval size
+
+
 # ------------------------------------------------------------------- pipeline
 def pt2e(model, inputs, dynamic, dyn):
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
@@ -412,6 +577,8 @@ def prepare(model):
 
 def export_one(name, entry, outdir):
     torch.manual_seed(SEED + zlib.crc32(name.encode()) % 10000)
+    if "export" in entry:  # its own export flow (export_llama)
+        return entry["export"](name, entry, outdir)
     recipe, stateful = entry["recipe"], entry.get("stateful", False)
     spec = entry["build"]()
     model, calls, dyn = prepare(spec["model"]), spec["calls"], spec.get("dyn")
@@ -454,6 +621,14 @@ def export_one(name, entry, outdir):
         os.rmdir(tmp)
     with open(os.path.join(outdir, name + ".pte"), "wb") as fh:
         fh.write(et.buffer)
+    meta = dict(recipe=recipe, calls=len(calls), stateful=stateful, data_files=data_files,
+                in_dim_orders=[list(t.dim_order()) if isinstance(t, torch.Tensor) else None for t in calls[0]],
+                out_steps=out_steps(model, len(outs[0])) if recipe.startswith("int8-static") else [None] * len(outs[0]))
+    save_npz(outdir, name, calls, outs, meta)
+    return len(et.buffer)
+
+
+def save_npz(outdir, name, calls, outs, meta):
     ref = {}
     for k, (c, o) in enumerate(zip(calls, outs)):
         for i, t in enumerate(c):
@@ -463,24 +638,23 @@ def export_one(name, entry, outdir):
     for key in list(ref):
         if key.startswith("forward:call0:"):
             ref["forward:" + key[len("forward:call0:"):]] = ref[key]
-    meta = dict(recipe=recipe, calls=len(calls), stateful=stateful, data_files=data_files,
-                in_dim_orders=[list(t.dim_order()) if isinstance(t, torch.Tensor) else None for t in calls[0]],
-                out_steps=out_steps(model, len(outs[0])) if recipe.startswith("int8-static") else [None] * len(outs[0]))
     np.savez(os.path.join(outdir, name + ".npz"), meta=np.array(json.dumps(meta)), **ref)
-    return len(et.buffer)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="/work/zoo", help="output directory (outside the repository)")
-    ap.add_argument("--only", nargs="+", metavar="NAME", help="export only these programs")
+    ap.add_argument("--out", help="output directory (outside the repository; default /work/zoo, with --full /work/fullzoo)")
+    ap.add_argument("--only", nargs="+", metavar="NAME", help="export only these programs (full_* ones included)")
+    ap.add_argument("--full", action="store_true",
+                    help="export the full-size programs (full_*, left out by default) instead of the small zoo")
     ap.add_argument("--list", action="store_true", help="list the programs and their recipes")
     ap.add_argument("--skip-existing", action="store_true", help="skip programs whose .pte and .npz exist")
     args = ap.parse_args(argv)
     if args.list:
         for n, e in ZOO.items():
-            print(f"{n:32s} {e['recipe']}")
+            print(f"{n:32s} {e['recipe']}{'  (--full)' if e.get('full') else ''}")
         return 0
+    args.out = args.out or ("/work/fullzoo" if args.full else "/work/zoo")
     unknown = set(args.only or ()) - set(ZOO)
     if unknown:
         ap.error(f"unknown programs: {sorted(unknown)}")
@@ -488,6 +662,8 @@ def main(argv=None):
     failed = {}
     for name, entry in ZOO.items():
         if args.only and name not in args.only:
+            continue
+        if not args.only and bool(entry.get("full")) != args.full:
             continue
         if args.skip_existing and all(os.path.exists(os.path.join(args.out, name + x)) for x in (".pte", ".npz")):
             continue
