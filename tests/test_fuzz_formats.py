@@ -1,0 +1,145 @@
+"""Bounded, deterministic runs of tools/fuzz_python.py (issue #30): mutated .bpte, .ptd and .npz
+inputs must end in success or a documented error, never another exception, a crash or a hang.
+
+Each run is a subprocess (the fuzzer itself runs its cases in a child under RLIMIT_AS with a
+watchdog); a few hundred cases per format, seed 1, a few seconds each. The fuzzer's own checks are
+tested too: deliberately injected bugs (an IndexError escaping bundled.parse, a crash, a hang) must
+be reported as findings with their reproducers.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import struct
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FUZZER = os.path.join(ROOT, "tools", "fuzz_python.py")
+MODELS = os.path.join(ROOT, "tests", "models")
+CASES = 250  # per format: a few seconds each on a slow machine
+
+# Known, unfixed: executorch_numpy_runtime/npz_inputs.py _headers catches BadZipFile, ValueError,
+# OSError, EOFError, KeyError only, so an .npz whose .npy header is not a Python literal lets
+# numpy's tokenize.TokenError escape, and an encrypted or unknown-compression member lets
+# zipfile's RuntimeError / NotImplementedError escape (etnp run/batch then dies with a traceback
+# instead of "error: ..." and exit status 1). The random npz run tolerates exactly these; the
+# xfail(strict=True) tests below pin one reproducer each and start failing once it is fixed.
+# The same pattern is given to the fuzzer in native_tests/run_gates.sh.
+KNOWN_NPZ_BUG = (r"^npz case [0-9]+: (tokenize\.TokenError|RuntimeError: File .* is encrypted|"
+                 r"NotImplementedError: (That compression method is not supported|strong encryption|"
+                 r"zip file version|compressed patched data))")
+
+
+def fuzz(tmp_path, *args, timeout=240):
+    out = tmp_path / "fuzz"
+    r = subprocess.run([sys.executable, FUZZER, "--seed", "1", "--seconds", "120", "--out", str(out), *args],
+                       capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    findings = [line.split("FINDING ", 1)[1] for line in r.stdout.splitlines() if "FINDING " in line]
+    return r, findings, out
+
+
+@pytest.mark.parametrize("fmt", ["bpte", "ptd"])
+def test_fuzz_no_findings(tmp_path, fmt):
+    r, findings, _ = fuzz(tmp_path, "--formats", fmt, "--max-cases", str(CASES))
+    assert findings == [] and r.returncode == 0, r.stdout + r.stderr
+    m = re.search(rf"{fmt}: (\d+) cases \((\d+) ok, (\d+) rejected", r.stdout)
+    assert m and int(m.group(1)) == CASES, r.stdout
+    assert int(m.group(2)) > 0 and int(m.group(3)) > 0, r.stdout  # both outcomes reached
+
+
+def test_fuzz_npz_no_unknown_findings(tmp_path):
+    r, findings, _ = fuzz(tmp_path, "--formats", "npz", "--max-cases", str(CASES), "--known", KNOWN_NPZ_BUG)
+    unknown = [f for f in findings if not re.match(KNOWN_NPZ_BUG, f)]
+    assert unknown == [] and r.returncode == 0, r.stdout + r.stderr
+    m = re.search(r"npz: (\d+) cases \((\d+) ok, (\d+) rejected", r.stdout)
+    assert m and int(m.group(1)) == CASES and int(m.group(2)) > 0 and int(m.group(3)) > 0, r.stdout
+
+
+def test_fuzzer_reports_an_escaping_exception(tmp_path):
+    # bundled.parse made to raise IndexError on some inputs, in the fuzzer's child only
+    r, findings, out = fuzz(tmp_path, "--formats", "bpte", "--max-cases", "40", "--inject", "bpte-indexerror")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert findings and all("IndexError: injected" in f for f in findings), r.stdout
+    saved = sorted(p.name for p in out.iterdir() if p.name.startswith("finding-bpte-"))
+    assert any(n.endswith(".bpte") for n in saved) and any(n.endswith(".txt") for n in saved), saved
+
+
+def test_fuzzer_survives_crashes_and_hangs(tmp_path):
+    r, findings, out = fuzz(tmp_path, "--formats", "bpte", "--max-cases", "12", "--inject", "bpte-crash")
+    assert r.returncode == 1 and findings and all("crash (signal SIGSEGV)" in f for f in findings), r.stdout + r.stderr
+    assert "bpte: 12 cases" in r.stdout, r.stdout  # a new child went on after each crash
+    r, findings, out = fuzz(tmp_path, "--formats", "bpte", "--max-cases", "12", "--inject", "bpte-hang",
+                            "--case-timeout", "1")
+    assert r.returncode == 1 and findings and all("hang > 1.0 s" in f for f in findings), r.stdout + r.stderr
+    assert "bpte: 12 cases" in r.stdout, r.stdout
+
+
+def test_fuzz_is_deterministic():
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    try:
+        import fuzz_python
+    finally:
+        sys.path.pop(0)
+    for name, cls in fuzz_python.TARGETS.items():
+        a, b = cls(), cls()
+        assert [a.generate(7, i) for i in range(20)] == [b.generate(7, i) for i in range(20)], name
+
+
+# ---- the known npz_inputs bug, one reproducer per escaping exception ----------------------------
+
+def _npz(member: bytes, flag: int = 0, method: int = 0) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(zipfile.ZipInfo("forward:in:0.npy", (1980, 1, 1, 0, 0, 0)), member)
+    b = bytearray(buf.getvalue())
+    for sig, flag_at, method_at in ((b"PK\x03\x04", 6, 8), (b"PK\x01\x02", 8, 10)):
+        i = b.index(sig)
+        if flag:
+            b[i + flag_at:i + flag_at + 2] = struct.pack("<H", flag)
+        if method:
+            b[i + method_at:i + method_at + 2] = struct.pack("<H", method)
+    return bytes(b)
+
+
+def _mlp_npy() -> bytes:
+    with np.load(os.path.join(MODELS, "mlp.npz")) as z:
+        x = z["forward:in:0"]
+    buf = io.BytesIO()
+    np.save(buf, x)
+    return buf.getvalue()
+
+
+NPZ_BUG_CASES = {
+    # a v1.0 .npy header "{": numpy's literal_eval fails, its Python 2 header filter raises tokenize.TokenError
+    "npy-header-tokenize-error": lambda: _npz(b"\x93NUMPY\x01\x00\x01\x00{"),
+    # the member's encryption flag set: zipfile raises RuntimeError (password required)
+    "zip-member-encrypted": lambda: _npz(_mlp_npy(), flag=1),
+    # compression method 99 (AES): zipfile raises NotImplementedError
+    "zip-unknown-compression": lambda: _npz(_mlp_npy(), method=99),
+}
+
+
+@pytest.mark.xfail(strict=True, reason="npz_inputs._headers lets tokenize.TokenError / RuntimeError / "
+                                       "NotImplementedError escape (found by tools/fuzz_python.py)")
+@pytest.mark.parametrize("case", sorted(NPZ_BUG_CASES))
+def test_cli_run_rejects_bad_npz(tmp_path, case):
+    from executorch_numpy_runtime import cli
+    path = tmp_path / "in.npz"
+    path.write_bytes(NPZ_BUG_CASES[case]())
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        rc = cli.main(["run", os.path.join(MODELS, "mlp.pte"), "--inputs", str(path), "--out", str(tmp_path / "o.npz")])
+    assert rc == 1 and "error:" in err.getvalue()
+
+
+def test_gate_tolerates_only_this_known_bug():
+    with open(os.path.join(ROOT, "native_tests", "run_gates.sh")) as f:
+        gates = f.read()
+    assert re.search(r"--known '([^']*)'", gates).group(1) == KNOWN_NPZ_BUG
