@@ -19,6 +19,9 @@ void vec_exp(const float* x, float* y, int64_t n);
 void vec_sigmoid(const float* x, float* y, int64_t n);
 void vec_tanh(const float* x, float* y, int64_t n);
 void vec_gelu(const float* x, float* y, int64_t n);  // x * (1 + erf(x / sqrt 2)) / 2
+// XNNPACK's float32 GELU (its rational 12/10 erf, FMA kernels) to the bit: what XNNPACK-delegated
+// GELU nodes compute (no ulp bound of ours; XNNPACK's own accuracy)
+void vec_gelu_xnn(const float* x, float* y, int64_t n);
 // XNNPACK's float32 hardswish, x * min(max(x / 6 + 1/2, 0), 1) (fused multiply-add): exact formula, no ulp bound
 void vec_hardswish(const float* x, float* y, int64_t n);
 // One softmax row: y = exp(x - max x) / sum. y may equal x.

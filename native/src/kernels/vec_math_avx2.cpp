@@ -69,6 +69,7 @@ void vec_exp_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::e
 void vec_sigmoid_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::sigmoid(x, y, n); }
 void vec_tanh_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::tanh(x, y, n); }
 void vec_gelu_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::gelu(x, y, n); }
+void vec_gelu_xnn_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::gelu_xnn(x, y, n); }
 void vec_hardswish_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::hardswish(x, y, n); }
 void vec_softmax_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::softmax(x, y, n); }
 

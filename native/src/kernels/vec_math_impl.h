@@ -128,6 +128,31 @@ inline typename S::V gelu(typename S::V x) {
   return S::select(S::isnan(x), x, y);
 }
 
+// XNNPACK's float32 GELU (f32-vgelu rational_12_10_div, the kernels with a native FMA: AVX-512F,
+// FMA3, NEON): erf(x / sqrt 2) = x P(x^2) / Q(x^2) (degree 11 / 10) with x clamped to +-5.1638283730,
+// y = (x / 2) (1 + erf), the same operations in the same order, so results are XNNPACK's to the
+// bit (a NaN stays NaN: min / max with the value second).
+template <class S>
+inline typename S::V gelu_xnn(typename S::V x) {
+  using V = typename S::V;
+  V xc = S::min(S::set1(5.1638283730e+00f), x);
+  xc = S::max(S::set1(-5.1638283730e+00f), xc);
+  const V x2 = S::mul(xc, xc);
+  V p = S::fmadd(x2, S::set1(4.5835321316e-08f), S::set1(1.2609783880e-05f));
+  p = S::fmadd(x2, p, S::set1(3.2973114867e-04f));
+  p = S::fmadd(x2, p, S::set1(9.3065137044e-03f));
+  p = S::fmadd(x2, p, S::set1(6.6972173750e-02f));
+  p = S::fmadd(x2, p, S::set1(7.9788452387e-01f));
+  p = S::mul(xc, p);
+  V q = S::fmadd(x2, S::set1(1.1988805682e-06f), S::set1(7.2267655923e-05f));
+  q = S::fmadd(x2, q, S::set1(1.8622842617e-03f));
+  q = S::fmadd(x2, q, S::set1(2.8431978077e-02f));
+  q = S::fmadd(x2, q, S::set1(2.5060352683e-01f));
+  q = S::fmadd(x2, q, S::set1(1.f));
+  const V erf = S::div(p, q);
+  return S::mul(S::mul(x, S::set1(0.5f)), S::add(erf, S::set1(1.f)));
+}
+
 // Applies F lane-wise over n floats; the tail goes through a padded block.
 template <class S, class F>
 inline void map(const float* x, float* y, int64_t n, F f) {
@@ -194,6 +219,7 @@ template <class S> struct ExpOp { typename S::V operator()(typename S::V v) cons
 template <class S> struct SigmoidOp { typename S::V operator()(typename S::V v) const { return sigmoid<S>(v); } };
 template <class S> struct TanhOp { typename S::V operator()(typename S::V v) const { return tanh<S>(v); } };
 template <class S> struct GeluOp { typename S::V operator()(typename S::V v) const { return gelu<S>(v); } };
+template <class S> struct GeluXnnOp { typename S::V operator()(typename S::V v) const { return gelu_xnn<S>(v); } };
 // XNNPACK's hardswish: x * min(max(x / 6 + 1/2, 0), 1) (max(NaN, 0) = 0, then 0 * NaN = NaN)
 template <class S> struct HardswishOp {
   typename S::V operator()(typename S::V v) const {
@@ -209,6 +235,7 @@ struct Path {
   static void sigmoid(const float* x, float* y, int64_t n) { map<S>(x, y, n, SigmoidOp<S>()); }
   static void tanh(const float* x, float* y, int64_t n) { map<S>(x, y, n, TanhOp<S>()); }
   static void gelu(const float* x, float* y, int64_t n) { map<S>(x, y, n, GeluOp<S>()); }
+  static void gelu_xnn(const float* x, float* y, int64_t n) { map<S>(x, y, n, GeluXnnOp<S>()); }
   static void hardswish(const float* x, float* y, int64_t n) { map<S>(x, y, n, HardswishOp<S>()); }
   static void softmax(const float* x, float* y, int64_t n) { softmax_row<S>(x, y, n); }
 };

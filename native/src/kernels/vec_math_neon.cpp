@@ -62,6 +62,7 @@ void vec_exp_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::e
 void vec_sigmoid_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::sigmoid(x, y, n); }
 void vec_tanh_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::tanh(x, y, n); }
 void vec_gelu_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::gelu(x, y, n); }
+void vec_gelu_xnn_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::gelu_xnn(x, y, n); }
 void vec_hardswish_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::hardswish(x, y, n); }
 void vec_softmax_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::softmax(x, y, n); }
 

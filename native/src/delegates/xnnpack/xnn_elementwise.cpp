@@ -179,7 +179,7 @@ const BinaryOp* binary_op(int type) {
 const UnaryOp* unary_op(int type) {
   static const UnaryOp copy{&map_copy, false, 1 << 18}, sigmoid{&map_vec<vec_sigmoid>, true, 1 << 14},
       tanh{&map_vec<vec_tanh>, true, 1 << 14}, exp{&map_vec<vec_exp>, true, 1 << 14},
-      gelu{&map_vec<vec_gelu>, true, 1 << 14}, hardswish{&map_vec<vec_hardswish>, false, 1 << 14},
+      gelu{&map_vec<vec_gelu_xnn>, true, 1 << 14}, hardswish{&map_vec<vec_hardswish>, false, 1 << 14},
       floor{&map_f32<FloorF>, false, 1 << 16}, ceil{&map_f32<CeilF>, false, 1 << 16},
       sqrt{&map_f32<SqrtF>, false, 1 << 16}, square{&map_f32<SquareF>, false, 1 << 16},
       abs{&map_f32<AbsF>, false, 1 << 16}, neg{&map_f32<NegF>, false, 1 << 16},
