@@ -26,5 +26,8 @@ void vec_gelu_xnn(const float* x, float* y, int64_t n);
 void vec_hardswish(const float* x, float* y, int64_t n);
 // One softmax row: y = exp(x - max x) / sum. y may equal x.
 void vec_softmax_row(const float* x, float* y, int64_t n);
+// XNNPACK's float32 softmax of one row to the bit (its exp polynomial and summation order: the
+// AVX-512 kernel's on AVX-512, the AVX2 one's on AVX2): what XNNPACK Softmax nodes compute
+void vec_softmax_xnn_row(const float* x, float* y, int64_t n);
 
 }  // namespace etnp

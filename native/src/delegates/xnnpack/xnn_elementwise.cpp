@@ -132,7 +132,7 @@ void softmax(KernelContext& ctx, Graph& g, Node& n) {
   const float* x = a.cdata();
   float* y = o.data.data();
   parallel(ctx, rows, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(len, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; r++) vec_softmax_row(x + r * len, y + r * len, len);
+    for (int64_t r = b; r < e; r++) vec_softmax_xnn_row(x + r * len, y + r * len, len);
   });
 }
 
