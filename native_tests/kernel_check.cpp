@@ -165,6 +165,22 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
         std::printf("qgemm accumulate M=%ld N=%ld K=%ld [%ld]: %g != %g\n", (long)M, (long)N, (long)K, (long)i, Acc[i], want);
     }
   }
+  if (!uniform) {  // dynamic int8 rows (qd8): XNNPACK's epilogue fma(acc * sa, sw, bias), bit for bit
+    a.scale_rows_first = true;
+    std::vector<float> D(M * N);
+    qgemm_q8(pool, M, a, p, bias.data(), -1e30f, 1e30f, D.data(), N);
+    a.scale_rows_first = false;
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < N; n++) {
+        int32_t acc = 0;
+        for (int64_t k = 0; k < K; k++) acc += (xi[m * K + k] - zp[m]) * W[k * N + n];
+        const float t = (float)acc * sa[m];
+        const float want = fma_exact(t, sw[n], bias[n]);
+        if (D[m * N + n] != want && failures++ < 5)
+          std::printf("qgemm qd8 epilogue M=%ld N=%ld K=%ld (%ld,%ld): %.9g != %.9g\n", (long)M, (long)N, (long)K, (long)m,
+                      (long)n, D[m * N + n], want);
+      }
+  }
   for (int64_t m = 0; m < M; m++)
     for (int64_t n = 0; n < N; n++) {
       int64_t acc = 0;
@@ -323,34 +339,51 @@ static void check_codes(std::mt19937& rng) {
   }
 }
 
-// Dynamic int8 quantization of a row (qd8 activations) against its definition (double division,
-// round half to even, clamp), at scales whose reciprocal is inexact, with values whose quotient is
-// exactly a half-integer (where a product by the reciprocal could round the other way), NaN.
+// Dynamic int8 quantization of a row (qd8 activations) against XNNPACK's float32 definition
+// (quantize_row.h): the parameters from min(0, mn) and max(0, mx) - m = 255 / (max - min), the
+// zero point of the end with the smaller error, scale 1 / m - and the codes round_half_even(x * m
+// rounded to float) clamped, on every path: products that are exactly half-integers, NaN, every
+// tail length, rows of one sign.
 static void check_quantize_row(std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-3.f, 3.f);
-  // (3474 * 2^-18: x * (1 / scale) misses some exact half-integers by one unit in the last place)
-  for (const double scale : {3474.0 / 262144, 3.0 / 256, 0.0371, 1.0 / 255, 7.0 / 1024})
-    for (const double zp : {0.0, -17.0, 100.0}) {
-      std::vector<float> x;
-      for (int k = -140; k < 140; k++) x.push_back((float)((k + 0.5) * scale));  // exact half-integers
-      for (int k = 0; k < 200; k++) x.push_back(u(rng) * (float)(scale * 100));
-      x.push_back(std::nanf(""));
-      std::shuffle(x.begin(), x.end(), rng);
-      const int64_t n = (int64_t)x.size();
-      std::vector<float> grid((size_t)n);
-      std::vector<uint8_t> q((size_t)n);
-      quantize_row_q8(x.data(), n, scale, zp, grid.data(), q.data());
-      for (int64_t i = 0; i < n; i++) {
-        double v = std::nearbyint((double)x[(size_t)i] / scale) + zp;
-        v = v >= -128.0 ? (v <= 127.0 ? v : 127.0) : (v != v ? v : -128.0);
-        const float want_grid = (float)((v - zp) * scale);
-        const int want_q = (int)((v == v ? v : -128.0) + 128.0);
-        const bool same_grid = grid[(size_t)i] == want_grid || (want_grid != want_grid && grid[(size_t)i] != grid[(size_t)i]);
-        if ((!same_grid || q[(size_t)i] != want_q) && failures++ < 5)
-          std::printf("quantize_row scale=%g zp=%g x=%.9g: %d (%g) != %d (%g)\n", scale, zp, x[(size_t)i], q[(size_t)i],
-                      grid[(size_t)i], want_q, want_grid);
+  for (const float lo : {-3.f, -0.7f, 0.f, 0.25f})
+    for (const float hi : {3.f, 0.3f, 1.f / 255, -0.1f})
+      for (const int64_t extra : {0, 1, 7, 15, 31}) {
+        std::vector<float> x{lo, hi};
+        float mn = 0.f, mx = 0.f;
+        row_min_max(x.data(), 2, mn, mx);
+        if (mn == mx) continue;
+        const Qd8Params p = qd8_params(mn, mx);
+        const float rmin = std::min(0.f, std::min(lo, hi)), rmax = std::max(0.f, std::max(lo, hi));
+        const float m = 255.f / (rmax - rmin);
+        if (p.mult != m || p.scale != 1.f / m || p.zp < -128 || p.zp > 127) {
+          if (failures++ < 5) std::printf("qd8_params [%g, %g]: %g %g %d\n", lo, hi, p.mult, p.scale, p.zp);
+          continue;
+        }
+        for (int k = -140; k < 140; k++) {  // (k + 1/2) / m: x * m a half-integer where it rounds to one
+          const float v = (float)(k + 0.5) / m;
+          if (v >= rmin && v <= rmax) x.push_back(v);
+        }
+        for (int k = 0; k < 100 + extra; k++) x.push_back(rmin + (rmax - rmin) * (u(rng) + 3.f) / 6.f);
+        x.push_back(std::nanf(""));
+        std::shuffle(x.begin(), x.end(), rng);
+        const int64_t n = (int64_t)x.size();
+        std::vector<float> grid((size_t)n);
+        std::vector<uint8_t> q((size_t)n);
+        quantize_row_q8(x.data(), n, p, grid.data(), q.data());
+        for (int64_t i = 0; i < n; i++) {
+          float t = x[(size_t)i] * p.mult;
+          t = t < (float)(-128 - p.zp) ? (float)(-128 - p.zp) : t;
+          t = t > (float)(127 - p.zp) ? (float)(127 - p.zp) : t;
+          t = std::nearbyint(t);
+          const float want_grid = t * p.scale;
+          const int want_q = t == t ? (int)t + p.zp + 128 : 0;
+          const bool same_grid = grid[(size_t)i] == want_grid || (want_grid != want_grid && grid[(size_t)i] != grid[(size_t)i]);
+          if ((!same_grid || q[(size_t)i] != want_q) && failures++ < 5)
+            std::printf("quantize_row [%g, %g] x=%.9g: %d (%g) != %d (%g)\n", lo, hi, x[(size_t)i], q[(size_t)i],
+                        grid[(size_t)i], want_q, want_grid);
+        }
       }
-    }
 }
 
 // Table lookup of values on an int8 grid (unary functions of static-int8 values): every grid point

@@ -23,6 +23,10 @@ TOLERANCES = {
     # outputs ~0.16, three int8 requantisations (seen: 1.5e-3). The published ExecuTorch runtime
     # gives the same numbers as ours to 3e-8 on this program (measured, not testable here).
     "qmlp_dyn_xnn": (6e-3, 0),
+    # three BERT-like blocks with dynamic int8 linears vs the float model: outputs ~1.9, the linears
+    # quantize rows of range ~4 (steps ~1.6e-2) eight times over (seen: 7.5e-3; against the reference
+    # runtime's own outputs: tests/test_q8d_fidelity.py)
+    "qbert_dyn_xnn": (3e-2, 0),
     # static int8 (per-tensor qs8 activations, per-channel qc8 weights, qc32 bias) vs the float model:
     # the logits pass through int8 grids of step ~1/50 before the softmax, so 1e-2 on the
     # probabilities (seen: 4.3e-4).

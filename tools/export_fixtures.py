@@ -296,6 +296,30 @@ class QMLP(nn.Module):
         return self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
 
 
+class QBertBlocks(nn.Module):
+    """BERT-like encoder blocks for dynamic int8 (qd8 x qc8w) linears, with the float XNNPACK
+    operations between them whose bits the next dynamic quantization reads: attention (batch
+    matmuls, softmax), residual adds, GELU. No layer norm (it runs as a portable kernel, outside
+    the delegate). Hidden 64, 4 heads, FFN 256."""
+
+    def __init__(self, layers=3, hidden=64, heads=4, ffn=256):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.ModuleList(nn.Linear(hidden, 3 * hidden) for _ in range(layers))
+        self.out = nn.ModuleList(nn.Linear(hidden, hidden) for _ in range(layers))
+        self.up = nn.ModuleList(nn.Linear(hidden, ffn) for _ in range(layers))
+        self.down = nn.ModuleList(nn.Linear(ffn, hidden) for _ in range(layers))
+
+    def forward(self, x):
+        b, s, h = x.shape
+        for qkv, out, up, down in zip(self.qkv, self.out, self.up, self.down):
+            q, k, v = qkv(x).view(b, s, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
+            a = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, h)
+            x = x + out(a)
+            x = x + down(F.gelu(up(x)))
+        return x
+
+
 # ------------------------------------------------------------------ custom ops
 _LIBS = []
 
@@ -826,6 +850,9 @@ def fixtures():
     f["qfire_static_xnn"] = dict(methods={"forward": (FireQ8(), (rnd(2, 3, 21, 23),))}, xnn=True, quant="static")
     f["qregnet_block_static_xnn"] = dict(methods={"forward": (RegNetBlockQ8(), (rnd(2, 16, 14, 15),))}, xnn=True,
                                          quant="static")
+    # the reference runtime's outputs too (M:runtime_out:i): dynamic int8 that must track it exactly
+    f["qbert_dyn_xnn"] = dict(methods={"forward": (QBertBlocks(), (rnd(1, 48, 64),))}, xnn=True, quant="dynamic",
+                              runtime_reference=True)
     return f
 
 
@@ -950,7 +977,47 @@ def export_one(name, spec, outdir):
     with open(os.path.join(outdir, name + ".pte"), "wb") as fh:
         fh.write(et.buffer)
     np.savez(os.path.join(outdir, name + ".npz"), **ref)
+    if spec.get("runtime_reference"):
+        runtime_reference(os.path.join(outdir, name + ".pte"), os.path.join(outdir, name + ".npz"), list(progs))
     print(f"{name}: {len(et.buffer)} bytes, methods {list(progs)}")
+
+
+REF_PYTHON = os.environ.get("ETNP_REF_PYTHON", "/work/envs/ref-venv/bin/python")
+# Runs in the reference runtime's env (the published wheel: upstream ExecuTorch 1.3.1 + XNNPACK):
+# each method on the fixture's inputs. argv: pte, npz in, npz out, method names.
+REF_SCRIPT = r"""
+import sys, numpy as np, executorch_numpy_runtime as en
+pte, src, dst = sys.argv[1:4]
+d = dict(np.load(src))
+prog = en.Runtime.get().load_program(pte)
+res = {}
+for m in sys.argv[4:]:
+    n = sum(1 for k in d if k.startswith(m + ":in:"))
+    for i, o in enumerate(prog.load_method(m)([d[f"{m}:in:{j}"] for j in range(n)])):
+        res[f"{m}:runtime_out:{i}"] = np.asarray(o)
+np.savez(dst, **res)
+"""
+
+
+def runtime_reference(pte, npz, methods):
+    """The reference runtime's outputs on the fixture's inputs, merged into its npz as
+    M:runtime_out:i (tests compare with them where ours must give the published runtime's bits)."""
+    import subprocess
+    import tempfile
+    if not os.path.exists(REF_PYTHON):
+        raise SystemExit(f"no reference runtime at {REF_PYTHON} (set ETNP_REF_PYTHON)")
+    pte, npz = os.path.abspath(pte), os.path.abspath(npz)
+    out = npz + ".ref.npz"
+    # run away from the repository: this project's own package would shadow the reference one
+    with tempfile.TemporaryDirectory() as away:
+        r = subprocess.run([REF_PYTHON, "-c", REF_SCRIPT, pte, npz, out] + methods, cwd=away,
+                           capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit(f"reference runtime failed on {pte}:\n{r.stderr[-3000:]}")
+    merged = dict(np.load(npz))
+    merged.update(np.load(out))
+    os.remove(out)
+    np.savez(npz, **merged)
 
 
 def main(argv):

@@ -10,6 +10,7 @@
 #include "kernels/qgemm_neon.h"
 #include "os/cpu_id.h"
 #include "util/compiler.h"
+#include "util/fma_exact.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -28,13 +29,20 @@ void snap_block(float* C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0, int64
 // vector paths' (a corrupt zero point is not undefined behaviour)
 inline int32_t code_offset(int32_t zp) { return (int32_t)((uint32_t)zp + 128u); }
 
-// Float epilogue of one accumulator row: (acc - (128 + za) * col_sum) * sa * sw + bias, clamped.
-// With `prior` (QOutput::accumulate: C's value), added before the clamp.
+// Float epilogue of one accumulator row: (acc - (128 + za) * col_sum) * sa * sw + bias, clamped
+// (rows_first: QActivations::scale_rows_first). With `prior` (QOutput::accumulate: C's value),
+// added before the clamp.
 inline float finish(int32_t acc, int32_t offset, int32_t col_sum, float sa, float sw, float bias, float lo, float hi,
-                    const float* prior) {
+                    const float* prior, bool rows_first) {
   // (wrapping int32 arithmetic, as the vector paths': corrupt zero points are not undefined behaviour)
   const int32_t q = (int32_t)((uint32_t)acc - (uint32_t)offset * (uint32_t)col_sum);
-  float v = (float)q * (sa * sw) + bias;
+  float v;
+  if (rows_first) {
+    const float t = (float)q * sa;
+    v = fma_exact(t, sw, bias);  // (as the vector paths' FMA)
+  } else {
+    v = (float)q * (sa * sw) + bias;
+  }
   if (prior) v += *prior;
   return std::min(std::max(v, lo), hi);
 }
@@ -63,7 +71,7 @@ void rows_generic(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivat
       for (int64_t j = 0, n = p * NR; j < NR && n < w.N; j++, n++) {
         float& c = C[(m - m0) * ldc + n - p0 * NR];
         c = finish(acc[j], offset, w.col_sum[n], a.scale[m], w.scale[n], bias ? bias[n] : 0.f, lo, hi,
-                   accumulate ? &c : nullptr);
+                   accumulate ? &c : nullptr, a.scale_rows_first);
       }
     }
   }
@@ -102,15 +110,18 @@ ETNP_TARGET_INLINE("avx512f,avx512vnni") void finish_panel(const __m512i* acc, i
   const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + n0) : _mm512_setzero_ps();
   const __m512 s0 = U ? _mm512_mul_ps(_mm512_set1_ps(a.scale[m0]), sw) : _mm512_setzero_ps();
   const __m512i cs = U ? _mm512_setzero_si512() : _mm512_maskz_loadu_epi32(m, w.col_sum.data() + n0);
+  const bool rows_first = !U && a.scale_rows_first;
 #pragma GCC unroll 8
   for (int i = 0; i < ROWS; i++) {
     __m512i q = acc[i];
-    __m512 s = s0;
-    if (!U) {
+    __m512 r;
+    if (U) {
+      r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), s0, bv);
+    } else {
       q = _mm512_sub_epi32(q, _mm512_mullo_epi32(_mm512_set1_epi32(code_offset(a.zero_point[m0 + i])), cs));
-      s = _mm512_mul_ps(_mm512_set1_ps(a.scale[m0 + i]), sw);
+      const __m512 sa = _mm512_set1_ps(a.scale[m0 + i]), f = _mm512_cvtepi32_ps(q);
+      r = rows_first ? _mm512_fmadd_ps(_mm512_mul_ps(f, sa), sw, bv) : _mm512_fmadd_ps(f, _mm512_mul_ps(sa, sw), bv);
     }
-    __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), s, bv);
     if (out.accumulate) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, out.C + (m0 + i) * out.ldc + n0));
     store_q8_16(out, (m0 + i) * out.ldc + n0, cols, m, r, bounds);
   }
@@ -247,13 +258,16 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, const int16_t* x,
 #pragma GCC unroll 4
     for (int i = 0; i < ROWS; i++) {
       __m256i q = acc[i][v];
-      __m256 s = sw;
-      if (!U) {
+      __m256 r;
+      if (U) {
+        r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), sw, bv);
+      } else {
         const __m256i off = _mm256_set1_epi32(code_offset(a.zero_point[m0 + i]));
         q = _mm256_sub_epi32(q, _mm256_mullo_epi32(off, cs));
-        s = _mm256_mul_ps(_mm256_set1_ps(a.scale[m0 + i]), sw);
+        const __m256 sa = _mm256_set1_ps(a.scale[m0 + i]), f = _mm256_cvtepi32_ps(q);
+        r = a.scale_rows_first ? _mm256_fmadd_ps(_mm256_mul_ps(f, sa), sw, bv)
+                               : _mm256_fmadd_ps(f, _mm256_mul_ps(sa, sw), bv);
       }
-      __m256 r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), s, bv);
       if (out.accumulate) {
         const float* c = out.C + (m0 + i) * out.ldc + c0;
         if (cols >= 8 * (v + 1)) {
@@ -382,7 +396,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
   if (avx2) {
     bias_padded.assign((size_t)(panels * NR), 0.f);
     if (bias) std::copy(bias, bias + w.N, bias_padded.begin());
-    uniform = true;
+    uniform = !a.scale_rows_first;  // (the uniform tiles multiply by the product of the scales)
     for (int64_t m = 1; m < M && uniform; m++) uniform = a.zero_point[m] == a.zero_point[0] && a.scale[m] == a.scale[0];
     if (uniform) {  // (the products the per-row epilogue computes, so results are the same)
       uni_corr.resize((size_t)(panels * NR));

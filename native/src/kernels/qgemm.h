@@ -33,6 +33,10 @@ struct QActivations {
   const float* scale = nullptr;    // per row
   const int32_t* zero_point = nullptr;
   bool uniform = false;            // every row's scale and zero point are row 0's (static int8)
+  // dynamically quantized rows (qd8): results (acc * scale[m]) * w.scale[n] + bias with one
+  // rounding for the multiply-add, as XNNPACK's qd8-f32-qc8w GEMMs; else acc * (scale[m] *
+  // w.scale[n]) + bias
+  bool scale_rows_first = false;
 };
 
 void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8& w, const float* bias, float lo,

@@ -15,68 +15,57 @@
 namespace etnp {
 namespace {
 
-void row_generic(const float* x, int64_t b, int64_t n, double scale, double zp, float* grid, uint8_t* u8) {
+// The qd8 code of one element (quantize_row.h): t = x * m rounded to float, clamped to the codes'
+// range [lo, hi] = [-128 - zp, 127 - zp] (NaN stays NaN), rounded to nearest even.
+void row_generic(const float* x, int64_t b, int64_t n, const Qd8Params& p, float* grid, uint8_t* u8) {
+  const float lo = (float)(-128 - p.zp), hi = (float)(127 - p.zp);
   for (int64_t i = b; i < n; i++) {
-    double v = std::nearbyint((double)x[i] / scale) + zp;
-    double q = v >= -128.0 ? (v <= 127.0 ? v : 127.0) : (v != v ? v : -128.0);  // NaN kept for the grid
-    grid[i] = (float)((q - zp) * scale);
-    u8[i] = (uint8_t)(int32_t)((q == q ? q : -128.0) + 128.0);
+    float t = x[i] * p.mult;
+    t = t < lo ? lo : t;
+    t = t > hi ? hi : t;
+    t = std::nearbyint(t);
+    grid[i] = t * p.scale;
+    u8[i] = t == t ? (uint8_t)((int32_t)t + p.zp + 128) : (uint8_t)0;
   }
 }
 
 #if defined(__x86_64__)
-ETNP_TARGET("avx512f") int64_t rows_avx512(const float* x, int64_t n, double scale, double zp, float* grid,
-                                                      uint8_t* u8) {
-  const __m512d s = _mm512_set1_pd(scale), z = _mm512_set1_pd(zp), lo = _mm512_set1_pd(-128.0),
-                hi = _mm512_set1_pd(127.0);
+ETNP_TARGET("avx512f") int64_t rows_avx512(const float* x, int64_t n, const Qd8Params& p, float* grid,
+                                           uint8_t* u8) {
+  const __m512 m = _mm512_set1_ps(p.mult), s = _mm512_set1_ps(p.scale), lo = _mm512_set1_ps((float)(-128 - p.zp)),
+               hi = _mm512_set1_ps((float)(127 - p.zp));
+  const __m512i shift = _mm512_set1_epi32(p.zp + 128), zero = _mm512_setzero_si512();
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m512d v = _mm512_div_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)), s);
-    v = _mm512_add_pd(_mm512_roundscale_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
-    v = _mm512_min_pd(hi, _mm512_max_pd(lo, v));  // the value second: NaN stays NaN
-    _mm256_storeu_ps(grid + i, _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_sub_pd(v, z), s)));
-    __m256i q = _mm512_cvtpd_epi32(v);  // NaN -> INT_MIN, clamped to -128 below
-    q = _mm256_add_epi32(_mm256_max_epi32(q, _mm256_set1_epi32(-128)), _mm256_set1_epi32(128));
-    _mm_storel_epi64((__m128i*)(u8 + i), _mm512_cvtepi32_epi8(_mm512_castsi256_si512(q)));
+  for (; i + 16 <= n; i += 16) {
+    __m512 t = _mm512_mul_ps(_mm512_loadu_ps(x + i), m);
+    t = _mm512_min_ps(hi, _mm512_max_ps(lo, t));  // the value second: NaN stays NaN
+    t = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm512_storeu_ps(grid + i, _mm512_mul_ps(t, s));
+    // (t is an integer: the conversion rounds nothing; NaN -> INT_MIN -> below 0 -> 0)
+    const __m512i c = _mm512_max_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(t), shift), zero);
+    _mm_storeu_si128((__m128i*)(u8 + i), _mm512_cvtusepi32_epi8(c));
   }
   return i;
 }
 
-// x / scale as x * (1 / scale) (a division costs several multiplications): the two differ by a
-// few units in the last place, which changes the rounding only next to a half-integer - there
-// (|frac - 1/2| within 1e-14 |t|) the quotient itself is computed, so results are the division's.
-// Returns clamp(round(x / scale) + zp, -128, 127) in double.
-ETNP_TARGET_INLINE("avx2,fma") __m256d quantize4_avx2(__m256d xd, __m256d s, __m256d inv, __m256d z) {
-  const __m256d sign = _mm256_set1_pd(-0.0);
-  __m256d v = _mm256_mul_pd(xd, inv);
-  const __m256d off = _mm256_andnot_pd(sign, _mm256_sub_pd(_mm256_sub_pd(v, _mm256_floor_pd(v)), _mm256_set1_pd(0.5)));
-  if (_mm256_movemask_pd(_mm256_cmp_pd(off, _mm256_mul_pd(_mm256_set1_pd(1e-14), _mm256_andnot_pd(sign, v)), _CMP_LE_OQ)))
-    v = _mm256_div_pd(xd, s);
-  v = _mm256_add_pd(_mm256_round_pd(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
-  return _mm256_min_pd(_mm256_set1_pd(127.0), _mm256_max_pd(_mm256_set1_pd(-128.0), v));
-}
-// q + 128 in [0, 255] as int32 (NaN: INT_MIN -> -128 -> 0)
-ETNP_TARGET_INLINE("avx2,fma") __m128i codes4_avx2(__m256d q) {
-  return _mm_add_epi32(_mm_max_epi32(_mm256_cvtpd_epi32(q), _mm_set1_epi32(-128)), _mm_set1_epi32(128));
-}
-
-ETNP_TARGET("avx2,fma") int64_t rows_avx2(const float* x, int64_t n, double scale, double zp, float* grid,
-                                                     uint8_t* u8) {
-  const __m256d s = _mm256_set1_pd(scale), z = _mm256_set1_pd(zp), inv = _mm256_set1_pd(1.0 / scale);
+ETNP_TARGET("avx2,fma") int64_t rows_avx2(const float* x, int64_t n, const Qd8Params& p, float* grid,
+                                          uint8_t* u8) {
+  const __m256 m = _mm256_set1_ps(p.mult), s = _mm256_set1_ps(p.scale), lo = _mm256_set1_ps((float)(-128 - p.zp)),
+               hi = _mm256_set1_ps((float)(127 - p.zp));
+  const __m256i shift = _mm256_set1_epi32(p.zp + 128), zero = _mm256_setzero_si256();
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {  // two independent vectors a step
-    const __m256d a = quantize4_avx2(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), s, inv, z);
-    const __m256d b = quantize4_avx2(_mm256_cvtps_pd(_mm_loadu_ps(x + i + 4)), s, inv, z);
-    _mm_storeu_ps(grid + i, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_sub_pd(a, z), s)));
-    _mm_storeu_ps(grid + i + 4, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_sub_pd(b, z), s)));
-    _mm_storel_epi64((__m128i*)(u8 + i), _mm_packus_epi16(_mm_packs_epi32(codes4_avx2(a), codes4_avx2(b)), _mm_setzero_si128()));
-  }
-  for (; i + 4 <= n; i += 4) {
-    const __m256d v = quantize4_avx2(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), s, inv, z);
-    _mm_storeu_ps(grid + i, _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_sub_pd(v, z), s)));
-    const __m128i q = codes4_avx2(v);
-    const int32_t four = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(q, q), _mm_setzero_si128()));
-    std::memcpy(u8 + i, &four, 4);
+  for (; i + 16 <= n; i += 16) {  // two vectors a step: 16 codes
+    __m256 a = _mm256_mul_ps(_mm256_loadu_ps(x + i), m), b = _mm256_mul_ps(_mm256_loadu_ps(x + i + 8), m);
+    a = _mm256_min_ps(hi, _mm256_max_ps(lo, a));  // the value second: NaN stays NaN
+    b = _mm256_min_ps(hi, _mm256_max_ps(lo, b));
+    a = _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    b = _mm256_round_ps(b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_ps(grid + i, _mm256_mul_ps(a, s));
+    _mm256_storeu_ps(grid + i + 8, _mm256_mul_ps(b, s));
+    const __m256i qa = _mm256_max_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(a), shift), zero);  // (NaN -> 0)
+    const __m256i qb = _mm256_max_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(b), shift), zero);
+    const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(qa, qb), 0xD8);  // 16 int16 in order
+    _mm_storeu_si128((__m128i*)(u8 + i), _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
   }
   return i;
 }
@@ -227,14 +216,30 @@ void row_min_max(const float* x, int64_t n, float& mn, float& mx) {
   }
 }
 
-void quantize_row_q8(const float* x, int64_t n, double scale, double zp, float* grid, uint8_t* u8) {
+Qd8Params qd8_params(float mn, float mx) {
+  // (one rounding per statement, as XNNPACK's C: no contraction into fused multiply-adds)
+  const float rmin = std::min(0.f, mn), rmax = std::max(0.f, mx);
+  Qd8Params p;
+  p.mult = rmin == rmax ? 1.f : 255.f / (rmax - rmin);
+  const float dmin = rmin * p.mult;
+  const float dmax = rmax * p.mult;
+  const float from_min = -128.f + dmin;
+  const float from_max = 127.f + dmax;
+  float zp = from_min + from_max > 0.f ? -128.f - dmin : 127.f - dmax;
+  zp = std::min(std::max(zp, -128.f), 127.f);
+  p.zp = (int32_t)std::nearbyint(zp);
+  p.scale = 1.f / p.mult;
+  return p;
+}
+
+void quantize_row_q8(const float* x, int64_t n, const Qd8Params& p, float* grid, uint8_t* u8) {
   int64_t done = 0;
 #if defined(__x86_64__)
   static const bool avx512 = cpu_has_avx512f(), avx2 = cpu_has_avx2_fma();
-  if (avx512) done = rows_avx512(x, n, scale, zp, grid, u8);
-  else if (avx2) done = rows_avx2(x, n, scale, zp, grid, u8);
+  if (avx512) done = rows_avx512(x, n, p, grid, u8);
+  else if (avx2) done = rows_avx2(x, n, p, grid, u8);
 #endif
-  row_generic(x, done, n, scale, zp, grid, u8);
+  row_generic(x, done, n, p, grid, u8);
 }
 
 }  // namespace etnp

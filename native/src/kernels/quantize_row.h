@@ -1,13 +1,25 @@
-// Dynamic int8 quantization of one row (XNNPACK's qd8 activations), computed in double:
-// q[i] = clamp(rint(x[i] / scale) + zp, -128, 127). Writes the grid point (q - zp) * scale as
-// float (NaN stays NaN; grid may be x) and q + 128 as uint8 (NaN gives q = -128). AVX-512 and AVX2
-// paths give the same results as the portable one (round to nearest even throughout).
+// Dynamic int8 quantization of one row (XNNPACK's qd8 activations), in float32 as XNNPACK's
+// f32 -> qd8 convert computes it. The row's parameters (qd8_params, from its min and max) are
+// XNNPACK's xnn_qd8_asymmetric_quantization_params: the range [min(0, mn), max(0, mx)], the
+// multiplier m = 255 / (max - min), the zero point from the end whose error is smaller, rounded
+// to nearest even; the dequantization scale is 1 / m (rounded: not (max - min) / 255).
+// quantize_row_q8: q[i] = clamp(round_half_even(x[i] * m), -128 - zp, 127 - zp) with x[i] * m
+// rounded to float first (XNNPACK's f32-qs8-vcvt). Writes the grid point q * scale as float (NaN
+// stays NaN; grid may be x) and q + zp + 128 as uint8 (NaN gives 0). AVX-512 and AVX2 paths give
+// the same results as the portable one.
 #pragma once
 #include <cstdint>
 
 namespace etnp {
 
-void quantize_row_q8(const float* x, int64_t n, double scale, double zp, float* grid, uint8_t* u8);
+struct Qd8Params {
+  float mult = 1.f;   // x -> x * mult, then rounded: the quantization multiplier
+  float scale = 1.f;  // 1 / mult: (q - zp) * scale is the value
+  int32_t zp = 0;     // in [-128, 127]
+};
+Qd8Params qd8_params(float mn, float mx);
+
+void quantize_row_q8(const float* x, int64_t n, const Qd8Params& p, float* grid, uint8_t* u8);
 
 // mn = min(mn, x[i]), mx = max(mx, x[i]) over the row; NaN elements are passed over.
 void row_min_max(const float* x, int64_t n, float& mn, float& mx);

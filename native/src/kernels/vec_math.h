@@ -19,9 +19,15 @@ void vec_exp(const float* x, float* y, int64_t n);
 void vec_sigmoid(const float* x, float* y, int64_t n);
 void vec_tanh(const float* x, float* y, int64_t n);
 void vec_gelu(const float* x, float* y, int64_t n);  // x * (1 + erf(x / sqrt 2)) / 2
+// XNNPACK's float32 GELU (its rational 12/10 erf, FMA kernels) to the bit: what XNNPACK-delegated
+// GELU nodes compute (no ulp bound of ours; XNNPACK's own accuracy)
+void vec_gelu_xnn(const float* x, float* y, int64_t n);
 // XNNPACK's float32 hardswish, x * min(max(x / 6 + 1/2, 0), 1) (fused multiply-add): exact formula, no ulp bound
 void vec_hardswish(const float* x, float* y, int64_t n);
 // One softmax row: y = exp(x - max x) / sum. y may equal x.
 void vec_softmax_row(const float* x, float* y, int64_t n);
+// XNNPACK's float32 softmax of one row to the bit (its exp polynomial and summation order: the
+// AVX-512 kernel's on AVX-512, the AVX2 one's on AVX2): what XNNPACK Softmax nodes compute
+void vec_softmax_xnn_row(const float* x, float* y, int64_t n);
 
 }  // namespace etnp

@@ -56,6 +56,12 @@ struct Avx2 {
     m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
     return _mm_cvtss_f32(m);
   }
+  static float hsum_f32(V a) {  // halves added pairwise (4, 2, 1 apart), as XNNPACK's AVX2 kernels
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
   static double hsum(V a) {
     __m256d s = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
     __m128d t = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
@@ -69,8 +75,10 @@ void vec_exp_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::e
 void vec_sigmoid_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::sigmoid(x, y, n); }
 void vec_tanh_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::tanh(x, y, n); }
 void vec_gelu_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::gelu(x, y, n); }
+void vec_gelu_xnn_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::gelu_xnn(x, y, n); }
 void vec_hardswish_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::hardswish(x, y, n); }
 void vec_softmax_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::softmax(x, y, n); }
+void vec_softmax_xnn_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::softmax_xnn(x, y, n); }
 
 }  // namespace etnp
 

@@ -52,6 +52,7 @@ struct Avx512 {
   static M isnan(V a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
   static V select(M m, V a, V b) { return _mm512_mask_blend_ps(m, b, a); }
   static float hmax(V a) { return _mm512_reduce_max_ps(a); }
+  static float hsum_f32(V a) { return _mm512_reduce_add_ps(a); }  // (halves added pairwise: 8, 4, 2, 1 apart)
   static double hsum(V a) {
     __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(a));
     __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
@@ -65,8 +66,10 @@ void vec_exp_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512
 void vec_sigmoid_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512>::sigmoid(x, y, n); }
 void vec_tanh_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512>::tanh(x, y, n); }
 void vec_gelu_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512>::gelu(x, y, n); }
+void vec_gelu_xnn_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512>::gelu_xnn(x, y, n); }
 void vec_hardswish_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512>::hardswish(x, y, n); }
 void vec_softmax_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512>::softmax(x, y, n); }
+void vec_softmax_xnn_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512>::softmax_xnn(x, y, n); }
 
 }  // namespace etnp
 

@@ -128,6 +128,31 @@ inline typename S::V gelu(typename S::V x) {
   return S::select(S::isnan(x), x, y);
 }
 
+// XNNPACK's float32 GELU (f32-vgelu rational_12_10_div, the kernels with a native FMA: AVX-512F,
+// FMA3, NEON): erf(x / sqrt 2) = x P(x^2) / Q(x^2) (degree 11 / 10) with x clamped to +-5.1638283730,
+// y = (x / 2) (1 + erf), the same operations in the same order, so results are XNNPACK's to the
+// bit (a NaN stays NaN: min / max with the value second).
+template <class S>
+inline typename S::V gelu_xnn(typename S::V x) {
+  using V = typename S::V;
+  V xc = S::min(S::set1(5.1638283730e+00f), x);
+  xc = S::max(S::set1(-5.1638283730e+00f), xc);
+  const V x2 = S::mul(xc, xc);
+  V p = S::fmadd(x2, S::set1(4.5835321316e-08f), S::set1(1.2609783880e-05f));
+  p = S::fmadd(x2, p, S::set1(3.2973114867e-04f));
+  p = S::fmadd(x2, p, S::set1(9.3065137044e-03f));
+  p = S::fmadd(x2, p, S::set1(6.6972173750e-02f));
+  p = S::fmadd(x2, p, S::set1(7.9788452387e-01f));
+  p = S::mul(xc, p);
+  V q = S::fmadd(x2, S::set1(1.1988805682e-06f), S::set1(7.2267655923e-05f));
+  q = S::fmadd(x2, q, S::set1(1.8622842617e-03f));
+  q = S::fmadd(x2, q, S::set1(2.8431978077e-02f));
+  q = S::fmadd(x2, q, S::set1(2.5060352683e-01f));
+  q = S::fmadd(x2, q, S::set1(1.f));
+  const V erf = S::div(p, q);
+  return S::mul(S::mul(x, S::set1(0.5f)), S::add(erf, S::set1(1.f)));
+}
+
 // Applies F lane-wise over n floats; the tail goes through a padded block.
 template <class S, class F>
 inline void map(const float* x, float* y, int64_t n, F f) {
@@ -188,12 +213,95 @@ inline void softmax_row(const float* x, float* y, int64_t n) {
   for (; i < n; i++) y[i] *= (float)(1.0 / sum);
 }
 
+// XNNPACK's float32 softmax of one row (softmax-nc: rmax, then f32-raddstoreexpminusmax rr2_p5,
+// then a multiply by 1 / sum), operation for operation: e^(x - max) by its degree-5 polynomial
+// with FMAs (0 below the denormal cutoff), summed in its order - blocks of 4 vectors into two
+// accumulators (the first and third vector into one, the second and fourth into the other), the
+// two added, then whole vectors, then the zero-padded tail, then the lanes by S::hsum_f32 (halves
+// added pairwise) - which is the AVX-512 kernel's (u64_acc2) with 16 lanes, the AVX2 one's
+// (u32_acc2) with 8 and the scalar one's (u4_acc2) with 1. Rows whose maximum is not finite go
+// through softmax_row's scalar definition.
+template <class S>
+inline typename S::V exp_minus_max_xnn(typename S::V x) {
+  using V = typename S::V;
+  const V magic = S::set1(0x1.8000FEp23f);
+  V n = S::fmadd(x, S::set1(0x1.715476p+0f), magic);
+  const V sc = S::shl23(n);
+  n = S::sub(n, magic);
+  V t = S::fmadd(n, S::set1(-0x1.62E400p-1f), x);
+  t = S::fmadd(n, S::set1(-0x1.7F7D1Cp-20f), t);
+  V p = S::fmadd(S::set1(0x1.0F9F9Cp-7f), t, S::set1(0x1.573A1Ap-5f));
+  p = S::fmadd(p, t, S::set1(0x1.555A80p-3f));
+  p = S::fmadd(p, t, S::set1(0x1.FFFDC6p-2f));
+  p = S::fmadd(p, t, S::set1(0x1.FFFFF6p-1f));
+  t = S::mul(t, sc);
+  const V f = S::fmadd(t, p, sc);
+  return S::select(S::lt(x, S::set1(-0x1.5D589Ep6f)), S::set1(0.f), f);
+}
+
+template <class S>
+inline void softmax_xnn_row(const float* x, float* y, int64_t n) {
+  using V = typename S::V;
+  constexpr int W = S::W;
+  if (n <= 0) return;
+  float m = -std::numeric_limits<float>::infinity();
+  {
+    V vm = S::set1(m);
+    int64_t i = 0;
+    for (; i + W <= n; i += W) vm = S::max(vm, S::load(x + i));
+    m = S::hmax(vm);
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+  }
+  if (std::isnan(m) || std::isinf(m)) {
+    softmax_row<S>(x, y, n);
+    return;
+  }
+  const V vmax = S::set1(m);
+  V acc0 = S::set1(0.f), acc1 = S::set1(0.f);
+  int64_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    const V f0 = exp_minus_max_xnn<S>(S::sub(S::load(x + i), vmax));
+    const V f1 = exp_minus_max_xnn<S>(S::sub(S::load(x + i + W), vmax));
+    const V f2 = exp_minus_max_xnn<S>(S::sub(S::load(x + i + 2 * W), vmax));
+    const V f3 = exp_minus_max_xnn<S>(S::sub(S::load(x + i + 3 * W), vmax));
+    S::store(y + i, f0);
+    S::store(y + i + W, f1);
+    S::store(y + i + 2 * W, f2);
+    S::store(y + i + 3 * W, f3);
+    acc0 = S::add(acc0, f0);
+    acc1 = S::add(acc1, f1);
+    acc0 = S::add(acc0, f2);
+    acc1 = S::add(acc1, f3);
+  }
+  V acc = S::add(acc0, acc1);
+  for (; i + W <= n; i += W) {
+    const V f = exp_minus_max_xnn<S>(S::sub(S::load(x + i), vmax));
+    S::store(y + i, f);
+    acc = S::add(acc, f);
+  }
+  if (i < n) {  // (the padding: -inf - max < the cutoff gives 0, which adds nothing)
+    float buf[W];
+    for (int j = 0; j < W; j++) buf[j] = i + j < n ? x[i + j] : -std::numeric_limits<float>::infinity();
+    const V f = exp_minus_max_xnn<S>(S::sub(S::load(buf), vmax));
+    S::store(buf, f);
+    std::memcpy(y + i, buf, (size_t)(n - i) * sizeof(float));
+    acc = S::add(acc, f);
+  }
+  const float sum = S::hsum_f32(acc);
+  const float scale = 1.f / sum;
+  const V vs = S::set1(scale);
+  i = 0;
+  for (; i + W <= n; i += W) S::store(y + i, S::mul(S::load(y + i), vs));
+  for (; i < n; i++) y[i] *= scale;
+}
+
 // Lane-wise operations as function objects (GCC does not give lambdas the target of the file's
 // pragma, so they could not inline the intrinsics).
 template <class S> struct ExpOp { typename S::V operator()(typename S::V v) const { return exp_full<S>(v); } };
 template <class S> struct SigmoidOp { typename S::V operator()(typename S::V v) const { return sigmoid<S>(v); } };
 template <class S> struct TanhOp { typename S::V operator()(typename S::V v) const { return tanh<S>(v); } };
 template <class S> struct GeluOp { typename S::V operator()(typename S::V v) const { return gelu<S>(v); } };
+template <class S> struct GeluXnnOp { typename S::V operator()(typename S::V v) const { return gelu_xnn<S>(v); } };
 // XNNPACK's hardswish: x * min(max(x / 6 + 1/2, 0), 1) (max(NaN, 0) = 0, then 0 * NaN = NaN)
 template <class S> struct HardswishOp {
   typename S::V operator()(typename S::V v) const {
@@ -209,8 +317,10 @@ struct Path {
   static void sigmoid(const float* x, float* y, int64_t n) { map<S>(x, y, n, SigmoidOp<S>()); }
   static void tanh(const float* x, float* y, int64_t n) { map<S>(x, y, n, TanhOp<S>()); }
   static void gelu(const float* x, float* y, int64_t n) { map<S>(x, y, n, GeluOp<S>()); }
+  static void gelu_xnn(const float* x, float* y, int64_t n) { map<S>(x, y, n, GeluXnnOp<S>()); }
   static void hardswish(const float* x, float* y, int64_t n) { map<S>(x, y, n, HardswishOp<S>()); }
   static void softmax(const float* x, float* y, int64_t n) { softmax_row<S>(x, y, n); }
+  static void softmax_xnn(const float* x, float* y, int64_t n) { softmax_xnn_row<S>(x, y, n); }
 };
 
 }  // namespace vec_impl

@@ -50,6 +50,10 @@ struct Neon {
     for (int i = 1; i < 4; i++) m = l[i] > m ? l[i] : m;
     return m;
   }
+  static float hsum_f32(V a) {  // halves added pairwise (2, 1 apart)
+    const float32x2_t s = vadd_f32(vget_low_f32(a), vget_high_f32(a));
+    return vget_lane_f32(s, 0) + vget_lane_f32(s, 1);
+  }
   static double hsum(V a) {
     const float64x2_t s = vaddq_f64(vcvt_f64_f32(vget_low_f32(a)), vcvt_high_f64_f32(a));
     return vgetq_lane_f64(s, 0) + vgetq_lane_f64(s, 1);
@@ -62,8 +66,10 @@ void vec_exp_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::e
 void vec_sigmoid_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::sigmoid(x, y, n); }
 void vec_tanh_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::tanh(x, y, n); }
 void vec_gelu_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::gelu(x, y, n); }
+void vec_gelu_xnn_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::gelu_xnn(x, y, n); }
 void vec_hardswish_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::hardswish(x, y, n); }
 void vec_softmax_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::softmax(x, y, n); }
+void vec_softmax_xnn_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::softmax_xnn(x, y, n); }
 
 }  // namespace etnp
 #endif

@@ -132,7 +132,7 @@ void softmax(KernelContext& ctx, Graph& g, Node& n) {
   const float* x = a.cdata();
   float* y = o.data.data();
   parallel(ctx, rows, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(len, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; r++) vec_softmax_row(x + r * len, y + r * len, len);
+    for (int64_t r = b; r < e; r++) vec_softmax_xnn_row(x + r * len, y + r * len, len);
   });
 }
 
@@ -179,7 +179,7 @@ const BinaryOp* binary_op(int type) {
 const UnaryOp* unary_op(int type) {
   static const UnaryOp copy{&map_copy, false, 1 << 18}, sigmoid{&map_vec<vec_sigmoid>, true, 1 << 14},
       tanh{&map_vec<vec_tanh>, true, 1 << 14}, exp{&map_vec<vec_exp>, true, 1 << 14},
-      gelu{&map_vec<vec_gelu>, true, 1 << 14}, hardswish{&map_vec<vec_hardswish>, false, 1 << 14},
+      gelu{&map_vec<vec_gelu_xnn>, true, 1 << 14}, hardswish{&map_vec<vec_hardswish>, false, 1 << 14},
       floor{&map_f32<FloorF>, false, 1 << 16}, ceil{&map_f32<CeilF>, false, 1 << 16},
       sqrt{&map_f32<SqrtF>, false, 1 << 16}, square{&map_f32<SquareF>, false, 1 << 16},
       abs{&map_f32<AbsF>, false, 1 << 16}, neg{&map_f32<NegF>, false, 1 << 16},

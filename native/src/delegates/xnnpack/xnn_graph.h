@@ -44,7 +44,7 @@ struct Value {
   // dynamically quantized values (QDINT8): each row of row_len elements holds the grid points
   // (q - row_zp[r]) * row_scale[r], q in [-128, 127] (kept in q8 too, for the int8 GEMM)
   int64_t row_len = 0;
-  std::vector<double> row_scale;
+  std::vector<float> row_scale;  // (XNNPACK's qd8 parameters: kernels/quantize_row.h)
   std::vector<int32_t> row_zp;
   std::vector<uint8_t> q8;  // the same rows as integers, q + 128
   // A static-int8 value (per-tensor qs8 / qu8) that only int8 GEMM nodes write and read (planned

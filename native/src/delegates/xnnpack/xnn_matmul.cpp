@@ -95,7 +95,7 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
           std::memcpy(q, a.q8.data() + m * IC + k0, (size_t)p.K);
           std::memset(q + p.K, 0, (size_t)(p.Kp - p.K));
         }
-        sc.row_scale[(size_t)m] = (float)a.row_scale[(size_t)(m / per_row)];
+        sc.row_scale[(size_t)m] = a.row_scale[(size_t)(m / per_row)];
         sc.row_zp[(size_t)m] = a.row_zp[(size_t)(m / per_row)];
       }
     });
@@ -103,6 +103,8 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     constexpr float kInf = std::numeric_limits<float>::infinity();
     for (int64_t b = 0; b < nb; b++) {
       QActivations qa{sc.q8.data() + start[(size_t)b], sc.row_scale.data(), sc.row_zp.data()};
+      // qd8 x qc8w: XNNPACK's epilogue order (qgemm.h); the qb4w blocks keep the product of the scales
+      qa.scale_rows_first = !blocks;
       QOutput out;
       out.C = o.data.data();
       out.ldc = OC;

@@ -96,11 +96,11 @@ void finalize_value(KernelContext& ctx, Value& v, const float* src) {
   for (size_t k = v.shape.size() - nb; k < v.shape.size(); k++) len *= v.shape[k];
   int64_t rows = len > 0 ? (n + len - 1) / len : 0;
   v.row_len = len;
-  v.row_scale.assign((size_t)rows, 1.0);  // an all-zero row: q = 0, zero point 0
+  v.row_scale.assign((size_t)rows, 1.f);  // an all-zero row: q = 0, zero point 0
   v.row_zp.assign((size_t)rows, 0);
   v.q8.resize((size_t)n);
   // rows across threads (each row's parameters and codes are its own), at least 2 Ki elements
-  // a share (quantized in double)
+  // a share
   parallel(ctx, rows, std::max<int64_t>(1, 2048 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
       const float* xr = x + r * len;
@@ -112,11 +112,10 @@ void finalize_value(KernelContext& ctx, Value& v, const float* src) {
         if (src) std::copy(xr, xr + m, d + r * len);  // (the values as they are)
         continue;
       }
-      double scale = ((double)mx - mn) / 255.0;
-      double zp = std::nearbyint(std::min(std::max(-128.0 - mn / scale, -128.0), 127.0));
-      v.row_scale[(size_t)r] = scale;
-      v.row_zp[(size_t)r] = (int32_t)clamp_q(zp, -128.0, 127.0);
-      quantize_row_q8(xr, m, scale, zp, d + r * len, v.q8.data() + r * len);
+      const Qd8Params p = qd8_params(mn, mx);  // (XNNPACK's, in float32)
+      v.row_scale[(size_t)r] = p.scale;
+      v.row_zp[(size_t)r] = p.zp;
+      quantize_row_q8(xr, m, p, d + r * len, v.q8.data() + r * len);
     }
   });
 }
