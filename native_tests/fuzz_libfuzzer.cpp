@@ -1,6 +1,8 @@
 // libFuzzer target for the .pte loader, the XNNPACK blob reader and the interpreter
-// (clang++ -fsanitize=fuzzer,address,undefined). Every input is loaded from bytes; when it
-// loads, each method is loaded and run on patterned inputs of its planned shapes.
+// (clang++ -fsanitize=fuzzer,address,undefined). Every input is loaded from bytes (harness_util.h
+// load_any: a .ptd as the external weights of tests/models/mlp_external.pte, a .bpte through the
+// program it bundles, anything else as a .pte); when it loads, each method is loaded and run on
+// patterned inputs of its planned shapes (token ids in range for LLM programs).
 //   fuzz_libfuzzer CORPUS_DIR SEED_DIR... -max_total_time=N
 // ETNP_FUZZ_LOAD_ONLY=1 stops after method load (program, memory plan, kernels, XNNPACK graph
 // and weight packing): many times more executions per second on the readers, without the
@@ -29,33 +31,10 @@ static etnp_runtime* runtime() {
   return rt;
 }
 
-// A .ptd (FlatTensor, "FT01") input is fuzzed as the external weights of a fixed program whose
-// weights live outside it (tests/models/mlp_external.pte, read once from the working directory).
-static const std::vector<uint8_t>& external_program() {
-  static const std::vector<uint8_t> bytes = [] {
-    std::vector<uint8_t> b;
-    if (FILE* f = std::fopen("tests/models/mlp_external.pte", "rb")) {
-      int c;
-      while ((c = std::fgetc(f)) != EOF) b.push_back((uint8_t)c);
-      std::fclose(f);
-    }
-    return b;
-  }();
-  return bytes;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   etnp_program* prog = nullptr;
-  if (size >= 8 && std::memcmp(data + 4, "FT01", 4) == 0) {
-    const std::vector<uint8_t>& pte = external_program();
-    if (pte.empty() || etnp_program_load_bytes(runtime(), pte.data(), pte.size(), &prog) != ETNP_OK) return 0;
-    if (etnp_program_add_data(prog, data, size, "fuzz.ptd") != ETNP_OK) {
-      etnp_program_destroy(prog);
-      return 0;
-    }
-  } else if (etnp_program_load_bytes(runtime(), data, size, &prog) != ETNP_OK) {
-    return 0;
-  }
+  if (load_any(runtime(), data, size, &prog) != ETNP_OK) return 0;
+  const int64_t ids = load_only() ? 1 : token_id_range(prog);
   for (size_t k = 0; k < etnp_program_num_methods(prog); k++) {
     const char* name = etnp_program_method_name(prog, k);
     for (int side = 0; side < 2; side++) {  // the signature reader, on plans that may not load
@@ -67,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     etnp_method* m = nullptr;
     if (etnp_method_load(prog, etnp_program_method_name(prog, k), &m) != ETNP_OK) continue;
     InputSet s;
-    if (!load_only() && make_inputs(m, s, 1 << 22)) {
+    if (!load_only() && make_inputs(m, s, 1 << 22, ids)) {
       etnp_result* r = nullptr;
       if (etnp_method_run(m, s.inputs.data(), s.inputs.size(), &r) == ETNP_OK) {
         etnp_result_destroy(r);

@@ -1,5 +1,6 @@
-// fuzz_loader SEEDS_DIR SECONDS [CRASH_DIR]: a mutation fuzzer for the .pte loader, the
-// XNNPACK blob reader and the interpreter. Each execution mutates a seed (bit flips,
+// fuzz_loader SEEDS_DIR SECONDS [CRASH_DIR [MAX_EXECS]]: a mutation fuzzer for the .pte loader,
+// the .ptd (external data) reader, the XNNPACK blob reader and the interpreter (seeds: .pte, .ptd,
+// .bpte - see harness_util.h load_any -, crash-*, seed-*). Each execution mutates a seed (bit flips,
 // interesting integers, truncation, splices), loads it from bytes, and when it loads,
 // loads and runs every method on patterned inputs. Built with ASan+UBSan; on a crash the
 // current input is written to CRASH_DIR for tests/fuzz_corpus/.
@@ -61,12 +62,13 @@ static void execute(etnp_runtime* rt, const std::vector<unsigned char>& b, bool 
     std::ofstream(g_crash_dir + "/current-input", std::ios::binary).write((const char*)b.data(), (std::streamsize)b.size());
   }
   etnp_program* prog = nullptr;
-  if (etnp_program_load_bytes(rt, b.data(), b.size(), &prog) != ETNP_OK) return;
+  if (load_any(rt, b.data(), b.size(), &prog) != ETNP_OK) return;
+  const int64_t ids = run ? token_id_range(prog) : 1;
   for (size_t k = 0; k < etnp_program_num_methods(prog); k++) {
     etnp_method* m = nullptr;
     if (etnp_method_load(prog, etnp_program_method_name(prog, k), &m) != ETNP_OK) continue;
     InputSet s;
-    if (run && make_inputs(m, s, 1 << 22)) {
+    if (run && make_inputs(m, s, 1 << 22, ids)) {
       etnp_result* r = nullptr;
       if (etnp_method_run(m, s.inputs.data(), s.inputs.size(), &r) == ETNP_OK) etnp_result_destroy(r);
     }
@@ -83,7 +85,8 @@ int main(int argc, char** argv) {
   if (DIR* d = opendir(dir.c_str())) {
     while (dirent* e = readdir(d)) {
       std::string n = e->d_name;
-      if (n.size() > 4 && (n.substr(n.size() - 4) == ".pte" || n.rfind("crash-", 0) == 0 || n.rfind("seed-", 0) == 0)) {
+      if (n.size() > 4 && (n.substr(n.size() - 4) == ".pte" || n.substr(n.size() - 4) == ".ptd" ||
+                          n.substr(n.size() - 5) == ".bpte" || n.rfind("crash-", 0) == 0 || n.rfind("seed-", 0) == 0)) {
         std::ifstream f(dir + "/" + n, std::ios::binary);
         std::vector<unsigned char> v((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
         if (v.size() <= (1u << 20)) seeds.push_back(std::move(v));  // small seeds only: fast executions
@@ -109,7 +112,7 @@ int main(int argc, char** argv) {
       g_current = seeds[rng() % seeds.size()];
       mutate(g_current, rng, seeds);
       etnp_program* p = nullptr;
-      if (etnp_program_load_bytes(rt, g_current.data(), g_current.size(), &p) == ETNP_OK) {
+      if (load_any(rt, g_current.data(), g_current.size(), &p) == ETNP_OK) {
         loaded++;
         etnp_program_destroy(p);
         execute(rt, g_current, (execs & 7) == 0);

@@ -1,7 +1,8 @@
 // leak_harness MODEL N: load, run every method, destroy - N times. Built with ASan+LSan:
 // any leak or memory error makes the process exit non-zero. Every run's outputs must be
-// byte-identical to the first load's (same patterned inputs): under valgrind memcheck this
-// comparison also reports outputs computed from uninitialised memory.
+// byte-identical to the first load's (same patterned inputs; token ids in range for LLM
+// programs): under valgrind memcheck this comparison also reports outputs computed from
+// uninitialised memory. Methods with state run again, are reset, and must repeat their outputs.
 #include <vector>
 
 #include "harness_util.h"
@@ -54,6 +55,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "load failed: %s\n", etnp_last_error_message());
       return 1;
     }
+    const int64_t ids = token_id_range(prog);  // LLM programs: token ids below the vocabulary size
     for (size_t k = 0; k < etnp_program_num_methods(prog); k++) {
       etnp_method* m = nullptr;
       if (etnp_method_load(prog, etnp_program_method_name(prog, k), &m)) {
@@ -61,7 +63,7 @@ int main(int argc, char** argv) {
         return 1;
       }
       InputSet s;
-      if (!make_inputs(m, s)) return 1;
+      if (!make_inputs(m, s, (size_t)1 << 26, ids)) return 1;
       // every other iteration profiled: same outputs, events readable, nothing leaked
       if (it % 2 == 1 && etnp_method_set_profiling(m, 1)) return 1;
       etnp_result* r = nullptr;
@@ -89,8 +91,30 @@ int main(int argc, char** argv) {
         return 1;
       }
       etnp_result_destroy(r);
+      // a method with state (KV caches): a second call on the evolved state, then reset - the
+      // call after it must give the first call's outputs again
+      if (etnp_method_num_state(m) > 0) {
+        if (etnp_method_run(m, s.inputs.data(), s.inputs.size(), &r)) {
+          std::fprintf(stderr, "second run failed: %s\n", etnp_last_error_message());
+          return 1;
+        }
+        etnp_result_destroy(r);
+        if (etnp_method_reset(m) || etnp_method_run(m, s.inputs.data(), s.inputs.size(), &r)) {
+          std::fprintf(stderr, "reset/run failed: %s\n", etnp_last_error_message());
+          return 1;
+        }
+        if (output_hash(r) != h) {
+          std::fprintf(stderr, "method %zu: outputs after reset differ from the first call's\n", k);
+          return 1;
+        }
+        etnp_result_destroy(r);
+      }
       // an error path too: wrong input count must fail cleanly and leak nothing
-      if (etnp_method_run(m, nullptr, 0, &r) == ETNP_OK && s.inputs.size() > 0) return 1;
+      // (a method without inputs - an LLM's get_max_seq_len - succeeds: its result is freed)
+      if (etnp_method_run(m, nullptr, 0, &r) == ETNP_OK) {
+        if (s.inputs.size() > 0) return 1;
+        etnp_result_destroy(r);
+      }
       etnp_method_destroy(m);
     }
     etnp_program_destroy(prog);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Native QA gates, no Python involved: builds the core with ASan+UBSan, with TSan and plain
-# (g++), and runs the kernel check (thread pool contract, float/int8 GEMM), the leak harness, the loader fuzzer
-# (bounded), valgrind memcheck, the race harness and the kernel check again under TSan.
+# Native QA gates: builds the core with ASan+UBSan, with TSan and plain (g++), and runs the kernel
+# check (thread pool contract, float/int8 GEMM), the leak harness (LLM programs included), the
+# loader fuzzer (bounded), valgrind memcheck, the race harness and the kernel check again under
+# TSan; then, where the package imports, the Python-side readers' fuzzer (tools/fuzz_python.py).
 #   bash native_tests/run_gates.sh [FUZZ_SECONDS [LIBFUZZER_SECONDS]]
 # With clang++ and its fuzzer runtime present, also builds and runs the libFuzzer target.
 set -euo pipefail
@@ -19,8 +20,9 @@ build() {  # [CXX=clang++] build NAME "FLAGS" HARNESS...  (harness flags: $LINK_
   local cxx=${CXX:-g++} link=${LINK_FLAGS:-$flags}
   local dir="$OUT/$name"
   mkdir -p "$dir"
-  # a header newer than the last build invalidates every object (no per-file dependency tracking)
-  if [ -e "$dir/.stamp" ] && [ -n "$(find native native_tests -name '*.h' -newer "$dir/.stamp")" ]; then
+  # a core header newer than the last build invalidates every object (no per-file dependency
+  # tracking); native_tests/*.h only reach the harnesses, which are compiled on every run
+  if [ -e "$dir/.stamp" ] && [ -n "$(find native -name '*.h' -newer "$dir/.stamp")" ]; then
     rm -f "$dir"/*.o
   fi
   echo "$SRCS" | tr ' ' '\n' | xargs -P "$JOBS" -I{} sh -c \
@@ -41,8 +43,13 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 echo "== kernel check (float and int8 GEMM vs naive loops, every CPU path)"
 for cpu in native avx2 generic; do ETNP_CPU=$cpu "$OUT/asan/kernel_check"; done
-for m in add mlp small_cnn_xnn xnn_ops qlinear_dyn_xnn qadd_constant_xnn q8da4w_xnn channels_last_xnn kv_state; do
+for m in add mlp small_cnn_xnn xnn_ops qlinear_dyn_xnn qadd_constant_xnn q8da4w_xnn channels_last_xnn kv_state ops_kv_state; do
   "$OUT/asan/leak_harness" "tests/models/$m.pte" 20
+done
+# LLM programs (token ids below the vocabulary, input_pos 0): KV caches as state (index_put, then
+# reset), llama::update_cache / custom_sdpa, 4-bit (8da4w) linears in the XNNPACK delegate
+for m in llm_fp32_kv llm_fp32_kv_static llm_fp32_sdpa llm_8da4w_kv llm_8da4w_sdpa llm_fp32_nokv; do
+  "$OUT/asan/leak_harness" "tests/models/$m.pte" 3
 done
 mkdir -p "$OUT/crashes"
 cp tests/models/*.pte "$OUT/crashes/" 2>/dev/null || true
@@ -62,11 +69,14 @@ if command -v clang++ >/dev/null 2>&1 && echo 'extern "C" int LLVMFuzzerTestOneI
   mkdir -p "$CORPUS" "$OUT/libfuzzer-crashes"
   SEEDS="$OUT/libfuzzer-seeds"
   rm -rf "$SEEDS"; mkdir -p "$SEEDS"
-  find tests/models tests/fuzz_corpus -type f -size -1024k \( -name '*.pte' -o -name '*.ptd' -o -name 'crash-*' -o -name 'seed-*' \) -exec cp {} "$SEEDS/" \;
-  # huge planned buffers are legal in the format: the allocator refuses them (-> ProgramLoadError)
-  ASAN_OPTIONS=max_allocation_size_mb=2048:allocator_may_return_null=1:detect_leaks=1 \
+  # .pte programs, .ptd data files (fuzzed as mlp_external.pte's weights), .bpte bundles (their
+  # program reaches the core; the test cases are Python's: tools/fuzz_python.py below)
+  find tests/models tests/fuzz_corpus -type f -size -1024k \( -name '*.pte' -o -name '*.ptd' -o -name '*.bpte' \
+    -o -name 'crash-*' -o -name 'seed-*' \) -exec cp {} "$SEEDS/" \;
+  # huge planned buffers are legal in the format: the allocator refuses them (-> ProgramLoadError).
   # -seed and -runs make the run reproducible (same mutations on every machine); the time stays a cap
-"$OUT/libfuzzer/fuzz_libfuzzer" "$CORPUS" "$SEEDS" -seed="${ETNP_LIBFUZZER_SEED:-1}" \
+  ASAN_OPTIONS=max_allocation_size_mb=2048:allocator_may_return_null=1:detect_leaks=1 \
+  "$OUT/libfuzzer/fuzz_libfuzzer" "$CORPUS" "$SEEDS" -seed="${ETNP_LIBFUZZER_SEED:-1}" \
     -runs="${ETNP_LIBFUZZER_RUNS:-150000}" -max_total_time="$LIBFUZZER_SECONDS" -max_len=65536 \
     -rss_limit_mb=4096 -malloc_limit_mb=4096 -timeout=300 -report_slow_units=300 -print_final_stats=1 \
     -artifact_prefix="$OUT/libfuzzer-crashes/" 2>&1 \
@@ -78,6 +88,21 @@ else
   echo "== libFuzzer: SKIPPED (no clang++ with -fsanitize=fuzzer; apt-get install clang libclang-rt-14-dev)"
 fi
 
+# the Python-side readers the core never sees: mutated .bpte (bundled.parse, load_program, verify),
+# .ptd (with their programs), and the CLI's .npz inputs (tools/fuzz_python.py; capped by cases too,
+# so that CI runs the same cases as a dry run). Findings of a known, reported bug do not fail the
+# gate (the pattern of tests/test_fuzz_formats.py KNOWN_NPZ_BUG).
+PYTHON=${PYTHON:-python3}
+if "$PYTHON" -c "import executorch_numpy_runtime" >/dev/null 2>&1; then
+  echo "== Python readers fuzzer (.bpte, .ptd, .npz)"
+  rm -rf "$OUT/pyfuzz"  # its reproducers are this run's only
+  "$PYTHON" tools/fuzz_python.py --seed 1 --seconds "${ETNP_PYFUZZ_SECONDS:-60}" \
+    --max-cases "${ETNP_PYFUZZ_MAX_CASES:-2500}" --out "$OUT/pyfuzz" \
+    --known '^npz case [0-9]+: (tokenize\.TokenError|RuntimeError: File .* is encrypted|NotImplementedError: (That compression method is not supported|strong encryption|zip file version|compressed patched data))'
+else
+  echo "== Python readers fuzzer: SKIPPED (executorch_numpy_runtime not importable by $PYTHON)"
+fi
+
 # uninitialised memory (the role MSan would have): valgrind memcheck on an unsanitised build;
 # leak_harness compares every run's outputs with the first load's, so outputs computed from
 # uninitialised memory are reported
@@ -85,7 +110,7 @@ if command -v valgrind >/dev/null 2>&1; then
   echo "== building plain harness for valgrind memcheck"
   build plain "" leak_harness
   for m in mlp_xnn small_cnn_xnn xnn_ops encoder_xnn qcnn_static_xnn qlinear_dyn_xnn mobilenet_v2_xnn small_cnn \
-           ops_conv_norm ops_index ops_mask_index custom_lstm q8da4w_xnn kv_state; do
+           ops_conv_norm ops_index ops_mask_index custom_lstm q8da4w_xnn kv_state llm_8da4w_kv llm_fp32_sdpa; do
     valgrind --error-exitcode=9 -q "$OUT/plain/leak_harness" "tests/models/$m.pte" 2
   done
 else
@@ -96,5 +121,8 @@ RUN_TSAN="env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1"
 if command -v setarch >/dev/null 2>&1; then RUN_TSAN="setarch $(uname -m) -R $RUN_TSAN"; fi
 $RUN_TSAN "$OUT/tsan/race_harness" tests/models/mlp_xnn.pte 8 50
 $RUN_TSAN "$OUT/tsan/race_harness" tests/models/small_cnn.pte 4 20
+# state shared by threads (results checked against consecutive calls) and the LLM kernels
+$RUN_TSAN "$OUT/tsan/race_harness" tests/models/kv_state.pte 4 10
+for m in llm_8da4w_kv llm_fp32_sdpa; do $RUN_TSAN "$OUT/tsan/race_harness" "tests/models/$m.pte" 3 2; done
 $RUN_TSAN "$OUT/tsan/kernel_check"  # the thread pool's contract and threaded GEMMs under TSan
 echo "native gates: OK"
