@@ -143,3 +143,60 @@ def test_gate_tolerates_only_this_known_bug():
     with open(os.path.join(ROOT, "native_tests", "run_gates.sh")) as f:
         gates = f.read()
     assert re.search(r"--known '([^']*)'", gates).group(1) == KNOWN_NPZ_BUG
+
+
+# ---- bundled.parse: shared tables multiply (found while writing the fuzzer) --------------------
+
+def _shared_tables_bpte(n: int) -> bytes:
+    """mlp_bundled.bpte with its suites vector replaced by n references to one suite, whose
+    test_cases vector holds n references to one case, whose inputs and outputs vectors hold n
+    references to one Int value: ~16 n bytes more, n**3 inputs and n**3 outputs to parse."""
+    from executorch_numpy_runtime import bundled
+    with open(os.path.join(MODELS, "mlp_bundled.bpte"), "rb") as f:
+        d = bytearray(f.read())
+    r = bundled._Reader(bytes(d))
+    suites_field = r.field(r.u32(0), 1)
+
+    def put(b: bytes) -> int:
+        d.extend(b"\0" * (-len(d) % 8))
+        d.extend(b)
+        return len(d) - len(b)
+
+    vt_suite, vt_case, vt_value = (put(struct.pack("<HHHH", 8, 12, 4, 8)) for _ in range(3))
+    vt_int = put(struct.pack("<HHH", 6, 12, 4))
+    suites, suite = put(bytes(4 + 4 * n)), put(bytes(12))
+    name = put(struct.pack("<I", 7) + b"forward\0")
+    cases, case = put(bytes(4 + 4 * n)), put(bytes(12))
+    ins, outs, value, int_ = put(bytes(4 + 4 * n)), put(bytes(4 + 4 * n)), put(bytes(12)), put(bytes(12))
+
+    def ref(at: int, target: int) -> None:
+        struct.pack_into("<I", d, at, target - at)
+
+    def vec(at: int, target: int) -> None:
+        struct.pack_into("<I", d, at, n)
+        for k in range(n):
+            ref(at + 4 + 4 * k, target)
+
+    ref(suites_field, suites)
+    vec(suites, suite), vec(cases, case), vec(ins, value), vec(outs, value)
+    for table, vt in ((suite, vt_suite), (case, vt_case), (value, vt_value), (int_, vt_int)):
+        struct.pack_into("<i", d, table, table - vt)
+    ref(suite + 4, name), ref(suite + 8, cases)
+    ref(case + 4, ins), ref(case + 8, outs)
+    d[value + 4] = 2  # an Int
+    ref(value + 8, int_)
+    struct.pack_into("<q", d, int_ + 4, 7)
+    return bytes(d)
+
+
+@pytest.mark.xfail(strict=True, reason="bundled.parse expands shared tables: a 3.6 KB .bpte yields 54,000 "
+                                       "values, n**3 from O(n) bytes (load_program and verify hang on a few KB)")
+def test_bundled_parse_does_not_multiply_shared_tables():
+    from executorch_numpy_runtime import ProgramLoadError, bundled
+    data = _shared_tables_bpte(30)
+    try:
+        bp = bundled.parse(data)
+    except ProgramLoadError:
+        return  # refused: fine
+    values = sum(len(c.inputs) + len(c.expected_outputs) for s in bp.suites for c in s.test_cases)
+    assert values <= len(data) // 8, f"{values} values parsed from {len(data)} bytes"
