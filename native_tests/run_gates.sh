@@ -122,7 +122,7 @@ if command -v setarch >/dev/null 2>&1; then RUN_TSAN="setarch $(uname -m) -R $RU
 $RUN_TSAN "$OUT/tsan/race_harness" tests/models/mlp_xnn.pte 8 50
 $RUN_TSAN "$OUT/tsan/race_harness" tests/models/small_cnn.pte 4 20
 # state shared by threads (results checked against consecutive calls) and the LLM kernels
-$RUN_TSAN "$OUT/tsan/race_harness" tests/models/kv_state.pte 4 10
-for m in llm_8da4w_kv llm_fp32_sdpa; do $RUN_TSAN "$OUT/tsan/race_harness" "tests/models/$m.pte" 3 2; done
+for m in kv_state ops_kv_state; do $RUN_TSAN "$OUT/tsan/race_harness" "tests/models/$m.pte" 4 10; done
+for m in llm_fp32_kv llm_8da4w_kv llm_fp32_sdpa llm_8da4w_sdpa; do $RUN_TSAN "$OUT/tsan/race_harness" "tests/models/$m.pte" 3 3; done
 $RUN_TSAN "$OUT/tsan/kernel_check"  # the thread pool's contract and threaded GEMMs under TSan
 echo "native gates: OK"
