@@ -425,6 +425,17 @@ class Method:
         with _holding(self._lock, "reset a method"):
             check(lib.etnp_method_reset(self._ptr), f"resetting {self.name!r}")
 
+    def memory_stats(self) -> dict:
+        """Bytes this method holds, by kind: ``program_bytes`` (the program file as its Program holds
+        it: its copy, or a mapping's resident pages), ``data_file_bytes`` (.ptd copies), ``planned``
+        (memory-planned buffers), ``folded`` (constants folded at load), ``packed_weights``,
+        ``constants`` (decoded constant copies), ``values`` (intermediate buffers) and ``scratch``
+        of its delegates. The program's figures are shared by all its methods."""
+        s = ffi.new("etnp_memory_stats *")
+        check(lib.etnp_method_memory_stats(self._ptr, s), f"reading the memory of {self.name!r}")
+        return {k: int(getattr(s, k)) for k in ("program_bytes", "data_file_bytes", "planned", "folded",
+                                                  "packed_weights", "constants", "values", "scratch")}
+
     def _tensor(self, i: int, x: Any, code: int) -> np.ndarray:
         if not isinstance(x, np.ndarray):
             if isinstance(x, np.generic):

@@ -200,6 +200,26 @@ typedef struct etnp_profile_event {
   int depth;            /* 0: instruction, 1: a node inside a delegate call */
   int node;             /* the node index inside its delegate, -1 for instructions */
 } etnp_profile_event;
+/* Where a loaded method's memory is (bytes): what a footprint report shows. program_bytes: the
+ * program file as the program holds it (its copy, or the resident part of a mapping - 0 where
+ * unknown); data_file_bytes: its .ptd copies; planned: the method's memory-planned buffers;
+ * folded: constant copies folded at load; packed_weights: the delegates' packed / prepared
+ * weights; constants: the delegates' decoded constant tensors; values: the delegates' buffers of
+ * inputs, intermediates and outputs (mostly the runtime's buffer bank, which all delegates of all
+ * methods on the runtime borrow from during their calls); scratch: the delegates' reusable
+ * scratch buffers. */
+typedef struct {
+  uint64_t program_bytes;
+  uint64_t data_file_bytes;
+  uint64_t planned;
+  uint64_t folded;
+  uint64_t packed_weights;
+  uint64_t constants;
+  uint64_t values;
+  uint64_t scratch;
+} etnp_memory_stats;
+int etnp_method_memory_stats(const etnp_method *m, etnp_memory_stats *out);
+
 int etnp_method_set_profiling(etnp_method *m, int enabled);
 size_t etnp_method_num_profile_events(const etnp_method *m);
 int etnp_method_profile_event(const etnp_method *m, size_t i, etnp_profile_event *out);

@@ -17,10 +17,16 @@ struct CompileSpec {
   std::vector<uint8_t> value;
 };
 
+// Bytes a delegate holds, by kind (etnp_method_memory_stats)
+struct DelegateMemory {
+  uint64_t packed_weights = 0, constants = 0, values = 0, scratch = 0;
+};
+
 class DelegateHandle {
  public:
   virtual ~DelegateHandle() = default;
   virtual void execute(KernelContext& ctx, EValue** args, size_t nargs) = 0;
+  virtual void add_memory(DelegateMemory&) const {}
 };
 
 struct BackendInit {

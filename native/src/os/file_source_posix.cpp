@@ -35,12 +35,19 @@ std::vector<uint8_t> read_file(const std::string& path) {
   try {
     out.resize(size);
     size_t got = 0;
+    uint8_t probe[1];
     for (;;) {  // until end of file: the file may have grown or shrunk since fstat
-      if (got == out.size()) out.resize(out.size() + 65536);
-      ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+      // (the size fstat gave is read into place and one more byte probes for the end, so a file
+      // of that size is read without growing - and so copying - the buffer)
+      const bool full = got == out.size();
+      ssize_t n = full ? ::read(fd, probe, 1) : ::read(fd, out.data() + got, out.size() - got);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) throw_load("cannot read '" + path + "': " + std::strerror(errno));
       if (n == 0) break;
+      if (full) {  // it grew since fstat: read on
+        out.resize(got + 65536);
+        out[got] = probe[0];
+      }
       got += (size_t)n;
     }
     out.resize(got);

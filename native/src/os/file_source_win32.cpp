@@ -55,12 +55,18 @@ std::vector<uint8_t> read_file(const std::string& path) {
   open_regular(path, &f, &size);
   std::vector<uint8_t> out(size);
   size_t got = 0;
+  uint8_t probe[1];
   for (;;) {  // until end of file: the file may have grown or shrunk since its size was read
-    if (got == out.size()) out.resize(out.size() + 65536);
-    DWORD want = (DWORD)std::min<size_t>(out.size() - got, 1u << 30), n = 0;
-    if (!ReadFile(f.h, out.data() + got, want, &n, nullptr))
+    // (read into place, then one byte probes for the end: no growing - and copying - the buffer)
+    const bool full = got == out.size();
+    DWORD want = full ? 1 : (DWORD)std::min<size_t>(out.size() - got, 1u << 30), n = 0;
+    if (!ReadFile(f.h, full ? probe : out.data() + got, want, &n, nullptr))
       throw_load("cannot read '" + path + "': " + last_error_text());
     if (n == 0) break;
+    if (full) {  // it grew since its size was read: read on
+      out.resize(got + 65536);
+      out[got] = probe[0];
+    }
     got += n;
   }
   out.resize(got);

@@ -11,5 +11,7 @@ namespace etnp::os {
 void* map_pages(std::size_t bytes) noexcept;
 // Returns memory from map_pages(BYTES).
 void unmap_pages(void* p, std::size_t bytes) noexcept;
+// How many bytes of [p, p + bytes) are resident in memory (whole pages; 0 where the OS cannot say).
+std::size_t resident_bytes(const void* p, std::size_t bytes) noexcept;
 
 }  // namespace etnp::os

@@ -24,6 +24,7 @@ class FlatTensorFile {
   const uint8_t* find(const std::string& key, size_t* size) const;
   const std::string& label() const { return label_; }
   size_t num_keys() const { return entries_.size(); }
+  size_t size() const { return bytes_.capacity(); }
 
  private:
   struct Entry {

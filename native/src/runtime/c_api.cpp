@@ -229,6 +229,22 @@ int etnp_method_reset(etnp_method* m) {
     m->m->reset_state();
   });
 }
+int etnp_method_memory_stats(const etnp_method* m, etnp_memory_stats* out) {
+  REQUIRE(m); REQUIRE(out);
+  return guard([&] {
+    etnp_memory_stats s{};
+    s.program_bytes = m->prog->resident_bytes();
+    s.data_file_bytes = m->prog->data_file_bytes();
+    DelegateMemory d;
+    m->m->memory(&s.planned, &s.folded, &d);
+    s.packed_weights = d.packed_weights;
+    s.constants = d.constants;
+    s.values = d.values + m->prog->runtime().buffer_bank().bytes();  // (the bank: shared by the runtime's methods)
+    s.scratch = d.scratch;
+    *out = s;
+  });
+}
+
 size_t etnp_method_num_state(const etnp_method* m) { return m ? m->m->state().size() : 0; }
 int etnp_method_state_meta(const etnp_method* m, size_t i, etnp_value_meta* out, const char** name) {
   REQUIRE(m); REQUIRE(out); REQUIRE(name);

@@ -84,6 +84,7 @@ void Method::fold_constant_copies() {
       continue;
     }
     folded_.emplace_back((uint8_t*)mem);
+    folded_bytes_ += bytes;
     x.kind = Instruction::Free;  // a no-op from now on
   }
 }

@@ -388,6 +388,13 @@ void Method::collect_state() {
 
 // Back to a freshly loaded method's memory: planned buffers zeroed, then the state tensors'
 // initial data.
+void Method::memory(uint64_t* planned, uint64_t* folded, DelegateMemory* delegates) const {
+  *planned = 0;
+  for (size_t s : buffer_sizes_) *planned += s;
+  *folded = folded_bytes_;
+  for (const auto& d : delegates_) d->add_memory(*delegates);
+}
+
 void Method::reset_state() {
   for (size_t i = 0; i < buffers_.size(); i++) std::memset(align64(buffers_[i].get()), 0, buffer_sizes_[i]);
   for (const State& st : state_) {

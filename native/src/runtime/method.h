@@ -65,6 +65,8 @@ class Method {
   // Profiling of the following calls (null: off); the events of the last call.
   void set_profiling(bool on) { profiler_.reset(on ? new Profiler() : nullptr); }
   const Profiler* profiler() const { return profiler_.get(); }
+  // Bytes of planned buffers, folded constant copies, and what the delegates hold
+  void memory(uint64_t* planned, uint64_t* folded, DelegateMemory* delegates) const;
 
  private:
   void parse_values(const fb::Table& plan);
@@ -89,6 +91,7 @@ class Method {
   std::vector<std::vector<uint8_t>> reordered_inputs_;
   std::vector<State> state_;  // unplanned non-default dim-order inputs
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> folded_;  // storage of copies folded at load
+  uint64_t folded_bytes_ = 0;
   std::vector<std::unique_ptr<DelegateHandle>> delegates_;
   std::vector<std::shared_ptr<const struct CallbackOp>> callback_ops_;  // kept alive while loaded
   RunControl control_;

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "os/file_source.h"
+#include "os/pages.h"
 
 namespace etnp {
 
@@ -43,6 +44,15 @@ std::shared_ptr<Program> Program::from_file(std::shared_ptr<Runtime> rt, const s
 }
 
 Program::~Program() = default;
+
+uint64_t Program::resident_bytes() const {
+  return map_ ? os::resident_bytes(file_, file_size_) : owned_.capacity();
+}
+uint64_t Program::data_file_bytes() const {
+  uint64_t n = 0;
+  for (const auto& f : data_files_) n += f->size();
+  return n;
+}
 
 void Program::parse() {
   if (file_size_ < 8) throw_load("file is " + std::to_string(file_size_) + " bytes: too small to be a .pte program");

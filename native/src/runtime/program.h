@@ -32,6 +32,10 @@ class Program {
   fb::Table plan(const std::string& name) const;  // throws if absent
   const fb::Table& root() const { return root_; }
   Span bytes() const { return {file_, file_size_}; }  // the whole file as loaded
+  // Bytes of the file the program holds in memory (its copy; a mapping's resident pages where the
+  // OS says, else 0) and of its data files' copies (etnp_method_memory_stats)
+  uint64_t resident_bytes() const;
+  uint64_t data_file_bytes() const;
   Runtime& runtime() const { return *runtime_; }
   const std::shared_ptr<Runtime>& runtime_ptr() const { return runtime_; }
 

@@ -23,7 +23,7 @@ using namespace xnn;
 
 class XnnDelegate : public DelegateHandle {
  public:
-  XnnDelegate(Graph g, ThreadPool* pool) : g_(std::move(g)) {
+  XnnDelegate(Graph g, ThreadPool* pool, BufferBank* bank) : g_(std::move(g)), bank_(bank) {
     for (auto& n : g_.nodes) prepare_node(pool, g_, n);
     for (auto& v : g_.values) v.raw = nullptr;  // program bytes are only read while packing
     fuse_nodes(g_);  // (after packing: fusions depend on packed weights)
@@ -60,12 +60,37 @@ class XnnDelegate : public DelegateHandle {
     for (uint32_t id : g_.output_ids) uses[id]++;
     for (size_t i = 0; i < g_.values.size(); i++)
       if (g_.values[i].is_constant && uses[i] > 0 && uses[i] == packed_uses[i]) FloatBuffer().swap(g_.values[i].data);
+    plan_bank();
+  }
+
+  void add_memory(DelegateMemory& m) const override {
+    auto bytes = [](const auto& v) { return (uint64_t)v.capacity() * sizeof(v[0]); };
+    auto q8 = [&](const PackedQ8& p) { return bytes(p.data) + bytes(p.col_sum) + bytes(p.scale); };
+    auto node = [&](const Node& n) {
+      for (const PackedB& p : n.packed) m.packed_weights += bytes(p.data);
+      m.packed_weights += q8(n.qpacked) + bytes(n.qdw.w) + bytes(n.qdw.scale) + bytes(n.bias);
+      for (const PackedQ8& p : n.qconv) m.packed_weights += q8(p);
+      for (const PackedQ8& p : n.qblocks) m.packed_weights += q8(p);
+    };
+    for (const Node& n : g_.nodes) {
+      node(n);
+      if (n.pre) node(*n.pre);
+      if (n.post) node(*n.post);
+    }
+    for (const Value& v : g_.values) {
+      const uint64_t b = bytes(v.data) + bytes(v.q8) + bytes(v.row_scale) + bytes(v.row_zp) + bytes(v.scales);
+      (v.is_constant ? m.constants : m.values) += b;
+    }
+    const Scratch& s = scratch_;
+    m.scratch += bytes(s.col) + bytes(s.q8) + bytes(s.q8col) + bytes(s.padded) + bytes(s.conv_rows) +
+                 bytes(s.conv_koff) + bytes(s.row_scale) + bytes(s.row_zp) + bytes(s.block_start);
   }
 
   void execute(KernelContext& ctx, EValue** args, size_t nargs) override {
     size_t ni = g_.input_ids.size(), no = g_.output_ids.size();
     if (nargs < g_.num_args)
       throw_exec("XNNPACK delegate expects " + std::to_string(g_.num_args) + " arguments, got " + std::to_string(nargs));
+    BankGuard banked{this};
     BorrowGuard borrowed{this};
     for (size_t k = 0; k < ni; k++) load_input(*args[g_.input_args[k]], g_.values[g_.input_ids[k]], k, borrowable_[k]);
     SwapGuard guard{this};
@@ -102,6 +127,53 @@ class XnnDelegate : public DelegateHandle {
   }
 
  private:
+  // The values whose buffers are the runtime's BufferBank slots during a call (in slot order):
+  // every value a call writes that holds a buffer of its own at the call's start - not
+  // constants, not the takers of planned reuse (they are handed another value's buffer), not
+  // values kept as int8 codes alone. Their `data` is empty between calls.
+  void plan_bank() {
+    std::vector<uint8_t> taker(g_.values.size(), 0), used(g_.values.size(), 0);
+    for (const Reuse& r : reuse_) taker[r.taker] = 1;
+    auto use = [&](const Node& n) {
+      for (uint32_t id : n.inputs) if (id < used.size()) used[id] = 1;
+      for (uint32_t id : {n.output, n.output2, n.unfused, n.nchw_transposed}) if (id < used.size()) used[id] = 1;
+    };
+    for (const Node& n : g_.nodes) {
+      use(n);
+      if (n.pre) use(*n.pre);
+      if (n.post) use(*n.post);
+    }
+    for (uint32_t id : g_.input_ids) used[id] = 1;
+    for (uint32_t id : g_.output_ids) used[id] = 1;
+    for (uint32_t id = 0; id < g_.values.size(); id++) {
+      const Value& v = g_.values[id];
+      if (used[id] && !taker[id] && !v.is_constant && !v.as_codes) {
+        banked_.push_back(id);
+        FloatBuffer().swap(g_.values[id].data);  // (any buffer made at load: the bank's from now on)
+      }
+    }
+  }
+  // Lends the bank's slots to the banked values for the call (taken before anything is bound,
+  // given back after SwapGuard has undone the call's exchanges); a nested call (a delegate run
+  // while another holds the bank) keeps buffers of its own.
+  struct BankGuard {
+    XnnDelegate* d;
+    bool held = false;
+    explicit BankGuard(XnnDelegate* dd) : d(dd) {
+      BufferBank* b = d->bank_;
+      if (!b || b->in_use) return;
+      if (b->slots.size() < d->banked_.size()) b->slots.resize(d->banked_.size());
+      for (size_t k = 0; k < d->banked_.size(); k++) d->g_.values[d->banked_[k]].data.swap(b->slots[k]);
+      b->in_use = held = true;
+    }
+    ~BankGuard() {
+      if (!held) return;
+      BufferBank* b = d->bank_;
+      for (size_t k = 0; k < d->banked_.size(); k++) d->g_.values[d->banked_[k]].data.swap(b->slots[k]);
+      b->in_use = false;
+    }
+  };
+
   // Buffer reuse between internal values whose lifetimes do not overlap, as a memory planner
   // would: before node i runs, its output takes over the buffer of a value no later node reads,
   // so a call touches a few cache-warm buffers instead of one buffer per value. The takeovers
@@ -498,6 +570,8 @@ class XnnDelegate : public DelegateHandle {
   }
 
   Graph g_;
+  BufferBank* bank_;              // the runtime's (outlives the delegate: the method holds the program, which holds the runtime)
+  std::vector<uint32_t> banked_;  // plan_bank
   Scratch scratch_;
   std::vector<bool> borrowable_;    // per graph input: read in place (see BorrowGuard)
   std::vector<Reuse> reuse_;        // in the order they are made during a call
@@ -513,7 +587,8 @@ class XnnDelegate : public DelegateHandle {
 
 std::unique_ptr<DelegateHandle> xnnpack_init(const BackendInit& init) {
   Graph g = read_graph(init.blob, *init.program);
-  return std::make_unique<XnnDelegate>(std::move(g), &init.program->runtime().pool());
+  Runtime& rt = init.program->runtime();
+  return std::make_unique<XnnDelegate>(std::move(g), &rt.pool(), &rt.buffer_bank());
 }
 
 }  // namespace etnp
