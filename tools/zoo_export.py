@@ -516,6 +516,11 @@ full("full_hf_whisper_tiny_encoder", "fp32-xnn")(hf_whisper_tiny_encoder)
 full("full_tv_swin_t", "fp32-xnn")(full_image(lambda: tv("swin_t")))
 full("full_timm_convnext_tiny", "fp32-xnn")(full_image(lambda: full_timm("convnext_tiny")))
 full("full_tv_efficientnet_v2_s", "fp32-xnn")(full_image(lambda: tv("efficientnet_v2_s"), 384))  # its eval size
+# the same llama without the llama::* custom ops (XNNPACK sdpa-free attention): the reference runtime
+# has no kernels for those ops, so this twin is the one both runtimes run (outputs and speed); same seed,
+# so the same checkpoint, inputs and eager reference
+full("full_llama_smollm135_8da4w_nosdpa", "llama-flow-8da4w-xnn", stateful=True, export=export_llama_flow,
+     params=SMOLLM135, max_seq=512, seed_as="full_llama_smollm135_8da4w", flags=["-kv", "-X", "-qmode", "8da4w", "-G", "32"])(lambda: dict(calls=llama_calls()))
 
 
 # ------------------------------------------------------------------- pipeline
@@ -576,7 +581,7 @@ def prepare(model):
 
 
 def export_one(name, entry, outdir):
-    torch.manual_seed(SEED + zlib.crc32(name.encode()) % 10000)
+    torch.manual_seed(SEED + zlib.crc32(entry.get("seed_as", name).encode()) % 10000)  # seed_as: a twin's weights
     if "export" in entry:  # its own export flow (export_llama)
         return entry["export"](name, entry, outdir)
     recipe, stateful = entry["recipe"], entry.get("stateful", False)
