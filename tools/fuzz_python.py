@@ -303,11 +303,67 @@ class Target:
         raise NotImplementedError
 
 
+def _bpte_fields(data: bytes) -> List[Tuple[int, int]]:
+    """(position, size) of the test-case fields of a bundled program: each value's kind, and for
+    tensors the dtype code, the sizes, the dim order and the data vector's length."""
+    from executorch_numpy_runtime import bundled
+    r = bundled._Reader(data)
+    out: List[Tuple[int, int]] = []
+    root = r.u32(0)
+    for s in r.tables(root, 1):
+        for c in r.tables(s, 1):
+            for side in (0, 1):
+                out.append((r.vector(c, side)[0] - 4, 4))  # the values vector's length
+                for v in r.tables(c, side):
+                    kind = r.field(v, 0)
+                    if kind:
+                        out.append((kind, 1))
+                    t = r.table(v, 1)
+                    if t is None:
+                        continue
+                    if r.scalar(v, 0, "B") != 1:
+                        f = r.field(t, 0)
+                        if f:
+                            out.append((f, 8))
+                        continue
+                    code = r.field(t, 0)
+                    if code:
+                        out.append((code, 1))
+                    for i, size in ((1, 4), (3, 1)):  # sizes (int32), dim_order (uint8)
+                        start, n = r.vector(t, i)
+                        out += [(start - 4, 4)] + [(start + size * k, size) for k in range(n)]
+                    start, n = r.vector(t, 2)
+                    out.append((start - 4, 4))
+    return out
+
+
+def mutate_bpte(rng: random.Random, data: bytes, seeds: List[bytes]) -> bytes:
+    """Field-aware: a value's kind, a tensor's dtype code, sizes, dim order or data length set to
+    an interesting value; else (or when the input does not parse) byte mutations."""
+    if rng.randrange(5) < 2:
+        try:
+            fields = _bpte_fields(data)
+        except Exception:
+            fields = []
+        if fields:
+            b = bytearray(data)
+            for _ in range(1 + rng.randrange(2)):
+                pos, size = rng.choice(fields)
+                pool = {1: (0, 1, 2, 3, 4, 5, 6, 7, 11, 15, 17, 22, 0x7F, 0x80, 0xFF), 4: _INT32 + (3, 6, 18, 72),
+                        8: _INT64}[size]
+                _put(b, pos, rng.choice(pool) & ((1 << (8 * size)) - 1), size)
+            return bytes(b)
+    return mutate_bytes(rng, data, seeds)
+
+
 class BundledTarget(Target):
     name = "bpte"
 
     def seeds(self) -> List[bytes]:
         return [_read("mlp_bundled.bpte"), _read("mlp_bundled_bad.bpte")] + _corpus_seeds(self.name)
+
+    def mutate(self, rng: random.Random, seed: bytes, seeds: List[bytes]) -> bytes:
+        return mutate_bpte(rng, seed, seeds)
 
     def run(self, data: bytes, case: int, tmp: str) -> str:
         import executorch_numpy_runtime as en
@@ -475,6 +531,11 @@ def child_main(args) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     import executorch_numpy_runtime  # noqa: F401  (import errors: before the first case)
     report = os.fdopen(args.report_fd, "w", buffering=1)
+    # what the first case would import or create lazily (ml_dtypes takes seconds on a loaded
+    # machine): before the watchdog counts
+    from executorch_numpy_runtime import Runtime, dtypes
+    Runtime.get()
+    dtypes._bfloat16()
     _inject(args.inject)
     targets = {f: TARGETS[f]() for f in args.formats}
     start = {f: s for f, s in zip(args.formats, args.start)}
