@@ -427,7 +427,7 @@ class Method:
 
     def memory_stats(self) -> dict:
         """Bytes this method holds, by kind: ``program_bytes`` (the program file as its Program holds
-        it: its copy, or a mapping's resident pages), ``data_file_bytes`` (.ptd copies), ``planned``
+        it: its copy or mapping, less the pages given back after packing), ``data_file_bytes`` (.ptd copies), ``planned``
         (memory-planned buffers), ``folded`` (constants folded at load), ``packed_weights``,
         ``constants`` (decoded constant copies), ``values`` (intermediate buffers) and ``scratch``
         of its delegates. The program's figures are shared by all its methods."""

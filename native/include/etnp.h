@@ -147,7 +147,8 @@ int etnp_program_method_io_meta(const etnp_program *prog, const char *method, in
  * inputs (output = 0: encoded_inp_str) or outputs (output = 1: encoded_out_str) as the exporter
  * wrote it (JSON), or "" when absent. Valid until the thread's next call of this function. */
 int etnp_program_method_container_meta(const etnp_program *prog, const char *method, int output, const char **str);
-/* The program file's bytes as loaded (owned copy or mapping), valid while PROG lives. */
+/* The program file's bytes as loaded (owned copy or mapping), valid while PROG lives; bytes given back
+ * after packing (etnp_method_load) are read back from the file first (ETNP_ERR_PROGRAM_LOAD if it changed). */
 int etnp_program_data(const etnp_program *prog, const void **data, size_t *size);
 
 /* ---- method ---- */
@@ -201,8 +202,8 @@ typedef struct etnp_profile_event {
   int node;             /* the node index inside its delegate, -1 for instructions */
 } etnp_profile_event;
 /* Where a loaded method's memory is (bytes): what a footprint report shows. program_bytes: the
- * program file as the program holds it (its copy, or the resident part of a mapping - 0 where
- * unknown); data_file_bytes: its .ptd copies; planned: the method's memory-planned buffers;
+ * program file's bytes the program holds (its copy or mapping, less the pages it gave back after
+ * packing; a mapping's untouched pages count too); data_file_bytes: its .ptd copies; planned: the method's memory-planned buffers;
  * folded: constant copies folded at load; packed_weights: the delegates' packed / prepared
  * weights; constants: the delegates' decoded constant tensors; values: the delegates' buffers of
  * inputs, intermediates and outputs (mostly the runtime's buffer bank, which all delegates of all

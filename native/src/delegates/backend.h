@@ -34,6 +34,10 @@ struct BackendInit {
   const std::vector<CompileSpec>* specs;
   const Program* program;  // resolves named data
   int num_threads;
+  // The program bytes the delegate read only to build its own copies (packed weights, decoded
+  // constants), which the program may give back once the method has loaded (Program::release):
+  // the delegate appends them (its blob, the named data it copied).
+  std::vector<Span>* consumed = nullptr;
 };
 
 struct Backend {

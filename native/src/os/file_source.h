@@ -11,8 +11,40 @@
 
 namespace etnp::os {
 
-// The whole regular file at PATH (ProgramLoadError when it cannot be opened or read).
-std::vector<uint8_t> read_file(const std::string& path);
+// What identifies a file's contents without reading them: device, inode (file index), size and
+// modification time. Two equal identities mean the file was not replaced or rewritten between.
+struct FileIdentity {
+  uint64_t device = 0, inode = 0, size = 0, mtime_ns = 0;
+  bool operator==(const FileIdentity& o) const {
+    return device == o.device && inode == o.inode && size == o.size && mtime_ns == o.mtime_ns;
+  }
+};
+
+// A regular file's bytes in pages of their own (so parts can be given back: release_pages).
+class FileBytes {
+ public:
+  ~FileBytes();
+  FileBytes(const FileBytes&) = delete;
+  FileBytes& operator=(const FileBytes&) = delete;
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const FileIdentity& identity() const { return identity_; }
+
+ private:
+  friend std::unique_ptr<FileBytes> read_file(const std::string& path);
+  FileBytes() = default;
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0, mapped_ = 0;
+  FileIdentity identity_;
+};
+
+// The whole regular file at PATH (ProgramLoadError when it cannot be opened or read, or when it
+// changes size while it is read).
+std::unique_ptr<FileBytes> read_file(const std::string& path);
+
+// Reads N bytes at OFFSET of the file at PATH into DST if the file still has identity ID;
+// false (nothing or part read) otherwise.
+bool read_file_range(const std::string& path, const FileIdentity& id, uint64_t offset, void* dst, size_t n);
 
 // A private, copy-on-write mapping of the regular file at PATH.
 class FileMapping {
@@ -23,9 +55,11 @@ class FileMapping {
   FileMapping& operator=(const FileMapping&) = delete;
   const uint8_t* data() const { return static_cast<const uint8_t*>(addr_); }
   size_t size() const { return size_; }
+  const FileIdentity& identity() const { return identity_; }
 
  private:
   FileMapping() = default;
+  FileIdentity identity_;
   void* addr_ = nullptr;
   size_t size_ = 0;
 };

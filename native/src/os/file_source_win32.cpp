@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "os/file_source.h"
+#include "os/pages.h"
 
 #include "os/win32_api.h"
 
@@ -49,29 +50,36 @@ void open_regular(const std::string& path, Handle* f, size_t* size) {
 }
 }  // namespace
 
-std::vector<uint8_t> read_file(const std::string& path) {
+FileBytes::~FileBytes() {
+  if (data_) unmap_pages(data_, mapped_);
+}
+
+std::unique_ptr<FileBytes> read_file(const std::string& path) {
   Handle f;
   size_t size = 0;
   open_regular(path, &f, &size);
-  std::vector<uint8_t> out(size);
+  std::unique_ptr<FileBytes> out(new FileBytes());
+  if (size > 0) {
+    out->data_ = static_cast<uint8_t*>(map_pages(size));
+    if (!out->data_) throw_load("cannot allocate " + std::to_string(size) + " bytes for '" + path + "'");
+    out->mapped_ = size;
+  }
   size_t got = 0;
-  uint8_t probe[1];
-  for (;;) {  // until end of file: the file may have grown or shrunk since its size was read
-    // (read into place, then one byte probes for the end: no growing - and copying - the buffer)
-    const bool full = got == out.size();
-    DWORD want = full ? 1 : (DWORD)std::min<size_t>(out.size() - got, 1u << 30), n = 0;
-    if (!ReadFile(f.h, full ? probe : out.data() + got, want, &n, nullptr))
+  for (;;) {  // the size read first; then one byte probes for the end (a file that grew is refused)
+    const bool full = got == size;
+    uint8_t probe[1];
+    DWORD want = full ? 1 : (DWORD)std::min<size_t>(size - got, 1u << 30), n = 0;
+    if (!ReadFile(f.h, full ? probe : out->data_ + got, want, &n, nullptr))
       throw_load("cannot read '" + path + "': " + last_error_text());
     if (n == 0) break;
-    if (full) {  // it grew since its size was read: read on
-      out.resize(got + 65536);
-      out[got] = probe[0];
-    }
+    if (full) throw_load("'" + path + "' grew while it was read (it changed: load it again once it is written)");
     got += n;
   }
-  out.resize(got);
-  return out;
+  out->size_ = got;
+  return out;  // (identity unset: Windows gives no pages back, so nothing is read again)
 }
+
+bool read_file_range(const std::string&, const FileIdentity&, uint64_t, void*, size_t) { return false; }
 
 std::unique_ptr<FileMapping> FileMapping::open(const std::string& path) {
   Handle f;

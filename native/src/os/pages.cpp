@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <vector>
 #endif
 
 namespace etnp::os {
@@ -19,7 +18,12 @@ void* map_pages(std::size_t bytes) noexcept {
 void unmap_pages(void* p, std::size_t) noexcept {
   if (p) VirtualFree(p, 0, MEM_RELEASE);
 }
-std::size_t resident_bytes(const void*, std::size_t) noexcept { return 0; }
+std::size_t release_pages(const void*, std::size_t) noexcept { return 0; }
+std::size_t page_size() noexcept {
+  SYSTEM_INFO si;
+  GetSystemInfo(&si);
+  return si.dwPageSize ? (std::size_t)si.dwPageSize : 4096;
+}
 #else
 void* map_pages(std::size_t bytes) noexcept {
   int flags = MAP_PRIVATE | MAP_ANONYMOUS;
@@ -32,21 +36,16 @@ void* map_pages(std::size_t bytes) noexcept {
 void unmap_pages(void* p, std::size_t bytes) noexcept {
   if (p) munmap(p, bytes);
 }
-std::size_t resident_bytes(const void* p, std::size_t bytes) noexcept {
-  const std::size_t page = (std::size_t)sysconf(_SC_PAGESIZE);
-  if (!p || !bytes || page == 0) return 0;
-  const std::uintptr_t a = (std::uintptr_t)p & ~(std::uintptr_t)(page - 1);
-  const std::size_t pages = ((std::uintptr_t)p + bytes - a + page - 1) / page;
-  std::vector<unsigned char> v(pages);
-#ifdef __APPLE__
-  char* vec = reinterpret_cast<char*>(v.data());  // (macOS declares char *)
-#else
-  unsigned char* vec = v.data();
-#endif
-  if (mincore((void*)a, pages * page, vec) != 0) return 0;
-  std::size_t n = 0;
-  for (unsigned char c : v) n += c & 1;
-  return n * page;
+std::size_t page_size() noexcept {
+  const long p = sysconf(_SC_PAGESIZE);
+  return p > 0 ? (std::size_t)p : 4096;
+}
+std::size_t release_pages(const void* p, std::size_t bytes) noexcept {
+  const std::size_t page = page_size();
+  const std::uintptr_t a = ((std::uintptr_t)p + page - 1) & ~(std::uintptr_t)(page - 1);
+  const std::uintptr_t b = ((std::uintptr_t)p + bytes) & ~(std::uintptr_t)(page - 1);
+  if (!p || b <= a) return 0;
+  return madvise((void*)a, b - a, MADV_DONTNEED) == 0 ? (std::size_t)(b - a) : 0;
 }
 #endif
 

@@ -11,7 +11,11 @@ namespace etnp::os {
 void* map_pages(std::size_t bytes) noexcept;
 // Returns memory from map_pages(BYTES).
 void unmap_pages(void* p, std::size_t bytes) noexcept;
-// How many bytes of [p, p + bytes) are resident in memory (whole pages; 0 where the OS cannot say).
-std::size_t resident_bytes(const void* p, std::size_t bytes) noexcept;
+// Gives the whole pages inside [p, p + bytes) back to the OS: their contents are gone (a private
+// anonymous page reads as zeros next time, a private file mapping's as the file's bytes). Returns
+// the bytes given back (0 where the OS has no such call: the memory then stays as it is).
+std::size_t release_pages(const void* p, std::size_t bytes) noexcept;
+// The OS page size.
+std::size_t page_size() noexcept;
 
 }  // namespace etnp::os

@@ -181,10 +181,11 @@ int etnp_program_method_container_meta(const etnp_program* p, const char* method
 
 int etnp_program_data(const etnp_program* p, const void** data, size_t* size) {
   REQUIRE(p); REQUIRE(data); REQUIRE(size);
-  Span b = p->prog->bytes();
-  *data = b.data;
-  *size = b.size;
-  return ETNP_OK;
+  return guard([&] {  // (bytes given back after packing are read back first)
+    Span b = p->prog->bytes();
+    *data = b.data;
+    *size = b.size;
+  });
 }
 
 static int list_item(const etnp_program* p, const char* method, size_t i, const char** name, bool ops) {

@@ -103,10 +103,25 @@ Method::Method(std::shared_ptr<Program> prog, const std::string& name) : prog_(s
     if (idx < 0 || (size_t)idx >= values_.size()) throw_load("method output index out of range");
     outputs_.push_back(idx);
   }
-  prepare_instructions(plan);
+  protect_tensor_data();
+  prepare_instructions(plan);  // (gives back each delegate's consumed bytes right after its packing)
   check_plan_consistency();
   fold_constant_copies();
   collect_state();
+  for (const State& s : state_)
+    if (s.init.data) prog_->protect(s.init);
+}
+
+// What the method reads of the program's bytes during calls stays in memory (Program::protect):
+// its tensors' data inside the file (constants, initial state); what only a delegate's packing
+// read is given back as soon as that delegate is ready (Program::release), so loading holds the
+// file's bytes and the packed weights together for one delegate at a time, not for all.
+void Method::protect_tensor_data() {
+  const Span file = prog_->bytes_unchecked();
+  for (const EValue& v : values_)
+    if (v.tag == Tag::Tensor && v.t.data && (const uint8_t*)v.t.data >= file.data &&
+        (const uint8_t*)v.t.data < file.data + file.size)
+      prog_->protect(Span{(const uint8_t*)v.t.data, std::max(v.t.capacity, v.t.nbytes())});
 }
 
 static uint8_t* align64(uint8_t* p) { return (uint8_t*)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
@@ -278,8 +293,10 @@ void Method::prepare_instructions(const fb::Table& plan) {
       fb::Vector val = c.vector(1, 1);
       specs.push_back(CompileSpec{c.string(0), std::vector<uint8_t>(val.raw(), val.raw() + val.size())});
     }
-    BackendInit init{blob, &specs, prog_.get(), prog_->runtime().pool().num_threads()};
+    std::vector<Span> consumed;
+    BackendInit init{blob, &specs, prog_.get(), prog_->runtime().pool().num_threads(), &consumed};
     delegates_.push_back(be->init(init));
+    for (const Span& s : consumed) prog_->release(s);
   }
 
   std::vector<std::string> ops = plan_operator_names(plan);

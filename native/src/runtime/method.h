@@ -76,6 +76,7 @@ class Method {
   void fold_constant_copies();  // runtime/fold_constants.cpp
   void collect_state();
   void check_plan_consistency() const;  // runtime/plan_checks.cpp
+  void protect_tensor_data();
 
   std::shared_ptr<Program> prog_;
   std::string name_;

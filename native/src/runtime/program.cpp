@@ -1,5 +1,7 @@
 #include "runtime/program.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -35,10 +37,11 @@ std::shared_ptr<Program> Program::from_file(std::shared_ptr<Runtime> rt, const s
     p->file_ = p->map_->data();
     p->file_size_ = p->map_->size();
   } else {
-    p->owned_ = os::read_file(path);
-    p->file_ = p->owned_.data();
-    p->file_size_ = p->owned_.size();
+    p->read_ = os::read_file(path);
+    p->file_ = p->read_->data();
+    p->file_size_ = p->read_->size();
   }
+  p->path_ = path;
   p->parse();
   return p;
 }
@@ -46,7 +49,105 @@ std::shared_ptr<Program> Program::from_file(std::shared_ptr<Runtime> rt, const s
 Program::~Program() = default;
 
 uint64_t Program::resident_bytes() const {
-  return map_ ? os::resident_bytes(file_, file_size_) : owned_.capacity();
+  return (read_ || map_ ? file_size_ : owned_.capacity()) - released_bytes();
+}
+
+namespace {
+// A 64-bit hash of N bytes (four multiply-rotate lanes over 8-byte words, then the tail): what
+// a released range held, to check what is read back. Not cryptographic: it tells a changed file
+// from the loaded one.
+uint64_t content_hash(const uint8_t* p, size_t n) {
+  const uint64_t k = 0x9E3779B97F4A7C15ull;
+  uint64_t h[4] = {n, k, ~k, n * k};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int l = 0; l < 4; l++) {
+      uint64_t w;
+      std::memcpy(&w, p + i + 8 * l, 8);
+      h[l] = ((h[l] ^ w) * k);
+      h[l] = (h[l] << 29) | (h[l] >> 35);
+    }
+  uint64_t t = 0;
+  for (; i < n; i++) t = (t << 8 | p[i]) * 31 + p[i];
+  uint64_t r = h[0] ^ (h[1] * 3) ^ (h[2] * 5) ^ (h[3] * 7) ^ t;
+  return (r ^ (r >> 31)) * k;
+}
+
+bool release_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("ETNP_RELEASE_PROGRAM_BYTES");
+    return !(e && (std::strcmp(e, "off") == 0 || std::strcmp(e, "0") == 0));
+  }();
+  return on;
+}
+}  // namespace
+
+void Program::protect(Span s) const {
+  if (!s.data || s.data < file_ || s.data >= file_ + file_size_) return;
+  ensure(s);
+  std::lock_guard<std::mutex> g(release_mu_);
+  const size_t b = (size_t)(s.data - file_);
+  protected_.emplace_back(b, b + std::min(s.size, file_size_ - b));
+}
+
+void Program::release(Span s) const {
+  if (path_.empty() || !release_enabled() || !s.data || s.data < file_ || s.data >= file_ + file_size_) return;
+  const size_t page = os::page_size();
+  size_t b = (size_t)(s.data - file_), e = b + std::min(s.size, file_size_ - b);
+  // whole pages of the file (its bytes start page-aligned in both the copy and the mapping)
+  b = (b + page - 1) / page * page;
+  e = e / page * page;
+  if (e <= b || e - b < (size_t)16 * page) return;  // (small ranges are not worth a record)
+  std::lock_guard<std::mutex> g(release_mu_);
+  for (const auto& pr : protected_)
+    if (pr.first < e && b < pr.second) return;
+  for (const Released& r : released_)
+    if (r.offset < e && b < r.offset + r.size) return;  // (already given back)
+  const uint64_t h = content_hash(file_ + b, e - b);
+  if (os::release_pages(file_ + b, e - b) != e - b) return;
+  released_.push_back(Released{b, e - b, h});
+  any_released_.store(true, std::memory_order_release);
+}
+
+void Program::read_back(const Released& r) const {
+  uint8_t* at = const_cast<uint8_t*>(file_) + r.offset;
+  bool ok;
+  if (map_) {
+    ok = true;  // a mapping's pages come back from the file by themselves
+  } else {
+    ok = os::read_file_range(path_, read_->identity(), r.offset, at, r.size);
+  }
+  if (!ok || content_hash(at, r.size) != r.hash)
+    throw_load("'" + path_ + "' changed since the program was loaded: bytes it gave back after packing (" +
+               std::to_string(r.size) + " at offset " + std::to_string(r.offset) +
+               ") cannot be read again; load the program again");
+}
+
+void Program::ensure(Span s) const {
+  if (!any_released_.load(std::memory_order_acquire) || !s.data || s.data < file_ || s.data >= file_ + file_size_) return;
+  const size_t b = (size_t)(s.data - file_), e = b + std::min(s.size, file_size_ - b);
+  std::lock_guard<std::mutex> g(release_mu_);
+  for (size_t i = 0; i < released_.size();) {
+    const Released& r = released_[i];
+    if (r.offset < e && b < r.offset + r.size) {
+      read_back(r);
+      released_.erase(released_.begin() + (std::ptrdiff_t)i);
+    } else {
+      i++;
+    }
+  }
+}
+
+uint64_t Program::released_bytes() const {
+  std::lock_guard<std::mutex> g(release_mu_);
+  uint64_t n = 0;
+  for (const Released& r : released_) n += r.size;
+  return n;
+}
+
+Span Program::bytes() const {
+  ensure(Span{file_, file_size_});
+  return {file_, file_size_};
 }
 uint64_t Program::data_file_bytes() const {
   uint64_t n = 0;
@@ -121,6 +222,7 @@ Span Program::segment(uint32_t index) const {
   if (index >= segments_.size())
     throw_load("segment index " + std::to_string(index) + " out of range (" + std::to_string(segments_.size()) +
                " segments)");
+  ensure(segments_[index]);
   return segments_[index];
 }
 

@@ -1,8 +1,10 @@
 // Program: the loaded .pte file (owned bytes, or a private mmap when asked for), its extended header,
 // the Program flatbuffer root and its segments.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -12,7 +14,7 @@
 namespace etnp {
 
 class Runtime;
-namespace os { class FileMapping; }
+namespace os { class FileMapping; class FileBytes; }
 
 struct Span {
   const uint8_t* data = nullptr;
@@ -31,9 +33,12 @@ class Program {
   const std::vector<std::string>& method_names() const { return method_names_; }
   fb::Table plan(const std::string& name) const;  // throws if absent
   const fb::Table& root() const { return root_; }
-  Span bytes() const { return {file_, file_size_}; }  // the whole file as loaded
-  // Bytes of the file the program holds in memory (its copy; a mapping's resident pages where the
-  // OS says, else 0) and of its data files' copies (etnp_method_memory_stats)
+  // The whole file as loaded (every released range read back first: ProgramLoadError when the
+  // file changed since)
+  Span bytes() const;
+  Span bytes_unchecked() const { return {file_, file_size_}; }  // (where they lie; released ranges not read back)
+  // Bytes of the file the program holds (its copy or mapping, less what it gave back; a mapping's
+  // pages count whether touched or not) and of its data files' copies (etnp_method_memory_stats)
   uint64_t resident_bytes() const;
   uint64_t data_file_bytes() const;
   Runtime& runtime() const { return *runtime_; }
@@ -56,13 +61,34 @@ class Program {
   // tensor's ExtraTensorInfo.mutable_data_segments_idx (0 when absent).
   Span mutable_data(uint32_t buffer_idx, size_t nbytes, uint64_t segment_list = 0) const;
 
+  // Program bytes that only fed a delegate's packing (its blob, the named data it copied) are
+  // given back to the OS once a method has loaded (release: the whole pages inside S, unless a
+  // loaded method's tensor reads them - protect). Every accessor above reads released ranges
+  // back before handing them out (ensure): from the file, which must be the one loaded (same
+  // identity, same content hash), else ProgramLoadError. Programs loaded from bytes keep all
+  // theirs (nothing to read back from). ETNP_RELEASE_PROGRAM_BYTES=off keeps every program's.
+  void release(Span s) const;
+  void protect(Span s) const;
+  void ensure(Span s) const;
+  uint64_t released_bytes() const;
  private:
   Program() = default;
   void parse();
 
   std::shared_ptr<Runtime> runtime_;
-  std::vector<uint8_t> owned_;
+  std::vector<uint8_t> owned_;           // a copy of bytes given to from_bytes
+  std::unique_ptr<os::FileBytes> read_;  // a file read into memory
   std::unique_ptr<os::FileMapping> map_;
+  std::string path_;                     // the file read or mapped ("" for bytes)
+  struct Released {
+    size_t offset, size;  // in the file, whole pages
+    uint64_t hash;        // of the bytes given back
+  };
+  mutable std::mutex release_mu_;
+  mutable std::vector<Released> released_;
+  mutable std::vector<std::pair<size_t, size_t>> protected_;  // [begin, end) offsets
+  mutable std::atomic<bool> any_released_{false};
+  void read_back(const Released& r) const;
   const uint8_t* file_ = nullptr;
   size_t file_size_ = 0;
   fb::Buffer fbuf_;

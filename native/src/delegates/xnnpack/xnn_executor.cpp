@@ -586,7 +586,9 @@ class XnnDelegate : public DelegateHandle {
 }  // namespace
 
 std::unique_ptr<DelegateHandle> xnnpack_init(const BackendInit& init) {
-  Graph g = read_graph(init.blob, *init.program);
+  Graph g = read_graph(init.blob, *init.program, init.consumed);
+  // (everything the graph needs is copied out of the blob: packed, decoded or parsed)
+  if (init.consumed) init.consumed->push_back(init.blob);
   Runtime& rt = init.program->runtime();
   return std::make_unique<XnnDelegate>(std::move(g), &rt.pool(), &rt.buffer_bank());
 }

@@ -261,7 +261,7 @@ void bind_external_ids(Graph& g) {
 
 const char* node_type_name(int t) { return t > 0 && t < kNumNodeTypes ? kNames[t] : "XNNUnknown"; }
 
-Graph read_graph(Span blob, const Program& program) {
+Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed) {
   fb::Buffer whole{blob.data, blob.size, "XNNPACK delegate blob"};
   whole.check(0, 8);
   size_t fb_off = 0, fb_size = blob.size, const_off = 0, const_size = 0;
@@ -302,6 +302,7 @@ Graph read_graph(Span blob, const Program& program) {
     if (!key.empty()) {
       Span s = program.named_data(key);
       if (!s.data && s.size == 0) bad("named constant '" + key + "' is not in the program" + program.data_files_note());
+      if (consumed) consumed->push_back(s);
       return s;
     }
     uint64_t off = c.scalar<uint64_t>(0), size = c.scalar<uint64_t>(1);

@@ -142,7 +142,8 @@ struct Graph {
 };
 
 // Parses the blob; constants are decoded to float32 (named keys resolve through the program).
-Graph read_graph(Span blob, const Program& program);
+// The named data it reads is appended to `consumed` (when given).
+Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed = nullptr);
 // Fuses nodes whose intermediate value nothing else reads (see Node): a residual Add into the
 // Conv2d/FullyConnected before it, an input NCHW -> NHWC transpose into the Conv2d after it, and
 // the pointwise Conv2d before and after a DepthwiseConv2d into one band pipeline.
