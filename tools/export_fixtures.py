@@ -300,7 +300,7 @@ class QBertBlocks(nn.Module):
     """BERT-like encoder blocks for dynamic int8 (qd8 x qc8w) linears, with the float XNNPACK
     operations between them whose bits the next dynamic quantization reads: attention (batch
     matmuls, softmax), residual adds, GELU. No layer norm (it runs as a portable kernel, outside
-    the delegate). Hidden 64, 4 heads, FFN 256."""
+    the delegate; QBertLNBlocks has them). Hidden 64, 4 heads, FFN 256."""
 
     def __init__(self, layers=3, hidden=64, heads=4, ffn=256):
         super().__init__()
