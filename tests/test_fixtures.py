@@ -27,6 +27,13 @@ TOLERANCES = {
     # quantize rows of range ~4 (steps ~1.6e-2) eight times over (seen: 7.5e-3; against the reference
     # runtime's own outputs: tests/test_q8d_fidelity.py)
     "qbert_dyn_xnn": (3e-2, 0),
+    # layer norms computed in float32 as the reference runtime does (its bits: test_layer_norm_fidelity.py);
+    # the width-260 rows sit at ~100 +- 1, so the float32 input itself is only good to ~4e-6
+    # relative to the row's spread (seen: 1.6e-5 there, 4.8e-7 elsewhere)
+    "layer_norm_ref": (5e-5, 1e-4),
+    # two post-LN BERT blocks with dynamic int8 linears vs the float model: outputs ~5.8 after the
+    # last layer norm (seen: 1.6e-2)
+    "qbert_ln_dyn_xnn": (5e-2, 0),
     # static int8 (per-tensor qs8 activations, per-channel qc8 weights, qc32 bias) vs the float model:
     # the logits pass through int8 grids of step ~1/50 before the softmax, so 1e-2 on the
     # probabilities (seen: 4.3e-4).

@@ -300,7 +300,7 @@ class QBertBlocks(nn.Module):
     """BERT-like encoder blocks for dynamic int8 (qd8 x qc8w) linears, with the float XNNPACK
     operations between them whose bits the next dynamic quantization reads: attention (batch
     matmuls, softmax), residual adds, GELU. No layer norm (it runs as a portable kernel, outside
-    the delegate). Hidden 64, 4 heads, FFN 256."""
+    the delegate; QBertLNBlocks has them). Hidden 64, 4 heads, FFN 256."""
 
     def __init__(self, layers=3, hidden=64, heads=4, ffn=256):
         super().__init__()
@@ -318,6 +318,48 @@ class QBertBlocks(nn.Module):
             x = x + out(a)
             x = x + down(F.gelu(up(x)))
         return x
+
+
+
+class QBertLNBlocks(QBertBlocks):
+    """QBertBlocks as BERT has them: a LayerNorm (eps 1e-12) after each residual add (post-LN), so
+    every dynamic quantization after the first reads a portable layer norm's bits."""
+
+    def __init__(self, layers=2, hidden=64, heads=4, ffn=256):
+        super().__init__(layers, hidden, heads, ffn)
+        self.ln1 = nn.ModuleList(nn.LayerNorm(hidden, eps=1e-12) for _ in range(layers))
+        self.ln2 = nn.ModuleList(nn.LayerNorm(hidden, eps=1e-12) for _ in range(layers))
+        with torch.no_grad():
+            for ln in list(self.ln1) + list(self.ln2):
+                ln.weight.uniform_(0.5, 1.5)
+                ln.bias.uniform_(-0.2, 0.2)
+
+    def forward(self, x):
+        b, s, h = x.shape
+        for qkv, out, up, down, ln1, ln2 in zip(self.qkv, self.out, self.up, self.down, self.ln1, self.ln2):
+            q, k, v = qkv(x).view(b, s, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
+            a = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, h)
+            x = ln1(x + out(a))
+            x = ln2(x + down(F.gelu(up(x))))
+        return x
+
+
+class LayerNorms(nn.Module):
+    """Layer norms of the widths ExecuTorch's optimized kernel treats differently: 768 and 300
+    (cascaded 8-lane Welford; 300 with a 4-element tail), 100 (its N < 256 scalar path), 260
+    without weight and bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = nn.LayerNorm(768, eps=1e-12), nn.LayerNorm(300), nn.LayerNorm(100)
+        self.d = nn.LayerNorm(260, elementwise_affine=False)
+        with torch.no_grad():
+            for ln in (self.a, self.b, self.c):
+                ln.weight.uniform_(0.5, 1.5)
+                ln.bias.uniform_(-0.2, 0.2)
+
+    def forward(self, x768, x300, x100, x260):
+        return self.a(x768), self.b(x300), self.c(x100), self.d(x260)
 
 
 # ------------------------------------------------------------------ custom ops
@@ -853,6 +895,13 @@ def fixtures():
     # the reference runtime's outputs too (M:runtime_out:i): dynamic int8 that must track it exactly
     f["qbert_dyn_xnn"] = dict(methods={"forward": (QBertBlocks(), (rnd(1, 48, 64),))}, xnn=True, quant="dynamic",
                               runtime_reference=True)
+    # layer norms as the reference runtime computes them (ExecuTorch's optimized kernel, float32):
+    # its bits, alone and between dynamic int8 linears (tests/test_layer_norm_fidelity.py)
+    f["layer_norm_ref"] = dict(methods={"forward": (LayerNorms(), (
+        rnd(2, 4, 768, lo=-2.0, hi=2.5), rnd(3, 300, lo=-1.0, hi=9.0), rnd(5, 100, lo=-20.0, hi=20.0),
+        rnd(2, 260, lo=99.0, hi=101.0)))}, runtime_reference=True)
+    f["qbert_ln_dyn_xnn"] = dict(methods={"forward": (QBertLNBlocks(), (rnd(1, 48, 64),))}, xnn=True,
+                                 quant="dynamic", runtime_reference=True)
     return f
 
 

@@ -3,96 +3,12 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_util.h"
+#include "kernels/layer_norm_f32.h"
 #include "kernels/vec_math.h"
 #include "util/compiler.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 namespace etnp {
 namespace {
-
-// One float32 row of layer_norm: mean, 1/std and y = (x - m) * rstd (* w) (+ b), all in double.
-// The portable and AVX2 versions do the same operations in the same order (8 partial sums,
-// combined pairwise; no fused multiply-adds): identical results.
-void layer_norm_row(const float* xr, int64_t len, const float* wp, const float* bp, double eps, float* yr, double& mean,
-                    double& rstd_out) {
-  double ps[8] = {}, pq[8] = {};  // 8 independent chains (one double chain is latency-bound)
-  const int64_t i8 = len / 8 * 8;
-  for (int64_t i = 0; i < i8; i += 8)
-    for (int j = 0; j < 8; j++) ps[j] += xr[i + j];
-  double sum = ((ps[0] + ps[4]) + (ps[1] + ps[5])) + ((ps[2] + ps[6]) + (ps[3] + ps[7]));
-  for (int64_t i = i8; i < len; i++) sum += xr[i];
-  const double m = sum / (double)len;
-  for (int64_t i = 0; i < i8; i += 8)
-    for (int j = 0; j < 8; j++) {
-      const double d = xr[i + j] - m;
-      pq[j] += d * d;
-    }
-  double ss = ((pq[0] + pq[4]) + (pq[1] + pq[5])) + ((pq[2] + pq[6]) + (pq[3] + pq[7]));
-  for (int64_t i = i8; i < len; i++) {
-    double d = xr[i] - m;
-    ss += d * d;
-  }
-  const double rstd = 1.0 / std::sqrt(ss / (double)len + eps);
-  for (int64_t i = 0; i < len; i++) {
-    double v = (xr[i] - m) * rstd;
-    if (wp) v *= wp[i];
-    if (bp) v += bp[i];
-    yr[i] = (float)v;
-  }
-  mean = m;
-  rstd_out = rstd;
-}
-
-#if defined(__x86_64__)
-ETNP_TARGET("avx2") void layer_norm_row_avx2(const float* xr, int64_t len, const float* wp, const float* bp,
-                                             double eps, float* yr, double& mean, double& rstd_out) {
-  const int64_t i8 = len / 8 * 8;
-  __m256d s0 = _mm256_setzero_pd(), s1 = s0;  // partial sums 0-3 and 4-7
-  for (int64_t i = 0; i < i8; i += 8) {
-    s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm_loadu_ps(xr + i)));
-    s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm_loadu_ps(xr + i + 4)));
-  }
-  alignas(32) double c[4];
-  _mm256_store_pd(c, _mm256_add_pd(s0, s1));  // ps[j] + ps[j + 4]
-  double sum = (c[0] + c[1]) + (c[2] + c[3]);
-  for (int64_t i = i8; i < len; i++) sum += xr[i];
-  const double m = sum / (double)len;
-  const __m256d vm = _mm256_set1_pd(m);
-  __m256d q0 = _mm256_setzero_pd(), q1 = q0;
-  for (int64_t i = 0; i < i8; i += 8) {
-    const __m256d d0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(xr + i)), vm);
-    const __m256d d1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(xr + i + 4)), vm);
-    q0 = _mm256_add_pd(q0, _mm256_mul_pd(d0, d0));
-    q1 = _mm256_add_pd(q1, _mm256_mul_pd(d1, d1));
-  }
-  _mm256_store_pd(c, _mm256_add_pd(q0, q1));
-  double ss = (c[0] + c[1]) + (c[2] + c[3]);
-  for (int64_t i = i8; i < len; i++) {
-    const double d = xr[i] - m;
-    ss = ss + d * d;
-  }
-  const double rstd = 1.0 / std::sqrt(ss / (double)len + eps);
-  const __m256d vr = _mm256_set1_pd(rstd);
-  const int64_t i4 = len / 4 * 4;
-  for (int64_t i = 0; i < i4; i += 4) {
-    __m256d v = _mm256_mul_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(xr + i)), vm), vr);
-    if (wp) v = _mm256_mul_pd(v, _mm256_cvtps_pd(_mm_loadu_ps(wp + i)));
-    if (bp) v = _mm256_add_pd(v, _mm256_cvtps_pd(_mm_loadu_ps(bp + i)));
-    _mm_storeu_ps(yr + i, _mm256_cvtpd_ps(v));
-  }
-  for (int64_t i = i4; i < len; i++) {
-    double v = (xr[i] - m) * rstd;
-    if (wp) v = v * wp[i];
-    if (bp) v = v + bp[i];
-    yr[i] = (float)v;
-  }
-  mean = m;
-  rstd_out = rstd;
-}
-#endif
 
 double at_or(const Tensor* t, int64_t i, double def) { return t ? load_f64(t->data, t->dtype, i) : def; }
 
@@ -174,9 +90,8 @@ void layer_norm_kernel(KernelContext& ctx, EValue** a, size_t) {
   auto f32 = [&](const Tensor* t, int64_t n) { return !t || (t->dtype == DType::F32 && t->numel() >= n && t->data); };
   if (x.dtype == DType::F32 && out.dtype == DType::F32 && out.default_dim_order() && f32(w, len) && f32(b, len) &&
       (!mo.data || mo.dtype == DType::F32) && (!ro.data || ro.dtype == DType::F32) && len > 0) {
-    // float32 rows (the transformer case, between delegates): the same double-precision
-    // arithmetic as normalize_runs without its per-element dtype dispatch (layer_norm_row), rows
-    // across threads
+    // float32 rows (the transformer case, between delegates): the reference runtime's
+    // arithmetic, bit for bit (kernels/layer_norm_f32.cpp), rows across threads
     const float* xp = x.ptr<float>();
     const float* wp = w ? w->ptr<float>() : nullptr;
     const float* bp = b ? b->ptr<float>() : nullptr;
@@ -184,17 +99,8 @@ void layer_norm_kernel(KernelContext& ctx, EValue** a, size_t) {
     float* mp = mo.data && mo.numel() >= groups ? mo.ptr<float>() : nullptr;
     float* rp = ro.data && ro.numel() >= groups ? ro.ptr<float>() : nullptr;
     parallel(ctx, groups, std::max<int64_t>(1, 8192 / len), [&](int64_t g0, int64_t g1) {
-      for (int64_t g = g0; g < g1; g++) {
-        double m, rstd;
-#if defined(__x86_64__)
-        static const bool avx2 = cpu_has_avx2_fma();
-        if (avx2) layer_norm_row_avx2(xp + g * len, len, wp, bp, eps, yp + g * len, m, rstd);
-        else
-#endif
-          layer_norm_row(xp + g * len, len, wp, bp, eps, yp + g * len, m, rstd);
-        if (mp) mp[g] = (float)m;
-        if (rp) rp[g] = (float)rstd;
-      }
+      layer_norm_rows_f32(xp + g0 * len, g1 - g0, len, wp, bp, eps, yp + g0 * len, mp ? mp + g0 : nullptr,
+                          rp ? rp + g0 : nullptr);
     });
     return;
   }
