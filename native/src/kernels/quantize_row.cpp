@@ -226,7 +226,9 @@ Qd8Params qd8_params(float mn, float mx) {
   const float from_min = -128.f + dmin;
   const float from_max = 127.f + dmax;
   float zp = from_min + from_max > 0.f ? -128.f - dmin : 127.f - dmax;
-  zp = std::min(std::max(zp, -128.f), 127.f);
+  // fmax / fmin as XNNPACK's math_max_f32 / math_min_f32: a NaN zero point (an infinite input
+  // gives mult 0 and 0 * inf) becomes -128 - never an undefined conversion to int32
+  zp = std::fmin(std::fmax(zp, -128.f), 127.f);
   p.zp = (int32_t)std::nearbyint(zp);
   p.scale = 1.f / p.mult;
   return p;
