@@ -34,7 +34,10 @@ class XnnDelegate : public DelegateHandle {
         if (f) std::vector<PackedQ8>().swap(f->qconv);
       if (n.type == Conv2d && !n.qconv.empty() && n.residual == kInvalidId && n.nchw_transposed == kInvalidId)
         std::vector<PackedB>().swap(n.packed);
+      for (Node* p : {&n, n.pre.get(), n.post.get()})
+        if (p) pack_deferred(pool, g_, *p);
     }
+    for (auto& v : g_.values) v.qraw = nullptr;  // (the program's bytes may be given back now)
     chains_ = plan_chains(g_);
     chain_locals_ = plan_chain_locals(g_, chains_);
     then_ = plan_producer_chains(g_, chains_);

@@ -93,63 +93,6 @@ void read_value(const fb::Table& xv, Value& v, std::vector<uint32_t>& const_idx)
   }
 }
 
-// Decodes constant bytes of `v` into float32 (dequantizing quantized weights).
-void decode_constant(Value& v, const uint8_t* p, size_t n) {
-  int64_t numel = 1;
-  for (auto d : v.dims) numel *= d;
-  if (elem_bytes(v.dtype, numel, v.dims) > n) bad("constant data is smaller than its tensor");
-  v.data.resize((size_t)numel);
-  auto channel_of = [&](int64_t i) -> int64_t {
-    if (v.quant != Quant::PerChannel && v.quant != Quant::PerChannelGroup) return 0;
-    int cd = v.channel_dim;
-    if (cd < 0 || cd >= (int)v.dims.size()) bad("quantization channel dim out of range");
-    int64_t inner = 1;
-    for (size_t k = cd + 1; k < v.dims.size(); k++) inner *= v.dims[k];
-    int64_t c = (i / inner) % v.dims[cd];
-    if (v.quant == Quant::PerChannelGroup) {  // groups along the last (input) dim
-      int64_t last = v.dims.back(), groups = (last + v.group_size - 1) / v.group_size;
-      return c * groups + (i % last) / v.group_size;
-    }
-    return c;
-  };
-  auto scale_of = [&](int64_t i) -> float {
-    if (v.quant == Quant::PerTensor) return v.scale;
-    if (v.quant == Quant::None) return 1.f;
-    int64_t c = channel_of(i);
-    if (c >= (int64_t)v.scales.size()) bad("too few quantization scales");
-    return v.scales[c];
-  };
-  v.shape = v.dims;
-  v.is_constant = true;
-  if (v.dtype == FP32 || v.dtype == PFP32) {  // the common case: raw float32
-    if (numel > 0) std::memcpy(v.data.data(), p, (size_t)numel * 4);
-    return;
-  }
-  for (int64_t i = 0; i < numel; i++) {
-    float x;
-    switch (v.dtype) {
-      case FP32: case PFP32: std::memcpy(&x, p + i * 4, 4); break;
-      case FP16: { uint16_t h; std::memcpy(&h, p + i * 2, 2); x = half_to_float(h); break; }
-      case BF16: { uint16_t h; std::memcpy(&h, p + i * 2, 2); x = bf16_to_float(h); break; }
-      case INT32: { int32_t q; std::memcpy(&q, p + i * 4, 4); x = (float)q; break; }
-      case QINT32: case QCINT32: { int32_t q; std::memcpy(&q, p + i * 4, 4); x = (float)q * scale_of(i); break; }
-      case QINT8: case QCINT8: x = ((float)(int8_t)p[i] - (float)v.zero_point) * scale_of(i); break;
-      case QUINT8: x = ((float)p[i] - (float)v.zero_point) * scale_of(i); break;
-      case QCINT4: case QBINT4: {  // two unsigned nibbles per byte, low first, zero point 8; rows padded to bytes
-        int64_t last = v.dims.empty() ? 1 : v.dims.back(), col = i % last;
-        uint8_t b = p[(i / last) * ((last + 1) / 2) + col / 2];
-        int q = (col & 1) ? (b >> 4) : (b & 15);
-        x = (float)(q - 8) * scale_of(i);
-        break;
-      }
-      default: bad("constants of datatype " + std::to_string(v.dtype) + " are not supported");
-    }
-    v.data[(size_t)i] = x;
-  }
-  v.shape = v.dims;
-  v.is_constant = true;
-}
-
 uint32_t U(const fb::Table& t, int f) { return t.scalar<uint32_t>(f, 0); }
 
 void read_node(const fb::Table& xn, Node& n) {
@@ -259,6 +202,64 @@ void bind_external_ids(Graph& g) {
 
 }  // namespace
 
+// Decodes constant bytes of `v` into float32 (dequantizing quantized weights).
+void decode_constant(Value& v, const uint8_t* p, size_t n) {
+  int64_t numel = 1;
+  for (auto d : v.dims) numel *= d;
+  if (elem_bytes(v.dtype, numel, v.dims) > n) bad("constant data is smaller than its tensor");
+  v.data.resize((size_t)numel);
+  auto channel_of = [&](int64_t i) -> int64_t {
+    if (v.quant != Quant::PerChannel && v.quant != Quant::PerChannelGroup) return 0;
+    int cd = v.channel_dim;
+    if (cd < 0 || cd >= (int)v.dims.size()) bad("quantization channel dim out of range");
+    int64_t inner = 1;
+    for (size_t k = cd + 1; k < v.dims.size(); k++) inner *= v.dims[k];
+    int64_t c = (i / inner) % v.dims[cd];
+    if (v.quant == Quant::PerChannelGroup) {  // groups along the last (input) dim
+      int64_t last = v.dims.back(), groups = (last + v.group_size - 1) / v.group_size;
+      return c * groups + (i % last) / v.group_size;
+    }
+    return c;
+  };
+  auto scale_of = [&](int64_t i) -> float {
+    if (v.quant == Quant::PerTensor) return v.scale;
+    if (v.quant == Quant::None) return 1.f;
+    int64_t c = channel_of(i);
+    if (c >= (int64_t)v.scales.size()) bad("too few quantization scales");
+    return v.scales[c];
+  };
+  v.shape = v.dims;
+  v.is_constant = true;
+  if (v.dtype == FP32 || v.dtype == PFP32) {  // the common case: raw float32
+    if (numel > 0) std::memcpy(v.data.data(), p, (size_t)numel * 4);
+    return;
+  }
+  for (int64_t i = 0; i < numel; i++) {
+    float x;
+    switch (v.dtype) {
+      case FP32: case PFP32: std::memcpy(&x, p + i * 4, 4); break;
+      case FP16: { uint16_t h; std::memcpy(&h, p + i * 2, 2); x = half_to_float(h); break; }
+      case BF16: { uint16_t h; std::memcpy(&h, p + i * 2, 2); x = bf16_to_float(h); break; }
+      case INT32: { int32_t q; std::memcpy(&q, p + i * 4, 4); x = (float)q; break; }
+      case QINT32: case QCINT32: { int32_t q; std::memcpy(&q, p + i * 4, 4); x = (float)q * scale_of(i); break; }
+      case QINT8: case QCINT8: x = ((float)(int8_t)p[i] - (float)v.zero_point) * scale_of(i); break;
+      case QUINT8: x = ((float)p[i] - (float)v.zero_point) * scale_of(i); break;
+      case QCINT4: case QBINT4: {  // two unsigned nibbles per byte, low first, zero point 8; rows padded to bytes
+        int64_t last = v.dims.empty() ? 1 : v.dims.back(), col = i % last;
+        uint8_t b = p[(i / last) * ((last + 1) / 2) + col / 2];
+        int q = (col & 1) ? (b >> 4) : (b & 15);
+        x = (float)(q - 8) * scale_of(i);
+        break;
+      }
+      default: bad("constants of datatype " + std::to_string(v.dtype) + " are not supported");
+    }
+    v.data[(size_t)i] = x;
+  }
+  v.shape = v.dims;
+  v.is_constant = true;
+}
+
+
 const char* node_type_name(int t) { return t > 0 && t < kNumNodeTypes ? kNames[t] : "XNNUnknown"; }
 
 Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed) {
@@ -349,6 +350,17 @@ Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed)
     }
     if (const_idx[i] == 0) continue;
     Span s = constant_bytes(const_idx[i]);
+    if (packed_only[i] == 1 && v.dtype != FP32 && v.dtype != PFP32) {  // a quantized filter: decoded where packed
+      int64_t numel = 1;
+      for (auto d : v.dims)
+        if (d < 0 || etnp::mul_overflow(numel, d, &numel)) bad("constant has an invalid shape");
+      if (elem_bytes(v.dtype, numel, v.dims) > s.size) bad("constant data is smaller than its tensor");
+      v.shape = v.dims;
+      v.is_constant = true;
+      v.qraw = s.data;
+      v.qraw_size = s.size;
+      continue;
+    }
     if (packed_only[i] == 1 && (v.dtype == FP32 || v.dtype == PFP32) && v.quant == Quant::None &&
         reinterpret_cast<uintptr_t>(s.data) % alignof(float) == 0) {
       int64_t numel = 1;

@@ -57,6 +57,12 @@ struct Value {
   // for a reshape of a graph input, that input's elements (Node::view_input)
   const float* raw = nullptr;
   const float* cdata() const { return raw ? raw : data.data(); }
+  // during method load: the program's bytes of a quantized constant that only FullyConnected /
+  // Conv2d nodes read as their filter, not decoded by read_graph: each node preparing it decodes
+  // it into `data` for its packing and frees it after (decode_filter / release_filter), so the
+  // whole filter set never exists as float32 at once
+  const uint8_t* qraw = nullptr;
+  size_t qraw_size = 0;
   // a float32 value whose elements are those of an int8-grid value (a Convert's dequantized copy,
   // reshaped or transposed): that value's id; its 256 grid points are this value's only values
   uint32_t grid_source = kInvalidId;
@@ -141,7 +147,10 @@ struct Graph {
   uint32_t num_args = 0;  // the least argument count that covers every external id
 };
 
-// Parses the blob; constants are decoded to float32 (named keys resolve through the program).
+// Decodes constant bytes into v.data as float32 (dequantizing quantized ones).
+void decode_constant(Value& v, const uint8_t* p, size_t n);
+// Parses the blob; constants are decoded to float32 (named keys resolve through the program),
+// except quantized filters used only through packed weights (Value::qraw).
 // The named data it reads is appended to `consumed` (when given).
 Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed = nullptr);
 // Fuses nodes whose intermediate value nothing else reads (see Node): a residual Add into the

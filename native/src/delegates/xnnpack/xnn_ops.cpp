@@ -138,6 +138,15 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
   Value* w = constant(1);
   if (!w) return;
   const Value* x = n.inputs.empty() || n.inputs[0] >= g.values.size() ? nullptr : &g.values[n.inputs[0]];
+  // a quantized filter kept as the program's bytes (Value::qraw): float32 for this node's packing only
+  struct Decoded {
+    Value* w;
+    bool made;
+    ~Decoded() {
+      if (made) FloatBuffer().swap(w->data);
+    }
+  } decoded{w, w->qraw && w->data.empty()};
+  if (decoded.made) decode_constant(*w, w->qraw, w->qraw_size);
   if (n.type == FullyConnected) {
     if (w->dims.size() != 2) fail(n, "filter must be 2-D");
     bool tw = n.flags & kTransposeWeights;
@@ -158,11 +167,37 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
     if (w->dims.size() != 4) fail(n, "filter must be 4-D");
     int64_t K = (int64_t)n.kh * n.kw * n.group_in, OCg = n.group_out;
     if (w->dims[0] != (int64_t)n.groups * OCg || w->dims[1] * w->dims[2] * w->dims[3] != K) fail(n, "filter shape mismatch");
-    for (uint32_t gi = 0; gi < n.groups; gi++) n.packed.push_back(pack_b(pool, K, OCg, w->cdata() + gi * OCg * K, 1, K));
     prepare_conv_q8(x, n, *w);
+    // a static-int8 convolution runs on qconv: its float packing is made only if fusion keeps it
+    // (pack_deferred, after fuse_nodes); until then it is a placeholder of the right shape
+    const bool defer = !n.qconv.empty();
+    for (uint32_t gi = 0; gi < n.groups; gi++) {
+      if (defer) {
+        PackedB p;
+        p.K = K;
+        p.N = OCg;
+        n.packed.push_back(std::move(p));
+      } else {
+        n.packed.push_back(pack_b(pool, K, OCg, w->cdata() + gi * OCg * K, 1, K));
+      }
+    }
   } else if (n.type == DepthwiseConv2d) {
     prepare_dw_q8(x, n, *w);
   }
+}
+
+void pack_deferred(ThreadPool* pool, Graph& g, Node& n) {
+  if (n.type != Conv2d || n.packed.empty() || !n.packed[0].data.empty() || n.inputs.size() < 2 ||
+      n.inputs[1] >= g.values.size())
+    return;
+  Value& w = g.values[n.inputs[1]];
+  const bool made = w.qraw && w.data.empty();
+  if (made) decode_constant(w, w.qraw, w.qraw_size);
+  const int64_t K = n.packed[0].K, OCg = n.packed[0].N;
+  if ((int64_t)w.data.size() < (int64_t)n.groups * OCg * K) fail(n, "filter data is missing");
+  for (uint32_t gi = 0; gi < n.groups && gi < n.packed.size(); gi++)
+    n.packed[gi] = pack_b(pool, K, OCg, w.cdata() + gi * OCg * K, 1, K);
+  if (made) FloatBuffer().swap(w.data);
 }
 
 bool moves_grid_points(const Graph& g, const Node& n) {
