@@ -363,13 +363,24 @@ PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw
   p.col_sum.assign((size_t)(panels * NR), 0);  // padded to whole panels with zeros (vector loads)
   p.scale.assign((size_t)(panels * NR), 0.f);
   std::copy(scales, scales + N, p.scale.begin());
-  for (int64_t n = 0; n < N; n++)
-    for (int64_t k = 0; k < K; k++) {
-      int8_t q = W[k * rsw + n * csw];
-      if (p.pairs) p.data[(size_t)((((n / NR) * J + k / 2) * NR + n % NR) * 2 + k % 2)] = q;
-      else p.data[(size_t)((((n / NR) * G + k / 4) * NR + n % NR) * 4 + k % 4)] = q;
-      p.col_sum[(size_t)n] += q;
+  // w(k, n) goes to panel n / NR, group of `per` k's k / per, lane n % NR, slot k % per (per: 4
+  // for the VNNI / portable layout, 2 for AVX2's pairs): stepped, not divided, per element
+  const int64_t per = p.pairs ? 2 : 4, groups = p.pairs ? J : G;
+  int8_t* data = p.data.data();
+  for (int64_t n = 0; n < N; n++) {
+    int8_t* col = data + ((n / NR) * groups * NR + n % NR) * per;  // group 0, lane n % NR
+    const int8_t* src = W + n * csw;
+    int32_t sum = 0;
+    for (int64_t k0 = 0; k0 < K; k0 += per) {
+      int8_t* dst = col + (k0 / per) * NR * per;
+      for (int64_t k = k0; k < std::min(K, k0 + per); k++) {
+        const int8_t q = src[k * rsw];
+        dst[k - k0] = q;
+        sum += q;
+      }
     }
+    p.col_sum[(size_t)n] = sum;
+  }
   return p;
 }
 

@@ -234,6 +234,30 @@ void decode_constant(Value& v, const uint8_t* p, size_t n) {
     if (numel > 0) std::memcpy(v.data.data(), p, (size_t)numel * 4);
     return;
   }
+  if ((v.dtype == QINT8 || v.dtype == QCINT8 || v.dtype == QUINT8) &&
+      (v.quant == Quant::PerTensor || v.quant == Quant::PerChannel) && numel > 0) {
+    // int8 filters (most of a quantized program): a run of `inner` elements per channel scale,
+    // the same products as the general loop below without its per-element index arithmetic
+    int64_t inner = numel, C = 1;
+    if (v.quant == Quant::PerChannel) {
+      const int cd = v.channel_dim;
+      if (cd < 0 || cd >= (int)v.dims.size()) bad("quantization channel dim out of range");
+      inner = 1;
+      for (size_t k = cd + 1; k < v.dims.size(); k++) inner *= v.dims[k];
+      C = v.dims[cd];
+      if (C > (int64_t)v.scales.size()) bad("too few quantization scales");
+    }
+    const float zp = (float)v.zero_point;
+    const bool sgn = v.dtype != QUINT8;
+    float* d = v.data.data();
+    for (int64_t i = 0; i < numel; i += inner) {
+      const int64_t c = (i / inner) % C;
+      const float s = v.quant == Quant::PerTensor ? v.scale : v.scales[(size_t)c];
+      for (int64_t j = 0; j < inner; j++)
+        d[i + j] = ((sgn ? (float)(int8_t)p[i + j] : (float)p[i + j]) - zp) * s;
+    }
+    return;
+  }
   for (int64_t i = 0; i < numel; i++) {
     float x;
     switch (v.dtype) {

@@ -121,8 +121,14 @@ void finalize_value(KernelContext& ctx, Value& v, const float* src) {
 }
 
 void filter_int8_values(const Value& w, int64_t OC, int64_t K, int oc_dim, const float* scales, std::vector<int8_t>& q) {
-  // the filter's int8 values are its decoded grid points divided by the channel scale
   q.resize((size_t)(OC * K));
+  if (w.qraw && (w.dtype == QCINT8 || w.dtype == QINT8) && w.zero_point == 0) {
+    // the program's int8 bytes themselves (what the decoded grid points divided by their scale
+    // give back for any finite non-zero scale), in the same element order
+    std::memcpy(q.data(), w.qraw, (size_t)(OC * K));
+    return;
+  }
+  // the filter's int8 values are its decoded grid points divided by the channel scale
   const float* f = w.cdata();
   for (int64_t i = 0; i < OC * K; i++) q[(size_t)i] = int8_value(f[i], scales[oc_dim == 0 ? i / K : i % OC]);
 }
