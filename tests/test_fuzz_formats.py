@@ -37,10 +37,12 @@ KNOWN_NPZ_BUG = (r"^npz case [0-9]+: (tokenize\.TokenError|RuntimeError: File .*
                  r"zip file version|compressed patched data))")
 
 
-def fuzz(tmp_path, *args, timeout=240):
+def fuzz(tmp_path, *args, timeout=600):
+    # bounded by --max-cases only (no --seconds: a loaded machine still runs every case), with a
+    # generous per-case watchdog; the subprocess timeout is the last resort
     out = tmp_path / "fuzz"
-    r = subprocess.run([sys.executable, FUZZER, "--seed", "1", "--seconds", "120", "--out", str(out), *args],
-                       capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    r = subprocess.run([sys.executable, FUZZER, "--seed", "1", "--seconds", "0", "--case-timeout", "60",
+                        "--out", str(out), *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     findings = [line.split("FINDING ", 1)[1] for line in r.stdout.splitlines() if "FINDING " in line]
     return r, findings, out
 
