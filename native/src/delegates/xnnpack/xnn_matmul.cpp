@@ -202,16 +202,26 @@ bool prepare_fc_qb4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_
       w.channel_dim != 0 || w.group_size <= 0 || IC <= 0 || OC <= 0 || IC > 32768 || w.dims.size() != 2)
     return false;
   const int64_t bs = w.group_size, nb = (IC + bs - 1) / bs;
-  if ((int64_t)w.scales.size() < OC * nb || (int64_t)w.data.size() < OC * IC) return false;
+  if ((int64_t)w.scales.size() < OC * nb || (w.qraw ? w.numel() : (int64_t)w.data.size()) < OC * IC) return false;
   std::vector<int8_t> q;
   std::vector<float> s((size_t)OC);
+  const int64_t row_bytes = (IC + 1) / 2;  // (the program's bytes: two nibbles a byte, low first, zero point 8)
   for (int64_t b = 0; b < nb; b++) {
     const int64_t k0 = b * bs, K = std::min(bs, IC - k0);
     q.assign((size_t)(OC * K), 0);
     for (int64_t oc = 0; oc < OC; oc++) {
       const float sc = w.scales[(size_t)(oc * nb + b)];
       s[(size_t)oc] = sc;
-      for (int64_t k = 0; k < K; k++) q[(size_t)(oc * K + k)] = int8_value(w.data[(size_t)(oc * IC + k0 + k)], sc);
+      int8_t* qr = q.data() + oc * K;
+      if (w.qraw) {  // the nibbles themselves (what decoding and dividing by the scale gives back)
+        const uint8_t* row = w.qraw + oc * row_bytes;
+        for (int64_t k = 0; k < K; k++) {
+          const int64_t j = k0 + k;
+          qr[k] = (int8_t)(((j & 1) ? (row[j / 2] >> 4) : (row[j / 2] & 15)) - 8);
+        }
+      } else {
+        for (int64_t k = 0; k < K; k++) qr[k] = int8_value(w.data[(size_t)(oc * IC + k0 + k)], sc);
+      }
     }
     n.qblocks.push_back(pack_q8(K, OC, q.data(), 1, K, s.data()));
   }

@@ -129,6 +129,7 @@ void filter_int8_values(const Value& w, int64_t OC, int64_t K, int oc_dim, const
     return;
   }
   // the filter's int8 values are its decoded grid points divided by the channel scale
+  if (!w.raw && (int64_t)w.data.size() < OC * K) throw_load("XNNPACK delegate: a filter's values are missing");
   const float* f = w.cdata();
   for (int64_t i = 0; i < OC * K; i++) q[(size_t)i] = int8_value(f[i], scales[oc_dim == 0 ? i / K : i % OC]);
 }
@@ -144,15 +145,22 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
   Value* w = constant(1);
   if (!w) return;
   const Value* x = n.inputs.empty() || n.inputs[0] >= g.values.size() ? nullptr : &g.values[n.inputs[0]];
-  // a quantized filter kept as the program's bytes (Value::qraw): float32 for this node's packing only
+  // a quantized filter kept as the program's bytes (Value::qraw): the int8 / 4-bit paths read
+  // those; float32 is decoded only for a float packing, and only for this node
   struct Decoded {
     Value* w;
-    bool made;
+    bool made = false;
+    const float* floats() {
+      if (w->qraw && w->data.empty()) {
+        decode_constant(*w, w->qraw, w->qraw_size);
+        made = true;
+      }
+      return w->cdata();
+    }
     ~Decoded() {
       if (made) FloatBuffer().swap(w->data);
     }
-  } decoded{w, w->qraw && w->data.empty()};
-  if (decoded.made) decode_constant(*w, w->qraw, w->qraw_size);
+  } decoded{w};
   if (n.type == FullyConnected) {
     if (w->dims.size() != 2) fail(n, "filter must be 2-D");
     bool tw = n.flags & kTransposeWeights;
@@ -168,7 +176,7 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
     }
     if (prepare_fc_q8(x, n, *w, IC, OC, tw)) return;  // static int8: the int8 filter only
     if (prepare_fc_qb4w(x, n, *w, IC, OC, tw)) return;  // qd8 x qb4w: the blocks' int8 values only
-    n.packed.push_back(pack_b(pool, IC, OC, w->cdata(), tw ? OC : 1, tw ? 1 : IC));
+    n.packed.push_back(pack_b(pool, IC, OC, decoded.floats(), tw ? OC : 1, tw ? 1 : IC));
   } else if (n.type == Conv2d) {
     if (w->dims.size() != 4) fail(n, "filter must be 4-D");
     int64_t K = (int64_t)n.kh * n.kw * n.group_in, OCg = n.group_out;
@@ -184,10 +192,11 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
         p.N = OCg;
         n.packed.push_back(std::move(p));
       } else {
-        n.packed.push_back(pack_b(pool, K, OCg, w->cdata() + gi * OCg * K, 1, K));
+        n.packed.push_back(pack_b(pool, K, OCg, decoded.floats() + gi * OCg * K, 1, K));
       }
     }
   } else if (n.type == DepthwiseConv2d) {
+    decoded.floats();  // (never kept as bytes: a depthwise filter is read at run time)
     prepare_dw_q8(x, n, *w);
   }
 }

@@ -44,7 +44,8 @@ namespace {
 bool int8_filter(const Value& w, int64_t OC, int64_t K, int oc_dim, int quant_dim, std::vector<int8_t>& q,
                  std::vector<float>& scales) {
   // int32 sums of up to 32768 products of 255 * 128 (and the zero-point term) cannot overflow
-  if (!int8_convs_enabled() || w.zero_point != 0 || K <= 0 || OC <= 0 || K > 32768 || (int64_t)w.data.size() < OC * K)
+  if (!int8_convs_enabled() || w.zero_point != 0 || K <= 0 || OC <= 0 || K > 32768 ||
+      (w.qraw ? w.numel() : (int64_t)w.data.size()) < OC * K)
     return false;
   scales.resize((size_t)OC);
   if (w.dtype == QCINT8 && w.quant == Quant::PerChannel && w.channel_dim == quant_dim && (int64_t)w.scales.size() >= OC)
