@@ -32,6 +32,16 @@ class _Reader:
     def __init__(self, data) -> None:
         self.b = memoryview(data).cast("B")
         self.n = len(self.b)
+        self.seen: set = set()
+
+    def once(self, pos: int) -> int:
+        """POS, a table or data vector the file must reference only once: flatbuffers may share
+        them, ExecuTorch's serializer (flatc from JSON) never does, and a shared one would let a
+        few bytes stand for millions of values (n**3 from three vectors of n references)."""
+        if pos in self.seen:
+            raise ProgramLoadError("bundled program: a table is referenced more than once (corrupt)")
+        self.seen.add(pos)
+        return pos
 
     def _need(self, pos: int, size: int) -> None:
         if pos < 0 or pos + size > self.n:
@@ -104,16 +114,20 @@ class BundledProgram:
 
 
 def _value(r: _Reader, table: int) -> Any:
+    r.once(table)
     kind = r.scalar(table, 0, "B")
     val = r.table(table, 1)
     if val is None:
         raise ProgramLoadError("bundled program: a value without data")
+    r.once(val)
     if kind == 1:  # Tensor
         code = r.scalar(val, 0, "b")
         start, n = r.vector(val, 1)
         r._need(start, 4 * n)
         sizes = [r.fmt("i", start + 4 * k) for k in range(n)]
         dstart, dn = r.vector(val, 2)
+        if dn:
+            r.once(dstart)
         r._need(dstart, dn)
         ostart, on = r.vector(val, 3)
         r._need(ostart, on)
@@ -153,8 +167,8 @@ def parse(data) -> BundledProgram:
             raise ProgramLoadError("bundled program: it holds no program")
         suites = []
         for s in r.tables(root, 1):
-            cases = [TestCase([_value(r, v) for v in r.tables(c, 0)], [_value(r, v) for v in r.tables(c, 1)])
-                     for c in r.tables(s, 1)]
+            cases = [TestCase([_value(r, v) for v in r.tables(r.once(c), 0)], [_value(r, v) for v in r.tables(c, 1)])
+                     for c in r.tables(r.once(s), 1)]
             suites.append(TestSuite(r.string(s, 0), cases))
     except (struct.error, ValueError, OverflowError) as e:
         raise ProgramLoadError(f"bundled program: malformed ({e})") from None

@@ -56,7 +56,11 @@ def _headers(path: str, fh: BinaryIO) -> Dict[str, Tuple[Tuple[int, ...], np.dty
                     else:
                         shape, _, dtype = npformat.read_array_header_2_0(f)
                 out[key] = (tuple(int(d) for d in shape), dtype)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError, KeyError) as e:
+    except MemoryError:
+        raise
+    except Exception as e:  # a corrupt archive or header: zipfile and numpy raise many kinds
+        # (BadZipFile, RuntimeError for encryption, NotImplementedError for unknown compression,
+        # tokenize.TokenError / SyntaxError for a header that is no Python literal, ...)
         raise InputsError(f"{path} is not a valid .npz file ({type(e).__name__}: {e})") from None
     return out
 
@@ -136,5 +140,7 @@ def read_inputs(path: str, method: str, metas: Sequence, stacked: bool = False,
             fh.seek(0)
             with np.load(fh, allow_pickle=False) as z:
                 return [z[k] for k in keys]
-        except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
+        except MemoryError:
+            raise
+        except Exception as e:  # (as for the headers: whatever a corrupt member makes zipfile or numpy raise)
             raise InputsError(f"{path}: cannot read its arrays ({type(e).__name__}: {e})") from None

@@ -90,15 +90,13 @@ fi
 
 # the Python-side readers the core never sees: mutated .bpte (bundled.parse, load_program, verify),
 # .ptd (with their programs), and the CLI's .npz inputs (tools/fuzz_python.py; capped by cases too,
-# so that CI runs the same cases as a dry run). Findings of a known, reported bug do not fail the
-# gate (the pattern of tests/test_fuzz_formats.py KNOWN_NPZ_BUG).
+# so that CI runs the same cases as a dry run). Any finding fails the gate.
 PYTHON=${PYTHON:-python3}
 if "$PYTHON" -c "import executorch_numpy_runtime" >/dev/null 2>&1; then
   echo "== Python readers fuzzer (.bpte, .ptd, .npz)"
   rm -rf "$OUT/pyfuzz"  # its reproducers are this run's only
   "$PYTHON" tools/fuzz_python.py --seed 1 --seconds "${ETNP_PYFUZZ_SECONDS:-60}" \
-    --max-cases "${ETNP_PYFUZZ_MAX_CASES:-2500}" --out "$OUT/pyfuzz" \
-    --known '^npz case [0-9]+: (tokenize\.TokenError|RuntimeError: File .* is encrypted|NotImplementedError: (That compression method is not supported|strong encryption|zip file version|compressed patched data))'
+    --max-cases "${ETNP_PYFUZZ_MAX_CASES:-2500}" --out "$OUT/pyfuzz"
 else
   echo "== Python readers fuzzer: SKIPPED (executorch_numpy_runtime not importable by $PYTHON)"
 fi

@@ -25,18 +25,6 @@ FUZZER = os.path.join(ROOT, "tools", "fuzz_python.py")
 MODELS = os.path.join(ROOT, "tests", "models")
 CASES = 250  # per format: a few seconds each on a slow machine
 
-# Known, unfixed: executorch_numpy_runtime/npz_inputs.py _headers catches BadZipFile, ValueError,
-# OSError, EOFError, KeyError only, so an .npz whose .npy header is not a Python literal lets
-# numpy's tokenize.TokenError escape, and an encrypted or unknown-compression member lets
-# zipfile's RuntimeError / NotImplementedError escape (etnp run/batch then dies with a traceback
-# instead of "error: ..." and exit status 1). The random npz run tolerates exactly these; the
-# xfail(strict=True) tests below pin one reproducer each and start failing once it is fixed.
-# The same pattern is given to the fuzzer in native_tests/run_gates.sh.
-KNOWN_NPZ_BUG = (r"^npz case [0-9]+: (tokenize\.TokenError|RuntimeError: File .* is encrypted|"
-                 r"NotImplementedError: (That compression method is not supported|strong encryption|"
-                 r"zip file version|compressed patched data))")
-
-
 def fuzz(tmp_path, *args, timeout=600):
     # bounded by --max-cases only (no --seconds: a loaded machine still runs every case), with a
     # generous per-case watchdog; the subprocess timeout is the last resort
@@ -56,10 +44,11 @@ def test_fuzz_no_findings(tmp_path, fmt):
     assert int(m.group(2)) > 0 and int(m.group(3)) > 0, r.stdout  # both outcomes reached
 
 
-def test_fuzz_npz_no_unknown_findings(tmp_path):
-    r, findings, _ = fuzz(tmp_path, "--formats", "npz", "--max-cases", str(CASES), "--known", KNOWN_NPZ_BUG)
-    unknown = [f for f in findings if not re.match(KNOWN_NPZ_BUG, f)]
-    assert unknown == [] and r.returncode == 0, r.stdout + r.stderr
+def test_fuzz_npz_no_findings(tmp_path):
+    # (this run found npz_inputs letting tokenize.TokenError / RuntimeError / NotImplementedError
+    # escape from corrupt archives until they became InputsError: see test_cli_run_rejects_bad_npz)
+    r, findings, _ = fuzz(tmp_path, "--formats", "npz", "--max-cases", str(CASES))
+    assert findings == [] and r.returncode == 0, r.stdout + r.stderr
     m = re.search(r"npz: (\d+) cases \((\d+) ok, (\d+) rejected", r.stdout)
     assert m and int(m.group(1)) == CASES and int(m.group(2)) > 0 and int(m.group(3)) > 0, r.stdout
 
@@ -94,7 +83,7 @@ def test_fuzz_is_deterministic():
         assert [a.generate(7, i) for i in range(20)] == [b.generate(7, i) for i in range(20)], name
 
 
-# ---- the known npz_inputs bug, one reproducer per escaping exception ----------------------------
+# ---- npz_inputs: one reproducer per exception that escaped it (fixed) ----------------------------
 
 def _npz(member: bytes, flag: int = 0, method: int = 0) -> bytes:
     buf = io.BytesIO()
@@ -128,8 +117,7 @@ NPZ_BUG_CASES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="npz_inputs._headers lets tokenize.TokenError / RuntimeError / "
-                                       "NotImplementedError escape (found by tools/fuzz_python.py)")
+# found by tools/fuzz_python.py: npz_inputs let these escape as tracebacks (fixed)
 @pytest.mark.parametrize("case", sorted(NPZ_BUG_CASES))
 def test_cli_run_rejects_bad_npz(tmp_path, case):
     from executorch_numpy_runtime import cli
@@ -139,12 +127,6 @@ def test_cli_run_rejects_bad_npz(tmp_path, case):
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         rc = cli.main(["run", os.path.join(MODELS, "mlp.pte"), "--inputs", str(path), "--out", str(tmp_path / "o.npz")])
     assert rc == 1 and "error:" in err.getvalue()
-
-
-def test_gate_tolerates_only_this_known_bug():
-    with open(os.path.join(ROOT, "native_tests", "run_gates.sh")) as f:
-        gates = f.read()
-    assert re.search(r"--known '([^']*)'", gates).group(1) == KNOWN_NPZ_BUG
 
 
 # ---- bundled.parse: shared tables multiply (found while writing the fuzzer) --------------------
@@ -191,14 +173,14 @@ def _shared_tables_bpte(n: int) -> bytes:
     return bytes(d)
 
 
-@pytest.mark.xfail(strict=True, reason="bundled.parse expands shared tables: a 3.6 KB .bpte yields 54,000 "
-                                       "values, n**3 from O(n) bytes (load_program and verify hang on a few KB)")
+# found while writing the fuzzer: a 3.6 KB .bpte made 54,000 values (n**3 from O(n) bytes; a 9 KB
+# one would have taken ~30 minutes and GBs); bundled.parse now refuses tables referenced twice
 def test_bundled_parse_does_not_multiply_shared_tables():
-    from executorch_numpy_runtime import ProgramLoadError, bundled
+    from executorch_numpy_runtime import ProgramLoadError, Runtime, bundled
     data = _shared_tables_bpte(30)
-    try:
-        bp = bundled.parse(data)
-    except ProgramLoadError:
-        return  # refused: fine
-    values = sum(len(c.inputs) + len(c.expected_outputs) for s in bp.suites for c in s.test_cases)
-    assert values <= len(data) // 8, f"{values} values parsed from {len(data)} bytes"
+    with pytest.raises(ProgramLoadError, match="referenced more than once"):
+        bundled.parse(data)
+    with pytest.raises(ProgramLoadError, match="referenced more than once"):
+        Runtime.get().load_program(data)
+    with open(os.path.join(MODELS, "mlp_bundled.bpte"), "rb") as f:
+        assert bundled.parse(f.read()).suites  # a real one still parses
