@@ -49,6 +49,20 @@ def assert_matches(outs, refs, atol, rtol, what=""):
                                        equal_nan=True, err_msg=f"{what} output {i}")
 
 
+def run_with_cpu(cpu, script, *args, timeout=300):
+    """Runs SCRIPT (``python -c``) with ETNP_CPU=cpu in a subprocess (the variable is read once per
+    process), this checkout's package importable, the tests folder as its first argument and cwd."""
+    import subprocess
+    import sys
+
+    import executorch_numpy_runtime
+    env = dict(os.environ, ETNP_CPU=cpu)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__))
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    return subprocess.run([sys.executable, "-c", script, tests_dir, *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=tests_dir)
+
+
 @pytest.fixture(scope="session")
 def rt():
     import executorch_numpy_runtime as en

@@ -1,12 +1,9 @@
 """Every run-time-selected kernel path gives the reference answers: the fixture tests use the
 best path this CPU has; here the others are forced with ETNP_CPU (read once per process)."""
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import MODELS
+from conftest import MODELS, run_with_cpu
 
 SCRIPT = r"""
 import sys
@@ -31,12 +28,7 @@ MODELS_TO_CHECK = ["mobilenet_v2_xnn", "conv_inputs_xnn", "small_cnn_xnn", "act_
 
 @pytest.mark.parametrize("cpu", ["generic", "avx2"])
 def test_forced_kernel_paths_match_torch(cpu):
-    env = dict(os.environ, ETNP_CPU=cpu)
-    import executorch_numpy_runtime
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__))
-    tests_dir = os.path.dirname(os.path.abspath(__file__))
-    r = subprocess.run([sys.executable, "-c", SCRIPT, tests_dir] + MODELS_TO_CHECK, capture_output=True, text=True,
-                       timeout=300, env=env, cwd=tests_dir)
+    r = run_with_cpu(cpu, SCRIPT, *MODELS_TO_CHECK)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
     import executorch_numpy_runtime as en
     native = en.runtime_info()["cpu_features"]

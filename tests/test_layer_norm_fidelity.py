@@ -11,14 +11,11 @@ without weight and bias; qbert_ln_dyn_xnn: two post-LN BERT blocks (dynamic int8
 64). Both npz files hold the reference runtime's outputs (forward:runtime_out:i, recorded by
 tools/export_fixtures.py on an AVX-512 machine).
 """
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import model_path, reference
+from conftest import model_path, reference, run_with_cpu
 
 SCRIPT = r"""
 import sys
@@ -56,12 +53,7 @@ def test_layer_norm_gives_reference_runtime_bits(rt, threads):
 
 @pytest.mark.parametrize("cpu", ["generic", "avx2"])
 def test_layer_norm_forced_paths_give_reference_bits(cpu):
-    env = dict(os.environ, ETNP_CPU=cpu)
-    import executorch_numpy_runtime
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__))
-    tests_dir = os.path.dirname(os.path.abspath(__file__))
-    r = subprocess.run([sys.executable, "-c", SCRIPT, tests_dir], capture_output=True, text=True, timeout=300, env=env,
-                       cwd=tests_dir)
+    r = run_with_cpu(cpu, SCRIPT)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip().endswith("mismatches=0"), f"ETNP_CPU={cpu}: {r.stdout.strip()}"
 

@@ -9,14 +9,11 @@ the reference ran) ours must be bit-identical. Elsewhere XNNPACK itself sums the
 order (its AVX2 / scalar kernels), so there only a few ulps are allowed - far below the output's
 quantization step (~1.5e-2).
 """
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import model_path, reference
+from conftest import model_path, reference, run_with_cpu
 
 NAME = "qbert_dyn_xnn"
 SCRIPT = r"""
@@ -46,12 +43,7 @@ def test_qbert_dyn_gives_reference_runtime_bits(rt):
 
 @pytest.mark.parametrize("cpu", ["generic", "avx2"])
 def test_qbert_dyn_forced_paths_within_ulps(cpu):
-    env = dict(os.environ, ETNP_CPU=cpu)
-    import executorch_numpy_runtime
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__))
-    tests_dir = os.path.dirname(os.path.abspath(__file__))
-    r = subprocess.run([sys.executable, "-c", SCRIPT, tests_dir], capture_output=True, text=True, timeout=300, env=env,
-                       cwd=tests_dir)
+    r = run_with_cpu(cpu, SCRIPT)
     assert r.returncode == 0, r.stderr[-3000:]
     diff = float(r.stdout.strip().split("maxdiff=")[1])
     assert diff <= 1e-6, f"ETNP_CPU={cpu}: max |ours - reference runtime| = {diff}"

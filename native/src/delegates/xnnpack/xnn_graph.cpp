@@ -374,26 +374,23 @@ Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed)
     }
     if (const_idx[i] == 0) continue;
     Span s = constant_bytes(const_idx[i]);
-    if (packed_only[i] == 1 && v.dtype != FP32 && v.dtype != PFP32) {  // a quantized filter: decoded where packed
+    const bool fp32 = v.dtype == FP32 || v.dtype == PFP32;
+    const bool quantized_filter = packed_only[i] == 1 && !fp32;  // decoded where packed (Value::qraw)
+    const bool float_filter = packed_only[i] == 1 && fp32 && v.quant == Quant::None &&
+                              reinterpret_cast<uintptr_t>(s.data) % alignof(float) == 0;  // packed from the bytes
+    if (quantized_filter || float_filter) {  // kept as the program's bytes until packed: checked here
       int64_t numel = 1;
       for (auto d : v.dims)
         if (d < 0 || etnp::mul_overflow(numel, d, &numel)) bad("constant has an invalid shape");
       if (elem_bytes(v.dtype, numel, v.dims) > s.size) bad("constant data is smaller than its tensor");
       v.shape = v.dims;
       v.is_constant = true;
-      v.qraw = s.data;
-      v.qraw_size = s.size;
-      continue;
-    }
-    if (packed_only[i] == 1 && (v.dtype == FP32 || v.dtype == PFP32) && v.quant == Quant::None &&
-        reinterpret_cast<uintptr_t>(s.data) % alignof(float) == 0) {
-      int64_t numel = 1;
-      for (auto d : v.dims)
-        if (d < 0 || etnp::mul_overflow(numel, d, &numel)) bad("constant has an invalid shape");
-      if (elem_bytes(v.dtype, numel, v.dims) > s.size) bad("constant data is smaller than its tensor");
-      v.shape = v.dims;
-      v.is_constant = true;
-      v.raw = reinterpret_cast<const float*>(s.data);
+      if (quantized_filter) {
+        v.qraw = s.data;
+        v.qraw_size = s.size;
+      } else {
+        v.raw = reinterpret_cast<const float*>(s.data);
+      }
       continue;
     }
     decode_constant(v, s.data, s.size);
