@@ -155,6 +155,16 @@ class XnnDelegate : public DelegateHandle {
         FloatBuffer().swap(g_.values[id].data);  // (any buffer made at load: the bank's from now on)
       }
     }
+    // largest first: slot k grows to the k-th largest buffer of whichever delegate has the
+    // largest, so the bank is close to the largest delegate's need (in value order, one
+    // delegate's big buffer and another's could take different slots and both be kept)
+    auto planned = [&](uint32_t id) {
+      int64_t n = 1;
+      for (int64_t d : g_.values[id].dims)
+        if (d < 0 || etnp::mul_overflow(n, d, &n)) return int64_t(0);
+      return n;
+    };
+    std::stable_sort(banked_.begin(), banked_.end(), [&](uint32_t a, uint32_t b) { return planned(a) > planned(b); });
   }
   // Lends the bank's slots to the banked values for the call (taken before anything is bound,
   // given back after SwapGuard has undone the call's exchanges); a nested call (a delegate run
