@@ -125,11 +125,18 @@ void unary_node(KernelContext& ctx, Graph& g, Node& n, const UnaryOp& op) {
   parallel(ctx, total, op.grain, [&](int64_t b, int64_t e) { op.f(x + b, y + b, e - b, n.fparam); });
 }
 
-void softmax(KernelContext& ctx, Graph& g, Node& n) {
+void softmax(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   Value &a = in(g, n, 0), &o = out(g, n);
-  ensure_shape(o, a.shape);
   int64_t len = a.shape.empty() ? 1 : a.shape.back(), rows = a.numel() / std::max<int64_t>(len, 1);
   const float* x = a.cdata();
+  if (n.move_input && &o != &a && !a.raw) {
+    // nothing else reads the input (an attention's scores: the largest values there are): the
+    // output takes its buffer and each row is computed in place (a row is read before it is written)
+    o.data.swap(a.data);
+    sc.moves.emplace_back(n.output, n.inputs[0]);
+    x = o.data.data();
+  }
+  ensure_shape(o, a.shape);
   float* y = o.data.data();
   parallel(ctx, rows, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(len, 1)), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; r++) vec_softmax_xnn_row(x + r * len, y + r * len, len);
@@ -231,7 +238,7 @@ bool run_elementwise(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     return true;
   }
   if (n.type == Softmax) {
-    softmax(ctx, g, n);
+    softmax(ctx, g, n, sc);
     return true;
   }
   if (const UnaryOp* u = unary_op(n.type)) {

@@ -374,15 +374,17 @@ class XnnDelegate : public DelegateHandle {
     for (size_t i = 0; i < g_.nodes.size(); i++) {
       Node& n = g_.nodes[i];
       const bool in_chain = chains_[i] != 1;  // (run chunk by chunk: no buffer taken over)
-      if ((n.type != StaticReshape && n.type != Convert && n.type != StaticTranspose) || n.inputs.size() != 1 ||
-          n.inputs[0] >= nv || n.output >= nv)
+      if ((n.type != StaticReshape && n.type != Convert && n.type != StaticTranspose && n.type != Softmax) ||
+          n.inputs.size() != 1 || n.inputs[0] >= nv || n.output >= nv)
         continue;
       uint32_t a = n.inputs[0], o = n.output;
       Value &va = g_.values[a], &vo = g_.values[o];
       if (n.type != StaticTranspose)
         n.move_input = readers[a] == 1 && !va.is_constant && !vo.is_constant && va.external_id == kInvalidId &&
                        !dynamically_quantized(va) && !dynamically_quantized(vo) && !is_output[o] &&
-                       (n.type == Convert || same_grid(va, vo)) && !in_chain;
+                       (n.type == Convert || same_grid(va, vo)) && !in_chain &&
+                       (n.type != Softmax || (va.dtype == FP32 && vo.dtype == FP32 && va.quant == Quant::None &&
+                                              vo.quant == Quant::None));
       // A reshape of a graph input that no node writes (the caller's tensor or the input's own
       // buffer: fixed for the whole call) whose result only the reshape writes and only nodes
       // reading through cdata() read: the result is a view of the input (Value::raw), nothing copied.
