@@ -31,7 +31,12 @@ struct Acts {
   int64_t ldu = 0;
   const int32_t* corr = nullptr;
   const int32_t* off = nullptr;
+  const float* offf = nullptr;  // off as float
   const float* sa = nullptr;
+  // every off in [0, 255] (qd8 zero points in [-128, 127]) and blocks of at most 1024: the sums,
+  // the corrections and off * nsum are integers below 2^24 in magnitude (1024 * 255 * 15, 2 * 8 *
+  // 255 * 1024), exact in float32 - the VNNI tile subtracts off * nsum there, by one FMA
+  bool float_exact = false;
 };
 
 inline float scale_at(const PackedQB4& w, const uint8_t* s, int64_t j) {
@@ -102,7 +107,8 @@ ETNP_TARGET_INLINE("avx512f,avx512bw") __m512 scales16(const PackedQB4& w, const
 
 // ROWS rows x NV panels (AVX-512 VNNI): per 64-byte chunk and panel, its low and high nibbles
 // (8 k of 16 columns) times broadcast codes (vpdpbusd: u8 codes x the nibbles 0..15), and the
-// nibbles' column sums (vpdpbusd of ones); per block the int32 terms to qgemm_q8's sums and its
+// nibbles' column sums (vpdpbusd of ones), the accumulators started at the rows' corrections;
+// per block qgemm_q8's integer sum, made exactly in float (Acts::float_exact), and its
 // VNNI epilogue's float operations (fmadd(f, sa * sw, bias or 0), + the blocks before) into
 // float accumulators; the clamp and store once.
 template <int ROWS, int NV>
@@ -130,7 +136,7 @@ ETNP_TARGET("avx512f,avx512bw,avx512vnni") void tile_vnni(int64_t m0, int64_t p0
     for (int v = 0; v < NV; v++) {
       ns[v] = _mm512_setzero_si512();
 #pragma GCC unroll 8
-      for (int i = 0; i < ROWS; i++) acc[v][i] = _mm512_setzero_si512();
+      for (int i = 0; i < ROWS; i++) acc[v][i] = _mm512_set1_epi32(a.corr[(m0 + i) * w.nb + b]);
     }
     const uint8_t* x = a.u + m0 * a.ldu + b * w.chunks * 8;
     for (int64_t c = 0; c < ch; c++) {
@@ -156,11 +162,12 @@ ETNP_TARGET("avx512f,avx512bw,avx512vnni") void tile_vnni(int64_t m0, int64_t p0
     for (int v = 0; v < NV; v++) {
       const __m512 sw = scales16(w, d[v] + ch * 64);
       const __m512 bv = b == 0 && bias ? _mm512_maskz_loadu_ps(mask[v], bias + (p0 + v) * NR) : _mm512_setzero_ps();
+      const __m512 nsf = _mm512_cvtepi32_ps(ns[v]);
 #pragma GCC unroll 8
       for (int i = 0; i < ROWS; i++) {
-        __m512i q = _mm512_sub_epi32(acc[v][i], _mm512_mullo_epi32(_mm512_set1_epi32(a.off[m0 + i]), ns[v]));
-        q = _mm512_add_epi32(q, _mm512_set1_epi32(a.corr[(m0 + i) * w.nb + b]));
-        const __m512 r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_mul_ps(_mm512_set1_ps(a.sa[m0 + i]), sw), bv);
+        // (float)q: (acc + corr) - off * nsum in float, exact (integers below 2^24: Acts::float_exact)
+        const __m512 f = _mm512_fnmadd_ps(_mm512_set1_ps(a.offf[m0 + i]), nsf, _mm512_cvtepi32_ps(acc[v][i]));
+        const __m512 r = _mm512_fmadd_ps(f, _mm512_mul_ps(_mm512_set1_ps(a.sa[m0 + i]), sw), bv);
         F[v][i] = b == 0 ? r : _mm512_add_ps(r, F[v][i]);
       }
       d[v] += w.block_bytes;
@@ -272,13 +279,18 @@ void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const
   // the activations, padded per block, and their per-row terms (on the calling thread: M * K bytes)
   thread_local std::vector<uint8_t> ubuf;
   thread_local std::vector<int32_t> cbuf, obuf;
+  thread_local std::vector<float> fbuf;
   const int64_t ldu = w.nb * w.chunks * 8;
   ubuf.assign((size_t)(M * ldu), 0);
   cbuf.resize((size_t)(M * w.nb));
   obuf.resize((size_t)M);
+  fbuf.resize((size_t)M);
+  bool float_exact = w.bs <= 1024;
   for (int64_t m = 0; m < M; m++) {
     const int32_t off = code_offset(za[m]);
     obuf[(size_t)m] = off;
+    fbuf[(size_t)m] = (float)off;
+    float_exact = float_exact && off >= 0 && off <= 255;
     for (int64_t b = 0; b < w.nb; b++) {
       const int64_t k0 = b * w.bs, kb = std::min(w.bs, w.K - k0);
       const uint8_t* src = x + m * ldx + k0;
@@ -294,12 +306,14 @@ void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const
   a.ldu = ldu;
   a.corr = cbuf.data();
   a.off = obuf.data();
+  a.offf = fbuf.data();
   a.sa = sa;
+  a.float_exact = float_exact;
   static const Path kind = path();
   ThreadPool* tp = gemm_pool(pool, M, w.N, w.K);
   const int64_t MB = kind == Path::Avx2 ? 4 : 8, rb = (M + MB - 1) / MB, panels = w.panels;
-  const int64_t nt = tp ? tp->num_threads() : 1;
-  const int64_t rows = std::max<int64_t>(1, std::min({rb, (int64_t)(256 << 10) / (MB * ldu), rb / (nt * 4)}));
+  // a task: row blocks whose activations fit ~256 KB (every row, mostly) x a range of panels
+  const int64_t rows = std::max<int64_t>(1, std::min(rb, (int64_t)(256 << 10) / (MB * ldu)));
   const int64_t row_tasks = (rb + rows - 1) / rows;
   const GemmTasks grid = gemm_tasks(row_tasks, panels, tp);
   const int64_t split = grid.split, per = grid.per;
@@ -308,20 +322,19 @@ void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const
       const int64_t m0 = (t / split) * rows * MB, m1 = std::min(M, m0 + rows * MB);
       const int64_t p0 = (t % split) * per, p1 = std::min(panels, p0 + per);
 #if defined(__x86_64__)
-      if (kind == Path::Vnni) {
-        for (int64_t m = m0; m < m1; m += MB) {
-          const int64_t r = std::min(MB, m1 - m);
-          int64_t p = p0;
-          if (r <= 2)
-            for (; p + 4 <= p1; p += 4) kVnni4[r - 1](m, p, a, w, bias, lo, hi, C, ldc);
-          for (; p < p1; p++) kVnni1[r - 1](m, p, a, w, bias, lo, hi, C, ldc);
-        }
+      if (kind == Path::Vnni && a.float_exact) {
+        // panel by panel, all the task's rows (a panel's weights stay in L1 across them)
+        int64_t p = p0;
+        if (m1 - m0 <= 2)
+          for (; p + 4 <= p1; p += 4) kVnni4[m1 - m0 - 1](m0, p, a, w, bias, lo, hi, C, ldc);
+        for (; p < p1; p++)
+          for (int64_t m = m0; m < m1; m += MB) kVnni1[std::min(MB, m1 - m) - 1](m, p, a, w, bias, lo, hi, C, ldc);
         continue;
       }
-      if (kind == Path::Avx2) {
+      if (kind != Path::Generic) {  // (also VNNI's where the float shortcut is not exact: the same float operations)
         for (int64_t p = p0; p < p1; p++)
           for (int hf = 0; hf < 2 && p * NR + hf * 8 < w.N; hf++)
-            for (int64_t m = m0; m < m1; m += MB) kAvx2[std::min(MB, m1 - m) - 1](m, p, hf, a, w, bias, lo, hi, C, ldc);
+            for (int64_t m = m0; m < m1; m += 4) kAvx2[std::min<int64_t>(4, m1 - m) - 1](m, p, hf, a, w, bias, lo, hi, C, ldc);
         continue;
       }
 #endif
