@@ -138,6 +138,11 @@ ETNP_TARGET("avx512f,avx512bw,avx512vnni") void tile_vnni(int64_t m0, int64_t p0
 #pragma GCC unroll 8
       for (int i = 0; i < ROWS; i++) acc[v][i] = _mm512_set1_epi32(a.corr[(m0 + i) * w.nb + b]);
     }
+    // (one row: the high nibbles' products in accumulators of their own, two dependency chains)
+    constexpr int SPLIT = ROWS == 1 ? NV : 1;
+    __m512i acc2[SPLIT];
+#pragma GCC unroll 4
+    for (int v = 0; v < SPLIT; v++) acc2[v] = _mm512_setzero_si512();
     const uint8_t* x = a.u + m0 * a.ldu + b * w.chunks * 8;
     for (int64_t c = 0; c < ch; c++) {
       __m512i l[NV], h[NV];
@@ -155,9 +160,19 @@ ETNP_TARGET("avx512f,avx512bw,avx512vnni") void tile_vnni(int64_t m0, int64_t p0
         std::memcpy(&x1, x + i * a.ldu + c * 8 + 4, 4);
         const __m512i xl = _mm512_set1_epi32(x0), xh = _mm512_set1_epi32(x1);
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) acc[v][i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc[v][i], xl, l[v]), xh, h[v]);
+        for (int v = 0; v < NV; v++) {
+          if (ROWS == 1) {
+            acc[v][i] = _mm512_dpbusd_epi32(acc[v][i], xl, l[v]);
+            acc2[v % SPLIT] = _mm512_dpbusd_epi32(acc2[v % SPLIT], xh, h[v]);
+          } else {
+            acc[v][i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(acc[v][i], xl, l[v]), xh, h[v]);
+          }
+        }
       }
     }
+    if (ROWS == 1)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; v++) acc[v][0] = _mm512_add_epi32(acc[v][0], acc2[v % SPLIT]);
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) {
       const __m512 sw = scales16(w, d[v] + ch * 64);
