@@ -25,6 +25,7 @@
 #include "kernels/vec_math.h"
 #include "kernels/window_reduce.h"
 #include "util/fma_exact.h"
+#include "kernel_check_qb4.h"
 
 using namespace etnp;
 
@@ -841,6 +842,7 @@ int main() {
   check_qgemm_grouped(rng);
   check_broadcast(rng);
   check_window_reduce(rng);
+  failures += check_qgemm_qb4(rng);
   ThreadPool one(1), two(2);
   const int64_t Ms[] = {1, 3, 6, 7, 8, 9, 13, 16, 17, 49, 100};
   const int64_t Ns[] = {1, 8, 15, 16, 17, 24, 31, 32, 33, 48, 70};

@@ -51,7 +51,8 @@ class XnnDelegate : public DelegateHandle {
       for (size_t k = 0; k < n.inputs.size(); k++) {
         if (n.inputs[k] >= g_.values.size()) continue;
         uses[n.inputs[k]]++;
-        if (k == 1 && (!n.packed.empty() || n.qpacked.N > 0 || !n.qconv.empty() || !n.qblocks.empty()))
+        if (k == 1 && (!n.packed.empty() || n.qpacked.N > 0 || !n.qconv.empty() || !n.qblocks.empty() ||
+                       n.qb4.N > 0))
           packed_uses[n.inputs[k]]++;
       }
     };
@@ -74,6 +75,7 @@ class XnnDelegate : public DelegateHandle {
       m.packed_weights += q8(n.qpacked) + bytes(n.qdw.w) + bytes(n.qdw.scale) + bytes(n.bias);
       for (const PackedQ8& p : n.qconv) m.packed_weights += q8(p);
       for (const PackedQ8& p : n.qblocks) m.packed_weights += q8(p);
+      m.packed_weights += bytes(n.qb4.data);
     };
     for (const Node& n : g_.nodes) {
       node(n);

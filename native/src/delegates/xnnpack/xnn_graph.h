@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/depthwise_q8.h"
+#include "kernels/qgemm_qb4.h"
 #include "kernels/gemm.h"
 #include "kernels/qgemm.h"
 #include "runtime/program.h"
@@ -106,6 +107,9 @@ struct Node {
   // FullyConnected, dynamically quantized input x 4-bit weights in blocks of K with a scale each
   // (qd8 x qb4w): the blocks' int8 values, one PackedQ8 per block of input channels, in order
   std::vector<PackedQ8> qblocks;
+  // ... or (where the filter's values are nibbles: always from the program's bytes) the nibbles
+  // themselves, two a byte (qgemm_qb4.h; N > 0 when set)
+  PackedQB4 qb4;
   // DepthwiseConv2d (multiplier 1) on a static-int8 input with an int8 filter (taps > 0 when set)
   PackedDwQ8 qdw;
   bool dw_int8 = false;  // runs on qdw (planned at load: where its input or output is kept as codes)

@@ -49,7 +49,7 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   std::vector<int64_t> s = a.shape;
   s.back() = OC;
   // the int8 GEMM has no residual epilogue: a fused add then runs after it
-  const bool int8_gemm = n.qpacked.N > 0 || !n.qblocks.empty();
+  const bool int8_gemm = n.qpacked.N > 0 || !n.qblocks.empty() || n.qb4.N > 0;
   const Value* res = int8_gemm ? nullptr : fused_residual(g, n, s);
   if (int8_gemm && n.residual != kInvalidId) n.residual_pending = true;
   Value& o = gemm_output(g, n, s);
@@ -60,6 +60,22 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   if (n.qpacked.N > 0 && on_int8_grid(a)) {  // static int8 (prepare_fc_q8)
     if (n.qpacked.K != IC || n.qpacked.N != OC) fail(n, "packed weights do not match the filter");
     fully_connected_q8(ctx, n, a, M, IC, OC, bias, o, sc);
+    return;
+  }
+  if (n.qb4.N > 0) {  // qd8 x qb4w on the nibbles (qgemm_qb4.h)
+    if (n.qb4.K != IC || n.qb4.N != OC) fail(n, "packed weights do not match the filter");
+    if (a.row_len <= 0 || a.row_len % IC != 0 || (int64_t)a.row_scale.size() * a.row_len < a.numel() ||
+        (int64_t)a.q8.size() < a.numel())
+      fail(n, "dynamically quantized input without per-row quantization parameters (corrupt program?)");
+    const int64_t per_row = a.row_len / IC;
+    sc.row_scale.resize((size_t)M);
+    sc.row_zp.resize((size_t)M);
+    for (int64_t m = 0; m < M; m++) {
+      sc.row_scale[(size_t)m] = a.row_scale[(size_t)(m / per_row)];
+      sc.row_zp[(size_t)m] = a.row_zp[(size_t)(m / per_row)];
+    }
+    qgemm_qb4(ctx.pool, M, a.q8.data(), IC, sc.row_scale.data(), sc.row_zp.data(), n.qb4, bias, n.out_min,
+              n.out_max, o.data.data(), OC);
     return;
   }
   if (int8_gemm) {
@@ -203,9 +219,32 @@ bool prepare_fc_qb4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_
     return false;
   const int64_t bs = w.group_size, nb = (IC + bs - 1) / bs;
   if ((int64_t)w.scales.size() < OC * nb || (w.qraw ? w.numel() : (int64_t)w.data.size()) < OC * IC) return false;
+  const int64_t row_bytes = (IC + 1) / 2;  // (the program's bytes: two nibbles a byte, low first, zero point 8)
+  auto scale = [&](int64_t oc, int64_t b) { return w.scales[(size_t)(oc * nb + b)]; };
+  // the nibbles themselves, packed as they are (qgemm_qb4.h): from the program's bytes, or from
+  // decoded values where each is one (w + 8 in 0..15)
+  bool nibbles = bs <= 1024;
+  if (nibbles && !w.qraw)
+    for (int64_t oc = 0; oc < OC && nibbles; oc++)
+      for (int64_t k = 0; k < IC && nibbles; k++) {
+        const int v = int8_value(w.data[(size_t)(oc * IC + k)], scale(oc, k / bs));
+        nibbles = v >= -8 && v <= 7;
+      }
+  if (nibbles && w.qraw) {
+    n.qb4 = pack_qb4(IC, OC, bs, [&](int64_t k, int64_t oc) {
+      const uint8_t byte = w.qraw[oc * row_bytes + k / 2];
+      return (k & 1) ? byte >> 4 : byte & 15;
+    }, scale);
+    return true;
+  }
+  if (nibbles) {
+    n.qb4 = pack_qb4(IC, OC, bs, [&](int64_t k, int64_t oc) {
+      return int8_value(w.data[(size_t)(oc * IC + k)], scale(oc, k / bs)) + 8;
+    }, scale);
+    return true;
+  }
   std::vector<int8_t> q;
   std::vector<float> s((size_t)OC);
-  const int64_t row_bytes = (IC + 1) / 2;  // (the program's bytes: two nibbles a byte, low first, zero point 8)
   for (int64_t b = 0; b < nb; b++) {
     const int64_t k0 = b * bs, K = std::min(bs, IC - k0);
     q.assign((size_t)(OC * K), 0);
