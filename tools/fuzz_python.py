@@ -526,6 +526,7 @@ def _inject(kind: str) -> None:
 
 
 def child_main(args) -> int:
+    _limit(args.mem_mb)
     import faulthandler
     faulthandler.enable()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -574,14 +575,15 @@ def _tb(e: BaseException) -> str:
 # ---------------------------------------------------------------------------------------------
 # the parent: starts children under RLIMIT_AS, watches each case, saves reproducers
 
-def _limit(mem_mb: int) -> Callable[[], None]:
-    def pre() -> None:
-        import resource
-        if mem_mb > 0:
-            b = mem_mb << 20
-            resource.setrlimit(resource.RLIMIT_AS, (b, b))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    return pre
+def _limit(mem_mb: int) -> None:
+    """The child's own limits, set first thing in it (not in a preexec_fn: Python code between
+    fork and exec can deadlock when the parent has threads - numpy's OpenBLAS pool - and did, as
+    a hang before the first case)."""
+    import resource
+    if mem_mb > 0:
+        b = mem_mb << 20
+        resource.setrlimit(resource.RLIMIT_AS, (b, b))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def _save(out: str, fmt: str, seed: int, case: int, kind: str, detail: str, data: bytes) -> str:
@@ -593,6 +595,9 @@ def _save(out: str, fmt: str, seed: int, case: int, kind: str, detail: str, data
         f.write(f"format {fmt}, seed {seed}, case {case}: {kind}\n"
                 f"replay: python tools/fuzz_python.py --replay {fmt} {base + EXT[fmt]} --case {case}\n\n{detail}\n")
     return base + EXT[fmt]
+
+
+STARTUP_SECONDS = 120  # a child's imports and warm-up before its first case, on a loaded machine
 
 
 def parent_main(args) -> int:
@@ -608,22 +613,28 @@ def parent_main(args) -> int:
     while any(nxt[f] < args.max_cases for f in args.formats) and time.monotonic() < deadline:
         rfd, wfd = os.pipe()
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--report-fd", str(wfd),
-               "--seed", str(args.seed), "--max-cases", str(args.max_cases),
+               "--mem-mb", str(args.mem_mb), "--seed", str(args.seed), "--max-cases", str(args.max_cases),
                "--formats", ",".join(args.formats), "--start", ",".join(str(nxt[f]) for f in args.formats)]
         if args.inject:
             cmd += ["--inject", args.inject]
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONFAULTHANDLER="1")
         with open(log_path, "ab") as log:
             child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(wfd,),
-                                     preexec_fn=_limit(args.mem_mb), env=env, cwd=ROOT)
+                                     env=env, cwd=ROOT)
         os.close(wfd)
         reader = os.fdopen(rfd, "r")
         current: Optional[Tuple[str, int]] = None
-        case_started = time.monotonic()
+        case_started = last_event = time.monotonic()
         buf = ""
         finished = False
         while True:
             now = time.monotonic()
+            if current is None and not finished and now - last_event > args.case_timeout + STARTUP_SECONDS:
+                child.kill()
+                child.wait()
+                print(f"fuzz_python: the child gave no result within {args.case_timeout + STARTUP_SECONDS:.0f} s "
+                      f"of starting or of its last case (stalled between cases); see {log_path}", file=sys.stderr)
+                return 2
             if current is not None and now - case_started > args.case_timeout:
                 child.kill()
                 child.wait()
@@ -666,6 +677,7 @@ def parent_main(args) -> int:
                     return 2
                 break
             ev = json.loads(line)
+            last_event = time.monotonic()
             if ev["ev"] == "start":
                 current = (ev["fmt"], ev["case"])
                 case_started = time.monotonic()
