@@ -1,5 +1,6 @@
 // Error type thrown inside the core and turned into an etnp_status at the C API boundary.
 #pragma once
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -20,6 +21,20 @@ class Error : public std::runtime_error {
 };
 
 [[noreturn]] inline void throw_load(const std::string& m) { throw Error(ETNP_ERR_PROGRAM_LOAD, m); }
+// The status the C API returns for the exception being handled (runtime/c_api.cpp's guard); call
+// it inside a catch block only.
+inline etnp_status current_exception_status() {
+  try {
+    throw;
+  } catch (const Error& e) {
+    return e.code();
+  } catch (const std::bad_alloc&) {
+    return ETNP_ERR_EXECUTION;
+  } catch (...) {
+    return ETNP_ERR_INTERNAL;
+  }
+}
+
 [[noreturn]] inline void throw_exec(const std::string& m) { throw Error(ETNP_ERR_EXECUTION, m); }
 
 #define ETNP_CHECK_EXEC(cond, msg)                                   \

@@ -10,6 +10,7 @@
 #include "kernels/callback_ops.h"
 #include "kernels/cpu_features.h"
 #include "kernels/registry.h"
+#include "os/probes.h"
 #include "runtime/method.h"
 #include "runtime/program.h"
 #include "runtime/runtime.h"
@@ -30,6 +31,7 @@ thread_local std::string g_msg, g_detail;
 int fail(int code, const std::string& msg, const std::string& detail = "") {
   g_msg = msg;
   g_detail = detail;
+  ETNP_PROBE2(error, code, g_msg.c_str());
   return code;
 }
 
@@ -209,11 +211,14 @@ int etnp_program_method_delegates(const etnp_program* p, const char* method, siz
 int etnp_method_load(etnp_program* p, const char* name, etnp_method** out) {
   REQUIRE(p); REQUIRE(name); REQUIRE(out);
   *out = nullptr;
-  return guard([&] {
+  ETNP_PROBE1(method_load_begin, name);
+  int rc = guard([&] {
     std::lock_guard<std::recursive_mutex> g(p->prog->runtime().mutex());
     auto m = std::make_unique<Method>(p->prog, name);
     *out = new etnp_method{p->prog, std::move(m)};
   });
+  ETNP_PROBE2(method_load_end, name, rc);
+  return rc;
 }
 void etnp_method_destroy(etnp_method* m) {
   if (!m) return;

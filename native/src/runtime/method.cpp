@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "kernels/callback_ops.h"
+#include "os/probes.h"
 #include "runtime/runtime.h"
 #include "util/compiler.h"
 
@@ -544,6 +545,18 @@ void Method::check_tensor_args(const Instruction& x) const {
 }
 
 void Method::execute() {
+  const uint64_t call = ++calls_;
+  ETNP_PROBE2(method_execute_begin, name_.c_str(), call);
+  try {
+    run_instructions();
+  } catch (...) {
+    ETNP_PROBE3(method_execute_end, name_.c_str(), call, (int)current_exception_status());
+    throw;
+  }
+  ETNP_PROBE3(method_execute_end, name_.c_str(), call, 0);
+}
+
+void Method::run_instructions() {
   KernelContext ctx;
   ctx.pool = &prog_->runtime().pool();
   ctx.values = values_.data();
@@ -564,6 +577,7 @@ void Method::execute() {
           ctx.op = x.op;
           ctx.user = x.user;
           check_tensor_args(x);
+          if (ETNP_PROBE_ENABLED(instruction_begin)) ETNP_PROBE2(instruction_begin, pc, x.op);
           if (prof) {
             prof->instruction = (int32_t)pc;
             int64_t t = Profiler::now();
@@ -572,10 +586,12 @@ void Method::execute() {
           } else {
             x.fn(ctx, x.args.data(), x.args.size());
           }
+          if (ETNP_PROBE_ENABLED(instruction_end)) ETNP_PROBE2(instruction_end, pc, x.op);
           break;
         case Instruction::Delegate:
           ctx.op = x.op;
           check_tensor_args(x);
+          if (ETNP_PROBE_ENABLED(instruction_begin)) ETNP_PROBE2(instruction_begin, pc, x.op);
           if (prof) {  // the delegate's steps are recorded inside it: the call's event goes before them
             prof->instruction = (int32_t)pc;
             size_t at = prof->events.size();
@@ -587,6 +603,7 @@ void Method::execute() {
           } else {
             x.delegate->execute(ctx, x.args.data(), x.args.size());
           }
+          if (ETNP_PROBE_ENABLED(instruction_end)) ETNP_PROBE2(instruction_end, pc, x.op);
           break;
         case Instruction::Move:
           values_[x.b] = values_[x.a];

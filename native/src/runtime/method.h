@@ -77,6 +77,7 @@ class Method {
   void collect_state();
   void check_plan_consistency() const;  // runtime/plan_checks.cpp
   void protect_tensor_data();
+  void run_instructions();
 
   std::shared_ptr<Program> prog_;
   std::string name_;
@@ -97,6 +98,7 @@ class Method {
   std::vector<std::shared_ptr<const struct CallbackOp>> callback_ops_;  // kept alive while loaded
   RunControl control_;
   std::unique_ptr<Profiler> profiler_;
+  uint64_t calls_ = 0;  // execute() calls so far (the USDT probes' call id)
 };
 
 // Operator names ("ns::name.overload") and delegate ids used by a plan.

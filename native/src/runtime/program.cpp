@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "os/file_source.h"
 #include "os/pages.h"
+#include "os/probes.h"
 
 namespace etnp {
 
@@ -20,30 +21,46 @@ enum { P_VERSION = 0, P_PLANS = 1, P_CONST_BUFFER = 2, P_DELEGATE_DATA = 3, P_SE
 }  // namespace
 
 std::shared_ptr<Program> Program::from_bytes(std::shared_ptr<Runtime> rt, const void* data, size_t size) {
-  std::shared_ptr<Program> p(new Program());
-  p->runtime_ = std::move(rt);
-  p->owned_.assign((const uint8_t*)data, (const uint8_t*)data + size);
-  p->file_ = p->owned_.data();
-  p->file_size_ = size;
-  p->parse();
-  return p;
+  ETNP_PROBE2(program_load_begin, "<bytes>", (uint64_t)size);
+  try {
+    std::shared_ptr<Program> p(new Program());
+    p->runtime_ = std::move(rt);
+    p->owned_.assign((const uint8_t*)data, (const uint8_t*)data + size);
+    p->file_ = p->owned_.data();
+    p->file_size_ = size;
+    p->parse();
+    ETNP_PROBE3(program_load_end, "<bytes>", (uint64_t)size, 0);
+    return p;
+  } catch (...) {
+    ETNP_PROBE3(program_load_end, "<bytes>", (uint64_t)size, (int)current_exception_status());
+    throw;
+  }
 }
 
 std::shared_ptr<Program> Program::from_file(std::shared_ptr<Runtime> rt, const std::string& path, bool map) {
-  std::shared_ptr<Program> p(new Program());
-  p->runtime_ = std::move(rt);
-  if (map) {
-    p->map_ = os::FileMapping::open(path);
-    p->file_ = p->map_->data();
-    p->file_size_ = p->map_->size();
-  } else {
-    p->read_ = os::read_file(path);
-    p->file_ = p->read_->data();
-    p->file_size_ = p->read_->size();
+  ETNP_PROBE2(program_load_begin, path.c_str(), (uint64_t)0);  // (the size is not known yet)
+  uint64_t size = 0;
+  try {
+    std::shared_ptr<Program> p(new Program());
+    p->runtime_ = std::move(rt);
+    if (map) {
+      p->map_ = os::FileMapping::open(path);
+      p->file_ = p->map_->data();
+      p->file_size_ = p->map_->size();
+    } else {
+      p->read_ = os::read_file(path);
+      p->file_ = p->read_->data();
+      p->file_size_ = p->read_->size();
+    }
+    size = p->file_size_;
+    p->path_ = path;
+    p->parse();
+    ETNP_PROBE3(program_load_end, path.c_str(), size, 0);
+    return p;
+  } catch (...) {
+    ETNP_PROBE3(program_load_end, path.c_str(), size, (int)current_exception_status());
+    throw;
   }
-  p->path_ = path;
-  p->parse();
-  return p;
 }
 
 Program::~Program() = default;

@@ -13,6 +13,7 @@
 #include "delegates/xnnpack/xnn_node_util.h"
 #include "delegates/xnnpack/xnn_ops.h"
 #include "kernels/kernel_util.h"
+#include "os/probes.h"
 #include "runtime/runtime.h"
 #include "util/compiler.h"
 
@@ -111,6 +112,7 @@ class XnnDelegate : public DelegateHandle {
         scratch_.moves.emplace_back(reuse_[guard.done].taker, reuse_[guard.done].giver);
       }
       const int64_t t0 = ctx.profiler ? Profiler::now() : 0;
+      if (ETNP_PROBE_ENABLED(xnn_node_begin)) ETNP_PROBE2(xnn_node_begin, i, event_name(i, len).c_str());
       if (then) {
         ChainHook hook{&g_, i + 1, then, chain_locals_.data() + i + 1, {}};
         struct Unhook {
@@ -125,6 +127,7 @@ class XnnDelegate : public DelegateHandle {
       } else if (len == 1 || !run_chain(ctx, g_, i, len, chain_locals_.data() + i)) {
         for (size_t k = i; k <= last; k++) run_node(ctx, g_, g_.nodes[k], scratch_);
       }
+      if (ETNP_PROBE_ENABLED(xnn_node_end)) ETNP_PROBE2(xnn_node_end, i, event_name(i, len).c_str());
       if (ctx.profiler) profile_event(*ctx.profiler, i, len, t0, Profiler::now());  // (Method.profile)
       i += len;
     }
@@ -566,17 +569,23 @@ class XnnDelegate : public DelegateHandle {
   }
 
   // method.profile(): the node's time, name (with what was fused into it) and output shape
-  // node i's span, or a chain's (nodes [i, i + len): one event named after them all)
-  // (names are built once: building them every call took longer than many of the nodes, time a
-  // profile then showed as the delegate's "outside nodes")
-  void profile_event(Profiler& p, size_t i, size_t len, int64_t t0, int64_t t1) const {
-    const Node& n = g_.nodes[i];
+  // The name of the step that runs nodes [i, i + len) (fused or chained nodes: "XNNConv2d+Add"),
+  // for the profile and the USDT probes. (Names are built once: building them every call took
+  // longer than many of the nodes, time a profile then showed as the delegate's "outside nodes".)
+  const std::string& event_name(size_t i, size_t len) const {
     if (profile_names_.size() != g_.nodes.size()) profile_names_.assign(g_.nodes.size(), std::string());
     std::string& name = profile_names_[i];
     if (name.empty()) {
-      name = node_display_name(n);
+      name = node_display_name(g_.nodes[i]);
       for (size_t k = i + 1; k < i + len; k++) name += "+" + node_display_name(g_.nodes[k]).substr(3);
     }
+    return name;
+  }
+
+  // node i's span, or a chain's (nodes [i, i + len): one event named after them all)
+  void profile_event(Profiler& p, size_t i, size_t len, int64_t t0, int64_t t1) const {
+    const Node& n = g_.nodes[i];
+    const std::string& name = event_name(i, len);
     std::string shape;
     if (n.output < g_.values.size())
       for (int64_t d : g_.values[n.output].shape) {
