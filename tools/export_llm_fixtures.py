@@ -74,26 +74,9 @@ def load_custom_ops():
 
 
 def write_checkpoint(folder):
-    from executorch.examples.models.llama.llama_transformer import construct_transformer
-    from executorch.examples.models.llama.model_args import ModelArgs
+    from zoo_export import llama_checkpoint  # (tools/: the same seeded state dict for every flow)
     torch.manual_seed(SEED)
-    model = construct_transformer(ModelArgs(**PARAMS, max_seq_len=MAX_SEQ, max_context_len=MAX_SEQ))
-    sd = {}
-    for k, v in model.state_dict().items():
-        if "cache" in k or "freqs" in k or "mask" in k:
-            continue
-        if v.dim() == 1:  # norm weights around one
-            sd[k] = 1.0 + 0.2 * torch.randn_like(v)
-        elif k.startswith("tok_embeddings"):
-            sd[k] = torch.randn_like(v)
-        else:
-            scale = (3.0 if k.startswith("output") else 1.0) / v.shape[1] ** 0.5
-            sd[k] = torch.randn_like(v) * scale
-    ckpt, params = os.path.join(folder, "ckpt.pth"), os.path.join(folder, "params.json")
-    torch.save(sd, ckpt)
-    with open(params, "w") as f:
-        json.dump(PARAMS, f)
-    return ckpt, params
+    return llama_checkpoint(folder, PARAMS, MAX_SEQ)
 
 
 def eager_steps(model, kv, dynamic):

@@ -172,19 +172,25 @@ inline void map(const float* x, float* y, int64_t n, F f) {
   }
 }
 
+// The largest of x[0, n) (vector lanes, then the tail; -inf for n = 0): softmax's first pass
+template <class S>
+inline float row_max(const float* x, int64_t n) {
+  using V = typename S::V;
+  constexpr int W = S::W;
+  V vm = S::set1(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + W <= n; i += W) vm = S::max(vm, S::load(x + i));
+  float m = S::hmax(vm);
+  for (; i < n; i++) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
 template <class S>
 inline void softmax_row(const float* x, float* y, int64_t n) {
   using V = typename S::V;
   constexpr int W = S::W;
   if (n <= 0) return;
-  float m = -std::numeric_limits<float>::infinity();
-  {
-    V vm = S::set1(m);
-    int64_t i = 0;
-    for (; i + W <= n; i += W) vm = S::max(vm, S::load(x + i));
-    m = S::hmax(vm);
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
-  }
+  const float m = row_max<S>(x, n);
   if (std::isnan(m) || std::isinf(m)) {  // NaN anywhere, or +-inf maxima: the scalar definition
     double s = 0;
     for (int64_t i = 0; i < n; i++) s += std::exp((double)x[i] - m);
@@ -244,14 +250,7 @@ inline void softmax_xnn_row(const float* x, float* y, int64_t n) {
   using V = typename S::V;
   constexpr int W = S::W;
   if (n <= 0) return;
-  float m = -std::numeric_limits<float>::infinity();
-  {
-    V vm = S::set1(m);
-    int64_t i = 0;
-    for (; i + W <= n; i += W) vm = S::max(vm, S::load(x + i));
-    m = S::hmax(vm);
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
-  }
+  const float m = row_max<S>(x, n);
   if (std::isnan(m) || std::isinf(m)) {
     softmax_row<S>(x, y, n);
     return;
