@@ -143,9 +143,14 @@ def test_a_probe_fires(tmp_path):
         if not any("Attaching" in line for line in lines) or bt.poll() is not None:
             time.sleep(0.5)
             pytest.skip("bpftrace cannot attach here (uprobes not permitted in this VM?): " + "".join(lines)[-500:])
-        time.sleep(1)
-        _run_child(tmp_path)
-        time.sleep(1)
+        # "Attaching" is printed before the probes are live; on a loaded machine that takes a while:
+        # the child runs again (a fresh process, call ids from 1) until its events show
+        for _ in range(10):
+            time.sleep(1)
+            _run_child(tmp_path)
+            time.sleep(1)
+            if any(line.startswith("END ") for line in lines):
+                break
     finally:
         if bt.poll() is None:
             bt.send_signal(signal.SIGINT)
@@ -157,7 +162,7 @@ def test_a_probe_fires(tmp_path):
         reader.join(timeout=10)
     text = "".join(lines)
     execs = re.findall(r"^EXEC forward (\d+)$", text, re.M)
-    assert execs[:3] == ["1", "2", "3"], text[-2000:]
+    assert {"1", "2", "3"} <= set(execs), text[-2000:]
     assert re.search(r"^END forward 1 0$", text, re.M), text[-2000:]
     assert re.search(r"^INSN 0 \S+$", text, re.M), text[-2000:]  # (behind the semaphore)
     assert re.search(r"^NODE 0 XNN\S+$", text, re.M), text[-2000:]
