@@ -597,7 +597,7 @@ def _save(out: str, fmt: str, seed: int, case: int, kind: str, detail: str, data
     return base + EXT[fmt]
 
 
-STARTUP_SECONDS = 120  # a child's imports and warm-up before its first case, on a loaded machine
+STARTUP_SECONDS = 300  # a child's imports and warm-up before its first case, on a very loaded machine
 
 
 def parent_main(args) -> int:
