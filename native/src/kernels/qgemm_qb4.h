@@ -34,6 +34,17 @@ struct PackedQB4 {
   int64_t block_chunks(int64_t b) const { return b + 1 < nb ? chunks : (K - b * bs + 7) / 8; }
 };
 
+// Whether this build uses it: x86-64 only for now. Its portable path replays the scalar per-block
+// epilogue as written; on aarch64 GCC contracts the per-block path's (NEON) float operations into
+// FMAs differently, so the results are not yet bit-identical there (tools/check_aarch64.sh's
+// kernel_check: 228 of 395 cases off by an ulp) - aarch64 keeps the int8 blocks (n.qblocks).
+constexpr bool kQb4Used =
+#if defined(__x86_64__) || defined(_M_X64)
+    true;
+#else
+    false;
+#endif
+
 // nibble(k, n): weight w(k, n) + 8 (0..15); scale(n, b): column n's scale for block b.
 // bs: 1..1024.
 template <class Nibble, class Scale>

@@ -223,7 +223,7 @@ bool prepare_fc_qb4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_
   auto scale = [&](int64_t oc, int64_t b) { return w.scales[(size_t)(oc * nb + b)]; };
   // the nibbles themselves, packed as they are (qgemm_qb4.h): from the program's bytes, or from
   // decoded values where each is one (w + 8 in 0..15)
-  bool nibbles = bs <= 1024;
+  bool nibbles = kQb4Used && bs <= 1024;
   if (nibbles && !w.qraw)
     for (int64_t oc = 0; oc < OC && nibbles; oc++)
       for (int64_t k = 0; k < IC && nibbles; k++) {
