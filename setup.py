@@ -46,6 +46,11 @@ class ParallelBuildExt(build_ext):
             self.parallel = int(os.environ.get("ETNP_BUILD_JOBS", os.cpu_count() or 1))
         tag = f"{sysconfig.get_platform()}-{platform.python_implementation()}-{sysconfig.get_python_version()}"
         self.build_temp = os.path.join(HERE, "build", "etnp-objects", tag)
+        # distutils skips the whole extension when it is newer than its listed sources, which
+        # misses edited headers and files added or edited during a build: always reach the
+        # per-object check below (and relink), which knows every object's dependencies
+        self.rebuild_all = self.force
+        self.force = True
 
     def build_extensions(self):
         # PyPy's sysconfig has no LDCXXSHARED, which leaves distutils without a C++ linker.
@@ -69,7 +74,7 @@ class ParallelBuildExt(build_ext):
                 continue
             src, ext = build[obj]
             command = "\0".join(compiler.compiler_so + cc_args + [src] + list(extra_postargs))
-            if not (self.force or _up_to_date(obj, src, command)):
+            if not (self.rebuild_all or _up_to_date(obj, src, command)):
                 todo.append((obj, src, ext, command))
 
         def one(job):

@@ -47,7 +47,14 @@ struct UninitAllocator : std::allocator<T> {
     else os::unmap_pages(p, bytes);
   }
 #else
-  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
+  // nothrow, then bad_alloc by hand: a sanitizer's throwing operator new aborts the process on a
+  // refused size (ASan's max_allocation_size_mb) instead of throwing, and a program may legally
+  // plan more memory than the fuzzers allow (the core turns bad_alloc into a load error)
+  T* allocate(std::size_t n) {
+    void* p = ::operator new(n * sizeof(T), kAlign, std::nothrow);
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
   void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, kAlign); }
 #endif
   template <typename U>
