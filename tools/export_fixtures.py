@@ -273,6 +273,29 @@ class XnnOps(nn.Module):
             torch.exp(-c.square()), torch.rsqrt(c.abs() + 1), F.gelu(c), torch.log(c.abs() + 1)
 
 
+class ConvRegimes(nn.Module):
+    """Convolution regimes the zoo never had (issue #34), XNNPACK-lowered: transposed convolutions
+    1-D and 2-D (strides above and below the kernel, padding, output padding, dilation, groups),
+    depthwise convolutions with channel multipliers 2 and 3 (strided), and convolutions of one
+    input channel (an STFT-like Conv1d(1, C, k, stride), wav2vec2's first layer, a grayscale stem)."""
+
+    def __init__(self):
+        super().__init__()
+        self.t1 = nn.ConvTranspose1d(16, 8, 16, stride=8, padding=4)
+        self.t2 = nn.ConvTranspose2d(6, 4, 4, stride=2, padding=1)
+        self.t3 = nn.ConvTranspose2d(6, 4, 2, stride=3, output_padding=1)  # stride > kernel: phases without taps
+        self.t4 = nn.ConvTranspose2d(6, 4, 3, stride=2, padding=2, output_padding=1, dilation=2, groups=2)
+        self.m2 = nn.Conv2d(6, 12, 3, padding=1, groups=6)
+        self.m3 = nn.Conv2d(6, 18, 5, stride=2, padding=2, groups=6)
+        self.s1 = nn.Conv1d(1, 40, 32, stride=16)
+        self.s2 = nn.Conv1d(1, 24, 10, stride=5, bias=False)
+        self.s3 = nn.Conv2d(1, 8, 3, padding=1)
+
+    def forward(self, a, x, w, im):
+        return (self.t1(a), self.t2(x), self.t3(x), torch.relu(self.t4(x)), self.m2(x), self.m3(x),
+                self.s1(w), F.gelu(self.s2(w)), self.s3(im))
+
+
 class QLinear(nn.Module):
     def __init__(self):
         super().__init__()
@@ -834,6 +857,8 @@ def fixtures():
     f["small_cnn_xnn"] = dict(methods={"forward": (SmallCNN(), (rnd(2, 3, 16, 16),))}, xnn=True)
     f["act_cnn_xnn"] = dict(methods={"forward": (ActCNN(), (rnd(1, 3, 24, 24),))}, xnn=True)
     f["xnn_ops"] = dict(methods={"forward": (XnnOps(), (rnd(1, 4, 8, 8), rnd(1, 4, 8, 8)))}, xnn=True)
+    f["conv_regimes_xnn"] = dict(methods={"forward": (ConvRegimes(), (rnd(2, 16, 12), rnd(1, 6, 9, 11), rnd(1, 1, 400),
+                                                                       rnd(2, 1, 10, 12)))}, xnn=True)
     f["encoder_xnn"] = dict(methods={"forward": (Encoder(), (rnd(2, 6, 32),))}, xnn=True)
     f["mlp_dynamic_xnn"] = dict(methods={"forward": (MLP(), (rnd(3, 16),))}, xnn=True,
                                 dynamic={"forward": ({0: Dim("batch", min=1, max=8)},)})

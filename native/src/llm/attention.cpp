@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernels/kernel_util.h"
-#include "kernels/vec_math.h"
+#include "kernels/compute/vec_math.h"
 
 namespace etnp {
 namespace llm {

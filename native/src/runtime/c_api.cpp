@@ -8,7 +8,7 @@
 #include "delegates/backend.h"
 #include "etnp.h"
 #include "kernels/callback_ops.h"
-#include "kernels/cpu_features.h"
+#include "kernels/compute/cpu_features.h"
 #include "kernels/registry.h"
 #include "os/probes.h"
 #include "runtime/method.h"

@@ -3,7 +3,7 @@
 //  ETNP_TARGET("avx2,fma")  a function compiled for an instruction-set extension that the rest
 //                           of the build does not assume (GCC/Clang target attribute). MSVC
 //                           needs none - it accepts every intrinsic in any function - so it
-//                           expands to nothing there; run-time dispatch (kernels/cpu_features.h)
+//                           expands to nothing there; run-time dispatch (kernels/compute/cpu_features.h)
 //                           still decides whether such a function is called. (The x86 kernels
 //                           are compiled under __x86_64__, which MSVC does not define: an MSVC
 //                           build runs the portable kernels.)

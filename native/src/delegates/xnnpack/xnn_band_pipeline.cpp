@@ -10,8 +10,8 @@
 #include <cstring>
 
 #include "delegates/xnnpack/xnn_ops.h"
-#include "kernels/depthwise.h"
-#include "kernels/gemm.h"
+#include "kernels/compute/depthwise.h"
+#include "kernels/compute/gemm.h"
 #include "kernels/kernel_util.h"
 
 namespace etnp::xnn {

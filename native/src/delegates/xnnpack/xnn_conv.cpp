@@ -1,5 +1,5 @@
 // Convolution XNNPACK nodes (NHWC): Conv2d as GEMM (1x1), indirect GEMM or im2col + GEMM (KxK),
-// reading a fused NCHW input in place where it can; depthwise; transposed convolution.
+// reading a fused NCHW input in place where it can; depthwise (xnn_deconv.cpp: transposed).
 #include "delegates/xnnpack/xnn_node_util.h"
 #include "delegates/xnnpack/xnn_chain.h"
 #include "delegates/xnnpack/xnn_im2col.h"
@@ -11,10 +11,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/cpu_features.h"
-#include "kernels/depthwise.h"
+#include "kernels/compute/cpu_features.h"
+#include "kernels/compute/depthwise.h"
 #include "kernels/kernel_util.h"
-#include "kernels/gemm.h"
+#include "kernels/compute/gemm.h"
 
 namespace etnp::xnn {
 
@@ -377,76 +377,55 @@ bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o, Scratch& sc) {
     });
     return finish;
   }
-  parallel(ctx, rows, grain, [&](int64_t b, int64_t e) {
-    std::vector<float> acc((size_t)OC);
-    for (int64_t r = b; r < e; r++) {
-      int64_t bn = r / OH, oh = r % OH;
-      for (int64_t ow = 0; ow < OW; ow++) {
-        if (bias) copy_floats(acc.data(), bias, OC);
-        else std::fill(acc.begin(), acc.end(), 0.f);
-        for (int64_t i = 0; i < KH; i++) {
-          int64_t ih = oh * n.sh - n.pad_top + i * n.dh;
-          if (ih < 0 || ih >= H) continue;
-          for (int64_t j = 0; j < KW; j++) {
-            int64_t iw = ow * n.sw - n.pad_left + j * n.dw;
-            if (iw < 0 || iw >= W) continue;
-            const float* x = &a.data[((bn * H + ih) * W + iw) * C];
-            const float* k = wd + (i * KW + j) * OC;
-            float* ac = acc.data();
-            if (mult == 1) {
-              for (int64_t c = 0; c < OC; c++) ac[c] += x[c] * k[c];
-            } else {
-              for (int64_t c = 0; c < OC; c++) ac[c] += x[c / mult] * k[c];
-            }
-          }
-        }
-        float* y = &o.data[((bn * OH + oh) * OW + ow) * OC];
-        for (int64_t c = 0; c < OC; c++) y[c] = std::min(std::max(acc[c], lo), hi);
-      }
+  // channel multiplier > 1 (output channel c reads input channel c / mult): the input with each
+  // channel repeated mult times, then the multiplier-1 kernel over OC channels. (One input channel
+  // - a 1-D front end's Conv1d(1, C, k) - runs as a convolution on the GEMM: lower_depthwise_as_conv.)
+  const float* x = a.data.data();
+  if (N * H * W * OC > (int64_t(1) << 32)) fail(n, "expanded input would be too large");
+  sc.expanded.resize((size_t)(N * H * W * OC));
+  float* xe = sc.expanded.data();
+  parallel(ctx, N * H * W, std::max<int64_t>(1, 4096 / OC), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; p++) {
+      const float* xp = x + p * C;
+      float* d = xe + p * OC;
+      for (int64_t c = 0; c < C; c++)
+        for (int64_t j = 0; j < mult; j++) d[c * mult + j] = xp[c];
     }
+  });
+  DepthwiseGeom dg{N, H, W, OC, OH, OW, KH, KW, n.sh, n.sw, n.dh, n.dw, n.pad_top, n.pad_left, lo, hi};
+  float* y = o.data.data();
+  parallel(ctx, rows, grain, [&](int64_t b, int64_t e) {
+    depthwise_nhwc_f32(dg, xe, wd, bias, y, b, e);
     finish_rows(b, e);
   });
   return finish;
 }
 
-void deconv(Graph& g, Node& n) {
-  Value &a = in(g, n, 0), &w = in(g, n, 1), &o = out(g, n);
-  if (a.shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
-  int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3];
-  int64_t G = n.groups, ICg = n.group_in, OCg = n.group_out, OC = G * OCg, KH = n.kh, KW = n.kw;
-  if (C != G * ICg) fail(n, "input channels do not match the filter");
-  int64_t OH = (H - 1) * n.sh + n.dh * (KH - 1) + 1 - n.pad_top - n.pad_bottom + n.adj_h;
-  int64_t OW = (W - 1) * n.sw + n.dw * (KW - 1) + 1 - n.pad_left - n.pad_right + n.adj_w;
-  if (OH <= 0 || OW <= 0) fail(n, "output would be empty");
-  ensure_shape(o, {N, OH, OW, OC});
-  check_filter(n, w, {OC, KH, KW, ICg});
-  const float* bias = bias_of(g, n, OC);
-  for (int64_t p = 0; p < N * OH * OW; p++)
-    for (int64_t c = 0; c < OC; c++) o.data[p * OC + c] = bias ? bias[c] : 0.f;
-  const float* wd = w.data.data();
-  for (int64_t bn = 0; bn < N; bn++)
-    for (int64_t ih = 0; ih < H; ih++)
-      for (int64_t iw = 0; iw < W; iw++) {
-        const float* x = &a.data[((bn * H + ih) * W + iw) * C];
-        for (int64_t i = 0; i < KH; i++) {
-          int64_t oh = ih * n.sh - n.pad_top + i * n.dh;
-          if (oh < 0 || oh >= OH) continue;
-          for (int64_t j = 0; j < KW; j++) {
-            int64_t ow = iw * n.sw - n.pad_left + j * n.dw;
-            if (ow < 0 || ow >= OW) continue;
-            float* y = &o.data[((bn * OH + oh) * OW + ow) * OC];
-            for (int64_t gi = 0; gi < G; gi++)
-              for (int64_t oc = 0; oc < OCg; oc++) {
-                const float* k = wd + (((gi * OCg + oc) * KH + i) * KW + j) * ICg;
-                const float* xg = x + gi * ICg;
-                float s = 0;
-                for (int64_t ic = 0; ic < ICg; ic++) s += xg[ic] * k[ic];
-                y[gi * OCg + oc] += s;
-              }
-          }
-        }
-      }
-  clamp_output(n, o);
+void lower_depthwise_as_conv(Graph& g) {
+  std::vector<int> uses(g.values.size(), 0);
+  for (const Node& n : g.nodes)
+    for (uint32_t id : n.inputs)
+      if (id < uses.size()) uses[id]++;
+  for (uint32_t id : g.output_ids)
+    if (id < uses.size()) uses[id]++;
+  auto is_float = [](const Value& v) { return (v.dtype == FP32 || v.dtype == FP16) && v.quant == Quant::None; };
+  for (Node& n : g.nodes) {
+    if (n.type != DepthwiseConv2d || n.inputs.size() < 2 || n.inputs[0] >= uses.size() || n.inputs[1] >= uses.size())
+      continue;
+    const Value& x = g.values[n.inputs[0]];
+    Value& w = g.values[n.inputs[1]];
+    if (x.dims.size() != 4 || x.dims[3] != 1 || !is_float(x) || !w.is_constant || !is_float(w) || w.qraw ||
+        w.dims.size() != 4 || w.dims[0] != 1 || w.dims[1] != n.kh || w.dims[2] != n.kw || w.dims[3] < 1 ||
+        uses[n.inputs[1]] != 1 || n.groups != 1)
+      continue;
+    const int64_t OC = w.dims[3];
+    n.type = Conv2d;
+    n.group_in = 1;
+    n.group_out = (uint32_t)OC;
+    n.filter_taps_major = true;
+    w.dims = {OC, (int64_t)n.kh, (int64_t)n.kw, 1};
+    w.shape = w.dims;
+  }
 }
 
 }  // namespace etnp::xnn

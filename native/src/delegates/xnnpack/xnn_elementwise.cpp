@@ -1,5 +1,5 @@
 // Elementwise XNNPACK nodes: binary ops with broadcasting, unary functions (the transcendental
-// ones through kernels/vec_math.h), softmax, clamp/copy/convert.
+// ones through kernels/compute/vec_math.h), softmax, clamp/copy/convert.
 #include "delegates/xnnpack/xnn_node_util.h"
 
 #include <algorithm>
@@ -8,17 +8,17 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/broadcast_f32.h"
+#include "kernels/compute/broadcast_f32.h"
 #include "kernels/kernel_util.h"
-#include "kernels/elementwise.h"
-#include "kernels/vec_math.h"
+#include "kernels/ops/elementwise.h"
+#include "kernels/compute/vec_math.h"
 
 namespace etnp::xnn {
 
 namespace {
 
 // ---- elementwise ----
-// float32 over every broadcast pattern (kernels/broadcast_f32.h); false leaves shapes that do not
+// float32 over every broadcast pattern (kernels/compute/broadcast_f32.h); false leaves shapes that do not
 // broadcast to the generic path (which reports them). The arithmetic is float32's: for + - * /
 // min max that equals the generic path's double result rounded to float.
 // fin: the node whose clamp and output finishing (finalize_range) each task applies to its part
@@ -80,7 +80,7 @@ constexpr BinaryOp binary_of(BinaryD d) {
 }
 
 // unary functions: float32 ones the compiler vectorises (exact in float32, or XNNPACK's own float
-// formula), ones computed in double and rounded to float, and kernels/vec_math.h's
+// formula), ones computed in double and rounded to float, and kernels/compute/vec_math.h's
 template <typename F>
 void map_f32(const float* x, float* y, int64_t n, float param) {
   const F f{param};

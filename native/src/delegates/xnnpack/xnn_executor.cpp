@@ -25,6 +25,7 @@ using namespace xnn;
 class XnnDelegate : public DelegateHandle {
  public:
   XnnDelegate(Graph g, ThreadPool* pool, BufferBank* bank) : g_(std::move(g)), bank_(bank) {
+    lower_depthwise_as_conv(g_);
     for (auto& n : g_.nodes) prepare_node(pool, g_, n);
     for (auto& v : g_.values) v.raw = nullptr;  // program bytes are only read while packing
     fuse_nodes(g_);  // (after packing: fusions depend on packed weights)
@@ -88,7 +89,7 @@ class XnnDelegate : public DelegateHandle {
       (v.is_constant ? m.constants : m.values) += b;
     }
     const Scratch& s = scratch_;
-    m.scratch += bytes(s.col) + bytes(s.q8) + bytes(s.q8col) + bytes(s.padded) + bytes(s.conv_rows) +
+    m.scratch += bytes(s.col) + bytes(s.q8) + bytes(s.q8col) + bytes(s.padded) + bytes(s.expanded) + bytes(s.conv_rows) +
                  bytes(s.conv_koff) + bytes(s.row_scale) + bytes(s.row_zp) + bytes(s.block_start);
   }
 

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/depthwise_q8.h"
-#include "kernels/qgemm_qb4.h"
-#include "kernels/gemm.h"
-#include "kernels/qgemm.h"
+#include "kernels/compute/depthwise_q8.h"
+#include "kernels/compute/qgemm_qb4.h"
+#include "kernels/compute/gemm.h"
+#include "kernels/compute/qgemm.h"
 #include "runtime/program.h"
 #include "util/float_buffer.h"
 #include "util/compiler.h"
@@ -45,7 +45,7 @@ struct Value {
   // dynamically quantized values (QDINT8): each row of row_len elements holds the grid points
   // (q - row_zp[r]) * row_scale[r], q in [-128, 127] (kept in q8 too, for the int8 GEMM)
   int64_t row_len = 0;
-  std::vector<float> row_scale;  // (XNNPACK's qd8 parameters: kernels/quantize_row.h)
+  std::vector<float> row_scale;  // (XNNPACK's qd8 parameters: kernels/compute/quantize_row.h)
   std::vector<int32_t> row_zp;
   std::vector<uint8_t> q8;  // the same rows as integers, q + 128
   // A static-int8 value (per-tensor qs8 / qu8) that only int8 GEMM nodes write and read (planned
@@ -113,6 +113,9 @@ struct Node {
   // DepthwiseConv2d (multiplier 1) on a static-int8 input with an int8 filter (taps > 0 when set)
   PackedDwQ8 qdw;
   bool dw_int8 = false;  // runs on qdw (planned at load: where its input or output is kept as codes)
+  // A Conv2d that was a DepthwiseConv2d of one input channel (lower_depthwise_as_conv): its filter
+  // is still in the depthwise layout, [KH, KW, OC] taps-major (its dims say [OC, KH, KW, 1])
+  bool filter_taps_major = false;
   std::vector<float> bias;
   // fused at method load (xnn_fuse.cpp). A Conv2d or FullyConnected that absorbed the Add after
   // it: `output` is the add's, `residual` (also inputs[3]) its other operand, res_min/res_max its

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "kernels/transpose_f32.h"
+#include "kernels/compute/transpose_f32.h"
 #include "kernels/kernel_util.h"
 #include "util/compiler.h"
 #include "util/copy_short.h"

@@ -10,9 +10,9 @@
 #include <limits>
 
 #include "kernels/kernel_util.h"
-#include "kernels/gemm.h"
-#include "kernels/qgemm.h"
-#include "kernels/quantize_row.h"
+#include "kernels/compute/gemm.h"
+#include "kernels/compute/qgemm.h"
+#include "kernels/compute/quantize_row.h"
 
 namespace etnp::xnn {
 

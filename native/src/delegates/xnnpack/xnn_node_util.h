@@ -81,7 +81,7 @@ const UnaryOp* unary_op(int type);
 const BinaryOp* binary_op(int type);
 // For a costly unary node whose input lies on an int8 grid (its own, or Value::grid_source's),
 // which has 256 values and NaN: f of each into table[257], indexed as grid_table_lookup reads it
-// (kernels/quantize_row.h; ga: the input's grid), and true. The same results as f on the elements;
+// (kernels/compute/quantize_row.h; ga: the input's grid), and true. The same results as f on the elements;
 // when the output is on an int8 grid and the node has no clamp, the table holds them snapped and
 // n.snapped is set (run_node skips the snapping pass). False: no table.
 bool unary_table(const Graph& g, Node& n, const UnaryOp& op, float* table, Int8Grid& ga);
@@ -170,6 +170,9 @@ void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, 
 // also finished o (snapped, rounded: finalize_value's work, done per task), false when o is
 // dynamically quantized and still needs finalize_value.
 bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o, Scratch& sc);
-void deconv(Graph& g, Node& n);
+// ConvTranspose2d (xnn_deconv.cpp): per output phase a convolution of the input with the taps
+// that reach it, as GEMMs on weights packed per group and phase (prepare_deconv, at load).
+void prepare_deconv(ThreadPool* pool, Node& n, const float* filter);
+void deconv(KernelContext& ctx, Graph& g, Node& n);
 
 }  // namespace etnp::xnn

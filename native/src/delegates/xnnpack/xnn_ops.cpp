@@ -10,10 +10,10 @@
 #include <cstring>
 
 #include "core/dtype.h"
-#include "kernels/gemm.h"
+#include "kernels/compute/gemm.h"
 #include "kernels/kernel_util.h"
-#include "kernels/qgemm.h"
-#include "kernels/quantize_row.h"
+#include "kernels/compute/qgemm.h"
+#include "kernels/compute/quantize_row.h"
 #include "util/compiler.h"
 
 namespace etnp::xnn {
@@ -181,6 +181,10 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
     if (w->dims.size() != 4) fail(n, "filter must be 4-D");
     int64_t K = (int64_t)n.kh * n.kw * n.group_in, OCg = n.group_out;
     if (w->dims[0] != (int64_t)n.groups * OCg || w->dims[1] * w->dims[2] * w->dims[3] != K) fail(n, "filter shape mismatch");
+    if (n.filter_taps_major) {  // (lower_depthwise_as_conv: one group of one input channel)
+      n.packed.push_back(pack_b(pool, K, OCg, decoded.floats(), OCg, 1));
+      return;
+    }
     prepare_conv_q8(x, n, *w);
     // a static-int8 convolution runs on qconv: its float packing is made only if fusion keeps it
     // (pack_deferred, after fuse_nodes); until then it is a placeholder of the right shape
@@ -195,6 +199,11 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
         n.packed.push_back(pack_b(pool, K, OCg, decoded.floats() + gi * OCg * K, 1, K));
       }
     }
+  } else if (n.type == ConvTranspose2d) {
+    if (w->dims.size() != 4 || w->dims[0] != (int64_t)n.groups * n.group_out || w->dims[1] != n.kh ||
+        w->dims[2] != n.kw || w->dims[3] != n.group_in)
+      fail(n, "filter shape mismatch");
+    prepare_deconv(pool, n, decoded.floats());
   } else if (n.type == DepthwiseConv2d) {
     decoded.floats();  // (never kept as bytes: a depthwise filter is read at run time)
     prepare_dw_q8(x, n, *w);
@@ -253,7 +262,7 @@ void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s) {
         n.snapped = depthwise(ctx, g, n, out(g, n), s);
       }
       break;
-    case ConvTranspose2d: deconv(g, n); break;
+    case ConvTranspose2d: deconv(ctx, g, n); break;
     case BatchMatrixMultiply: batch_matmul(ctx, g, n); break;
     case ScaledDotProductAttention: sdpa(g, n); break;
     default: fail(n, "node type is not implemented");

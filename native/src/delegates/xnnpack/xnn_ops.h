@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "kernels/kernel_util.h"
-#include "kernels/quantize_row.h"
+#include "kernels/compute/quantize_row.h"
 #include "kernels/registry.h"
 
 namespace etnp::xnn {
@@ -15,6 +15,7 @@ struct Scratch {
   std::vector<uint8_t> q8;  // quantized activations (uint8 = int8 + 128) for the int8 GEMM
   std::vector<uint8_t> q8col;  // their unfolded (im2col) rows, when a convolution unfolds them all
   FloatBuffer padded;       // zero-padded convolution input for the indirect GEMM
+  FloatBuffer expanded;     // a depthwise input with its channels repeated (channel multiplier > 1)
   std::vector<const float*> conv_rows;
   std::vector<int32_t> conv_koff;
   std::vector<float> row_scale;
@@ -24,6 +25,10 @@ struct Scratch {
   std::vector<std::pair<uint32_t, uint32_t>> moves;
 };
 
+// A float DepthwiseConv2d of one input channel and a constant filter only it reads (a 1-D front
+// end's Conv1d(1, C, k, stride): an STFT, wav2vec2's first layer; a grayscale stem) becomes a
+// Conv2d of one group: im2col rows of KH * KW taps on the GEMM, not a per-pixel multiplier loop.
+void lower_depthwise_as_conv(Graph& g);
 // Prepare weights of a node whose filter is constant (packing for the GEMM).
 void prepare_node(ThreadPool* pool, Graph& g, Node& n);
 // The float packing prepare_node left as a placeholder (a static-int8 Conv2d's, made only where

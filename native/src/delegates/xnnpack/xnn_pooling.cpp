@@ -9,9 +9,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/column_sums.h"
+#include "kernels/compute/column_sums.h"
 #include "kernels/kernel_util.h"
-#include "kernels/window_reduce.h"
+#include "kernels/compute/window_reduce.h"
 
 namespace etnp::xnn {
 
@@ -24,7 +24,7 @@ void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
   ensure_shape(o, {N, OH, OW, C});
   if (indices) ensure_shape(*indices, {N, OH, OW, C});
   const int64_t row_work = std::max<int64_t>(1, OW * C * n.kh * n.kw);
-  // each output pixel: its window's taps reduced channel-wise (kernels/window_reduce.h), float32
+  // each output pixel: its window's taps reduced channel-wise (kernels/compute/window_reduce.h), float32
   // values or (max pooling of int8 values kept as codes, int8_moves) byte codes
   auto windows = [&](auto* X, auto* Y, auto reduce) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(X)>>;

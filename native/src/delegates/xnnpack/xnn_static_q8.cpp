@@ -1,6 +1,6 @@
 // Static-int8 Conv2d and FullyConnected in integer arithmetic: an input on a per-tensor int8 grid
 // (qs8 / qu8) times an int8 filter (per-channel qc8w or per-tensor qs8, zero point 0), accumulated exactly in int32
-// by the int8 GEMM (kernels/qgemm.h), scaled back to float with the bias and clamp and snapped to
+// by the int8 GEMM (kernels/compute/qgemm.h), scaled back to float with the bias and clamp and snapped to
 // the output's grid in the GEMM's epilogue (static-int8 values are kept as grid points). The float
 // path computes the same sums in float32 (rounding each product sum); here they are exact, as
 // in XNNPACK. Inputs become their codes once (q + 128 for qs8, q for qu8); KxK convolutions
@@ -18,11 +18,11 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "kernels/add_q8.h"
-#include "kernels/gemm_tasks.h"
+#include "kernels/compute/add_q8.h"
+#include "kernels/compute/gemm_tasks.h"
 #include "kernels/kernel_util.h"
-#include "kernels/qgemm.h"
-#include "kernels/quantize_row.h"
+#include "kernels/compute/qgemm.h"
+#include "kernels/compute/quantize_row.h"
 
 namespace etnp::xnn {
 

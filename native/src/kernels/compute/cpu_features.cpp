@@ -1,0 +1,49 @@
+#include "kernels/compute/cpu_features.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "os/cpu_id.h"
+
+namespace etnp {
+
+// ETNP_CPU=avx2 or ETNP_CPU=generic caps the kernels chosen at run time (to test every path on
+// one machine, or to compare them; on aarch64 generic turns NEON off); unset or anything else:
+// use what the CPU has.
+static int cpu_cap() {
+  static const int cap = [] {
+    const char* v = std::getenv("ETNP_CPU");
+    if (v && std::strcmp(v, "generic") == 0) return 0;
+    if (v && std::strcmp(v, "avx2") == 0) return 1;
+    return 2;
+  }();
+  return cap;
+}
+
+// The x86 kernels are compiled where __x86_64__ is defined (GCC, Clang; not MSVC).
+#if defined(__x86_64__) || defined(__i386__)
+bool cpu_has_avx2_fma() {
+  static const bool v = cpu_cap() >= 1 && os::cpu_id().avx2 && os::cpu_id().fma;
+  return v;
+}
+bool cpu_has_avx512f() {
+  static const bool v = cpu_cap() >= 2 && cpu_has_avx2_fma() && os::cpu_id().avx512f;
+  return v;
+}
+#else
+bool cpu_has_avx2_fma() { return false; }
+bool cpu_has_avx512f() { return false; }
+#endif
+
+bool cpu_has_neon() {
+  static const bool v = cpu_cap() >= 1 && os::cpu_id().neon;
+  return v;
+}
+
+const char* cpu_features_string() {
+  if (cpu_has_neon()) return "neon";
+  if (cpu_has_avx2_fma()) return cpu_has_avx512f() ? "avx512f,avx2,fma" : "avx2,fma";
+  return "generic";
+}
+
+}  // namespace etnp
