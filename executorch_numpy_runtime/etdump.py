@@ -12,9 +12,10 @@ ExecuTorch runtime with its event tracer on writes one:
   ``delegate_debug_id_str`` ``"<node> #<k>"`` (the k-th node of that name in the call), as
   ExecuTorch's XNNPACK profiler names them;
 * ``Method::execute`` for the call (chain -1, instruction 0: the event tracer's unset values);
-* with a debug buffer, a debug event per captured intermediate output (the instruction's output,
-  see ``Method.profile(intermediate_outputs=...)``) and per method output (``output`` true), their
-  tensors' bytes in the debug buffer file at 64-byte aligned offsets.
+* with a debug buffer, a debug event per captured value (as ExecuTorch logs them: each output of
+  a kernel call, each argument of a delegate call; see ``Method.profile(intermediate_outputs=...)``)
+  and per method output (``output`` true), their tensors' bytes in the debug buffer file at 64-byte
+  aligned offsets.
 
 Times are nanoseconds (the Inspector's default source time scale), each call after the last.
 ``read_etdump`` parses such a file back (tests, tools).
@@ -142,11 +143,8 @@ def _run(call: _Call, t0: int, debug_buf: Optional[_DebugBuffer]) -> Tuple[Table
             ev(_profile_event(op_event_name(e.name), chain, ins, start, end))
             ev(_profile_event("OPERATOR_CALL", chain, ins, start, end))
         if debug_buf is not None:
-            vals = debug_by_instruction.get(e.instruction, [])
-            if len(vals) > 1 or (vals and vals[0].item > 0):  # a tensor list output
-                dv(_debug_event(chain, ins, _value([(v.value, v.dtype) for v in vals], 0, debug_buf)))
-            elif vals:
-                dv(_debug_event(chain, ins, _value(vals[0].value, vals[0].dtype, debug_buf)))
+            for v in debug_by_instruction.get(e.instruction, []):  # one event per value, as ExecuTorch logs
+                dv(_debug_event(chain, ins, _value(v.value, v.dtype, debug_buf)))
     if debug_buf is not None and call.outputs is not None:
         from . import dtypes
         for out in call.outputs:

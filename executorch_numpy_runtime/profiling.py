@@ -33,7 +33,7 @@ class ProfileEvent:
 class DebugValue:
     """An instruction's output captured during a profiled call (``intermediate_outputs=``)."""
     instruction: int
-    item: int            # the tensor's index in a tensor list output, else 0
+    item: int            # the tensor's index in a list output, or a delegate call's argument index
     value: Any           # numpy array, int, float, bool, or None
     dtype: int = -1      # a tensor's ScalarType code
 

@@ -228,15 +228,16 @@ int etnp_method_set_profiling(etnp_method *m, int enabled);
 size_t etnp_method_num_profile_events(const etnp_method *m);
 int etnp_method_profile_event(const etnp_method *m, size_t i, etnp_profile_event *out);
 
-/* Intermediate outputs (ETDump debug events). With profiling on, each call also copies the output
- * of chosen instructions - its last argument, the value ExecuTorch's event tracer logs for a kernel
- * call; a delegate call's last output - after the instruction runs. mode 0: none (the default),
+/* Intermediate outputs (ETDump debug events). With profiling on, each call also copies, after
+ * chosen instructions run, what ExecuTorch's event tracer logs for them: a kernel call's output (its
+ * last argument; each tensor of a multi-output op's list), every argument of a delegate call (its
+ * inputs, then its outputs). mode 0: none (the default),
  * 1: every kernel and delegate instruction, 2: the n instructions listed (indices as in
  * etnp_profile_event.instruction). Turning profiling off (or on again) forgets the choice. */
 int etnp_method_set_debug_capture(etnp_method *m, int mode, const int32_t *instructions, size_t n);
 typedef struct etnp_debug_value {
   int instruction;      /* the instruction index (as etnp_profile_event.instruction) */
-  int item;             /* the tensor's index in a tensor list output, else 0 */
+  int item;             /* the tensor's index in a list output, or a delegate call's argument index */
   int kind;             /* ETNP_KIND_TENSOR, _INT, _BOOL, _DOUBLE, or _NONE (a value not recorded) */
   int dtype;
   int ndim;

@@ -558,8 +558,9 @@ void Method::execute() {
   ETNP_PROBE3(method_execute_end, name_.c_str(), call, 0);
 }
 
-// Copies instruction x's output - its last argument, the value ExecuTorch's event tracer logs for
-// a kernel call (a delegate call's last argument is its last output) - into prof.captured.
+// Copies what ExecuTorch's event tracer logs for instruction x into prof.captured: a kernel call's
+// output - its last argument, each tensor of it when it is a list (a multi-output op's outputs) -
+// or every argument of a delegate call (its inputs, then its outputs).
 void Method::capture_output(Profiler& prof, size_t pc, const Instruction& x) const {
   if (x.args.empty()) return;
   auto add = [&](const EValue& v, int32_t item) {
@@ -582,6 +583,10 @@ void Method::capture_output(Profiler& prof, size_t pc, const Instruction& x) con
     }
     prof.captured.push_back(std::move(c));
   };
+  if (x.kind == Instruction::Delegate) {
+    for (size_t k = 0; k < x.args.size(); k++) add(*x.args[k], (int32_t)k);
+    return;
+  }
   const EValue& out = *x.args.back();
   if (out.tag == Tag::TensorList || out.tag == Tag::OptTensorList) {
     int32_t k = 0;
