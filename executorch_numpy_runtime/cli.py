@@ -5,6 +5,7 @@
     etnp run MODEL.pte --inputs in.npz --out out.npz [--method forward]
     etnp batch MODEL.pte --inputs DIR_OR_NPZ --out DIR [--method forward]
     etnp bench MODEL.pte [--iters 50] [--threads N] [--profile [--top N] [--trace T.json]]
+               [--etdump OUT.etdp [--debug-buffer OUT.bin]]
     etnp verify MODEL.bpte [--rtol R] [--atol A]   run a bundled program's test cases
     etnp generate MODEL.pte --tokenizer tokenizer.json --prompt "..."   (cli_generate.py)
     etnp --version
@@ -150,6 +151,8 @@ def cmd_batch(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.debug_buffer and not args.etdump:
+        raise UsageError("--debug-buffer needs --etdump")
     rt = Runtime(num_threads=args.threads) if args.threads else Runtime.get()
     t0 = time.perf_counter()
     prog = rt.load_program(args.model)
@@ -173,12 +176,17 @@ def cmd_bench(args) -> int:
     med = ts[len(ts) // 2]
     print(f"{args.model} [{args.method}] threads={rt.num_threads}: load {load_ms:.2f} ms, "
           f"min {ts[0] * 1e3:.3f} ms, median {med * 1e3:.3f} ms, {1 / med:.1f} it/s")
-    if args.profile:  # after the timed calls: profiling does not touch the figures above
-        prof = method.profile(ins, repeat=min(args.iters, 10))
-        print(prof.table(args.top))
+    if args.profile or args.etdump:  # after the timed calls: profiling does not touch the figures above
+        prof = method.profile(ins, repeat=min(args.iters, 10), intermediate_outputs=bool(args.debug_buffer))
+        if args.profile:
+            print(prof.table(args.top))
         if args.trace:
             prof.to_chrome_trace(args.trace)
             print(f"Chrome trace: {args.trace}")
+        if args.etdump:
+            prof.to_etdump(args.etdump, args.debug_buffer)
+            print(f"ETDump: {args.etdump} ({len(prof.calls)} runs)" +
+                  (f", debug buffer: {args.debug_buffer}" if args.debug_buffer else ""))
     return 0
 
 
@@ -213,6 +221,10 @@ def main(argv=None) -> int:
     s.add_argument("--profile", action="store_true", help="then profile the method and print its top operators")
     s.add_argument("--top", type=bounded_int(1, 1_000_000), default=15, help="operators shown by --profile")
     s.add_argument("--trace", help="with --profile: write a Chrome trace (JSON) here")
+    s.add_argument("--etdump", metavar="OUT.etdp", help="write the profiled calls as an ETDump "
+                   "(executorch.devtools.Inspector reads it, with an ETRecord)")
+    s.add_argument("--debug-buffer", metavar="OUT.bin", help="with --etdump: also record every instruction's "
+                   "output and the method outputs (intermediate outputs) into this debug buffer file")
     extra = cli_extra.add_commands(p, sub)
     add_generate_parser(sub)
     args = p.parse_args(argv)

@@ -25,12 +25,16 @@ Differences: inputs and outputs are numpy arrays where ExecuTorch takes and retu
 (``execute`` also accepts anything ``np.asarray`` converts, such as a CPU torch tensor's ``.numpy()``);
 errors are this package's ExecuTorchError subclasses (ExecuTorch raises RuntimeError; both are
 Exception). This runtime always checks a program fully, so ``verification`` only selects nothing
-weaker. ETDump is not available: ``enable_etdump=True`` raises NotImplementedError (use
-``Method.profile`` of the native API, which this Method's ``.native`` gives).
+weaker. ETDump: with ``enable_etdump=True`` each ``execute`` is profiled (one ETDump run per call:
+operator, delegate and XNNPACK node events) and ``Program.write_etdump_result_to_file(etdump_path,
+debug_buffer_path)`` writes them for ``executorch.devtools.Inspector``; with ``debug_buffer_size``
+> 0 the calls also record every instruction's output and the method outputs (debug events) into
+the debug buffer file, up to about that many bytes (later calls record timings only).
 """
 from __future__ import annotations
 
 import enum
+import warnings
 from typing import Any, BinaryIO, Dict, List, Optional, Sequence, Set, Union
 
 from . import runtime as _rt
@@ -135,14 +139,44 @@ class MethodMeta:
                 f"num_outputs={self.num_outputs()}, output_tensor_meta={outs})")
 
 
+class _ETDumpState:
+    """The profiled calls of a program loaded with enable_etdump=True."""
+
+    def __init__(self, debug_buffer_size: int) -> None:
+        self.calls: List[Any] = []
+        self.debug_buffer_size = debug_buffer_size
+        self.debug_bytes = 0
+
+    def run(self, method: "_rt.Method", inputs: Sequence[Any]) -> List[Any]:
+        from . import etdump
+
+        debug = self.debug_bytes < self.debug_buffer_size
+        prof = method.profile(inputs, intermediate_outputs=True if debug else None)
+        call = etdump.calls_of(prof)[-1]
+        if not debug:
+            call.outputs = None
+        else:
+            self.debug_bytes += sum(getattr(d.value, "nbytes", 8) + 64 for d in call.debug)
+            self.debug_bytes += sum(getattr(o, "nbytes", 8) + 64 for o in call.outputs or ())
+            if self.debug_bytes >= self.debug_buffer_size:
+                warnings.warn(f"ETDump debug buffer of {self.debug_buffer_size} bytes is full: later calls "
+                              "record timings only", RuntimeWarning, stacklevel=3)
+        self.calls.append(call)
+        return list(prof.outputs)
+
+
 class Method:
     """A loaded method: ``execute(inputs)`` returns a list of numpy arrays."""
 
-    def __init__(self, method: "_rt.Method") -> None:
+    def __init__(self, method: "_rt.Method", etdump: Optional[_ETDumpState] = None) -> None:
         self._method = method
+        self._etdump = etdump
 
     def execute(self, inputs: Sequence[Any]) -> List[Any]:
-        return self._method(inputs if isinstance(inputs, (list, tuple)) else list(inputs))
+        inputs = inputs if isinstance(inputs, (list, tuple)) else list(inputs)
+        if self._etdump is not None:
+            return self._etdump.run(self._method, inputs)
+        return self._method(inputs)
 
     __call__ = execute
 
@@ -159,8 +193,9 @@ class Method:
 class Program:
     """A loaded program: its methods by name."""
 
-    def __init__(self, program: "_rt.Program") -> None:
+    def __init__(self, program: "_rt.Program", etdump: Optional[_ETDumpState] = None) -> None:
         self._program = program
+        self._etdump = etdump
         self._methods: Dict[str, Optional[Method]] = {n: None for n in program.method_names}
 
     @property
@@ -172,7 +207,7 @@ class Program:
             self._program._check_method(name, "loading method")
         method = self._methods[name]
         if method is None:
-            method = Method(self._program.load_method(name))
+            method = Method(self._program.load_method(name), self._etdump)
             self._methods[name] = method
         return method
 
@@ -180,8 +215,14 @@ class Program:
         return MethodMeta(self._program.signature(method_name))
 
     def write_etdump_result_to_file(self, etdump_path: str, debug_buffer_path: str) -> None:
-        raise NotImplementedError("ETDump is not available in executorch-numpy-runtime; "
-                                  "use program.load_method(name).native.profile(inputs)")
+        """Writes the ETDump of this program's calls so far (and, when it was loaded with a
+        debug_buffer_size, the debug buffer)."""
+        if self._etdump is None:
+            raise RuntimeError("ETDump is not enabled: load the program with enable_etdump=True")
+        from . import etdump
+
+        etdump.write(self._etdump.calls, etdump_path,
+                     debug_buffer_path if self._etdump.debug_buffer_size > 0 else None)
 
     @property
     def native(self) -> "_rt.Program":
@@ -224,10 +265,10 @@ class Runtime:
                      enable_etdump: bool = False, debug_buffer_size: int = 0) -> Program:
         if not isinstance(verification, (Verification, int)) or int(verification) not in (0, 1):
             raise TypeError(f"verification must be a Verification, not {verification!r}")
-        if enable_etdump:
-            raise NotImplementedError("ETDump is not available in executorch-numpy-runtime; "
-                                      "use Method.native.profile(inputs) for per-operator timings")
-        return Program(self._runtime.load_program(data))
+        if not isinstance(debug_buffer_size, int) or isinstance(debug_buffer_size, bool) or debug_buffer_size < 0:
+            raise TypeError(f"debug_buffer_size must be a non-negative int, not {debug_buffer_size!r}")
+        state = _ETDumpState(debug_buffer_size) if enable_etdump else None
+        return Program(self._runtime.load_program(data), state)
 
     @property
     def native(self) -> "_rt.Runtime":

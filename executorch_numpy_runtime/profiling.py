@@ -25,6 +25,17 @@ class ProfileEvent:
     depth: int           # 0: instruction, 1: XNNPACK node inside a delegate call
     node: int            # the node's index in its delegate, -1 for instructions
     shape: str = ""      # a node's output shape ("1x112x112x32")
+    chain: int = 0       # the program's chain of the instruction
+    chain_instruction: int = -1  # its index in the chain (ExecuTorch's instruction id)
+
+
+@dataclass(frozen=True)
+class DebugValue:
+    """An instruction's output captured during a profiled call (``intermediate_outputs=``)."""
+    instruction: int
+    item: int            # the tensor's index in a list output, or a delegate call's argument index
+    value: Any           # numpy array, int, float, bool, or None
+    dtype: int = -1      # a tensor's ScalarType code
 
 
 def _read_events(ptr) -> List[ProfileEvent]:
@@ -34,7 +45,35 @@ def _read_events(ptr) -> List[ProfileEvent]:
         check(lib.etnp_method_profile_event(ptr, i, e), "reading the profile")
         out.append(ProfileEvent(ffi.string(e.name).decode("utf-8", "replace"), e.start_ns / 1e3, e.duration_ns / 1e3,
                                 int(e.instruction), int(e.depth), int(e.node),
-                                ffi.string(e.shape).decode("utf-8", "replace")))
+                                ffi.string(e.shape).decode("utf-8", "replace"), int(e.chain),
+                                int(e.chain_instruction)))
+    return out
+
+
+def _read_debug_values(ptr) -> List[DebugValue]:
+    import numpy as np
+
+    from . import dtypes
+
+    d = ffi.new("etnp_debug_value *")
+    out = []
+    for i in range(lib.etnp_method_num_debug_values(ptr)):
+        check(lib.etnp_method_debug_value(ptr, i, d, ffi.NULL, 0), "reading an intermediate output")
+        value: Any = None
+        code = -1
+        if d.kind == lib.ETNP_KIND_TENSOR:
+            code = int(d.dtype)
+            value = np.empty(tuple(d.sizes[k] for k in range(d.ndim)), dtypes.to_numpy(code))
+            if value.nbytes:
+                check(lib.etnp_method_debug_value(ptr, i, d, ffi.from_buffer(value), value.nbytes),
+                      "reading an intermediate output")
+        elif d.kind == lib.ETNP_KIND_INT:
+            value = int(d.int_value)
+        elif d.kind == lib.ETNP_KIND_BOOL:
+            value = bool(d.int_value)
+        elif d.kind == lib.ETNP_KIND_DOUBLE:
+            value = float(d.double_value)
+        out.append(DebugValue(int(d.instruction), int(d.item), value, code))
     return out
 
 
@@ -42,8 +81,11 @@ class Profile:
     """The events of profiled calls of one method: ``events`` (the last call's), ``calls`` (every
     profiled call's), ``outputs`` (the last call's), ``wall_us`` (mean wall time of a call)."""
 
-    def __init__(self, method: str, calls: List[List[ProfileEvent]], outputs: List[Any], wall_us: float) -> None:
+    def __init__(self, method: str, calls: List[List[ProfileEvent]], outputs: List[Any], wall_us: float,
+                 debug_calls: "List[List[DebugValue]] | None" = None) -> None:
         self.method = method
+        self.debug_calls = debug_calls or []  # per call: its captured intermediate outputs
+        self.debug_values = self.debug_calls[-1] if self.debug_calls else []
         self.calls = calls
         self.events = calls[-1] if calls else []
         self.outputs = outputs
@@ -119,24 +161,57 @@ class Profile:
         with open(path, "w") as fh:
             json.dump({"traceEvents": trace, "displayTimeUnit": "ms"}, fh)
 
+    def to_etdump(self, path: "str | os.PathLike[str]",
+                  debug_buffer_path: "str | os.PathLike[str] | None" = None) -> None:
+        """Writes the profiled calls as an ETDump (``.etdp``) that ExecuTorch's
+        ``executorch.devtools.Inspector(etdump_path=..., etrecord=..., debug_buffer_path=...)``
+        reads: one run per call, operator and delegate (XNNPACK node) events with the program's
+        instruction ids. With ``debug_buffer_path``, the captured intermediate outputs
+        (``profile(intermediate_outputs=...)``) and the last call's outputs go there as debug events."""
+        from . import etdump
+
+        etdump.write(etdump.calls_of(self), path, debug_buffer_path)
+
     def __repr__(self) -> str:
         return f"Profile({self.method!r}, {len(self.events)} events, {self.total_us:.1f} us)"
 
 
-def profile_method(method: Any, inputs: Any, feeds: Dict[str, Any], repeat: int) -> Profile:
+def _capture_args(intermediate_outputs: Any) -> Tuple[int, List[int]]:
+    """(mode, instructions) for etnp_method_set_debug_capture."""
+    if intermediate_outputs is None or intermediate_outputs is False:
+        return 0, []
+    if intermediate_outputs is True or intermediate_outputs == "all":
+        return 1, []
+    try:
+        ids = [int(i) for i in intermediate_outputs]
+    except (TypeError, ValueError):
+        raise TypeError("intermediate_outputs must be True, 'all', or instruction indices") from None
+    if any(isinstance(i, bool) for i in intermediate_outputs):
+        raise TypeError("intermediate_outputs must be True, 'all', or instruction indices")
+    return 2, ids
+
+
+def profile_method(method: Any, inputs: Any, feeds: Dict[str, Any], repeat: int,
+                   intermediate_outputs: Any = None) -> Profile:
     if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
         raise ValueError("repeat must be a positive int")
-    calls, outs, wall = [], [], 0.0
+    mode, ids = _capture_args(intermediate_outputs)
+    calls, debug_calls, outs, wall = [], [], [], 0.0
     from .runtime import _holding
 
     check(lib.etnp_method_set_profiling(method._ptr, 1), "turning profiling on")
     try:
+        if mode:
+            arr = ffi.new("int32_t[]", ids) if ids else ffi.NULL
+            check(lib.etnp_method_set_debug_capture(method._ptr, mode, arr, len(ids)), "choosing intermediate outputs")
         for _ in range(repeat):
             t = time.perf_counter()
             outs = method(inputs, **feeds)
             wall += time.perf_counter() - t
             with _holding(method._lock, "profile a method"):  # no other call of it meanwhile
                 calls.append(_read_events(method._ptr))
+                if mode:
+                    debug_calls.append(_read_debug_values(method._ptr))
     finally:
         lib.etnp_method_set_profiling(method._ptr, 0)
-    return Profile(method.name, calls, outs, wall / repeat * 1e6)
+    return Profile(method.name, calls, outs, wall / repeat * 1e6, debug_calls)

@@ -404,12 +404,14 @@ class Method:
         returns a dict of output name -> value."""
         return dict(zip(self.output_names, self(inputs, **feeds)))
 
-    def profile(self, inputs: Any = (), *, repeat: int = 1, **feeds: Any):
+    def profile(self, inputs: Any = (), *, repeat: int = 1, intermediate_outputs: Any = None, **feeds: Any):
         """Runs the method ``repeat`` times with profiling on; returns a ``Profile`` of the last
         call (per-instruction times and per-node times inside XNNPACK delegate calls). Calls of this
-        method made meanwhile from other threads are profiled too (and may be the ones read)."""
+        method made meanwhile from other threads are profiled too (and may be the ones read).
+        ``intermediate_outputs`` (True / instruction indices) also captures those instructions'
+        outputs (``Profile.debug_values``; ``Profile.to_etdump(path, debug_buffer_path)``)."""
         from .profiling import profile_method
-        return profile_method(self, inputs, feeds, repeat)
+        return profile_method(self, inputs, feeds, repeat, intermediate_outputs)
 
     def __reduce__(self):
         from .pickling import reduce_method

@@ -50,8 +50,9 @@ def test_load_program_sources_and_verification():
         rt.load_program(path, verification="full")
     with pytest.raises(TypeError):
         rt.load_program(3.5)
-    with pytest.raises(NotImplementedError):
-        rt.load_program(path, enable_etdump=True)
+    assert rt.load_program(path, enable_etdump=True).method_names == {"forward"}  # tests/test_etdump.py
+    with pytest.raises(TypeError):
+        rt.load_program(path, enable_etdump=True, debug_buffer_size=-1)
     with pytest.raises(ExecuTorchError):
         rt.load_program(b"not a program")
 
@@ -92,5 +93,5 @@ def test_load_method_cached_and_runs():
     assert m.native.name == "matmul"
     with pytest.raises(KeyError):
         prog.load_method("nope")
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(RuntimeError):  # not loaded with enable_etdump=True
         prog.write_etdump_result_to_file("a", "b")

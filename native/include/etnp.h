@@ -200,6 +200,9 @@ typedef struct etnp_profile_event {
   int instruction;      /* the instruction index (a node's: its delegate call's) */
   int depth;            /* 0: instruction, 1: a node inside a delegate call */
   int node;             /* the node index inside its delegate, -1 for instructions */
+  int chain;            /* the program's chain of the instruction (0 in exported programs) */
+  int chain_instruction; /* the instruction's index in its chain: ExecuTorch's instruction id, which
+                           an ETRecord's debug handle map is keyed by */
 } etnp_profile_event;
 /* Where a loaded method's memory is (bytes): what a footprint report shows. program_bytes: the
  * program file's bytes the program holds (its copy or mapping, less the pages it gave back after
@@ -224,6 +227,30 @@ int etnp_method_memory_stats(const etnp_method *m, etnp_memory_stats *out);
 int etnp_method_set_profiling(etnp_method *m, int enabled);
 size_t etnp_method_num_profile_events(const etnp_method *m);
 int etnp_method_profile_event(const etnp_method *m, size_t i, etnp_profile_event *out);
+
+/* Intermediate outputs (ETDump debug events). With profiling on, each call also copies, after
+ * chosen instructions run, what ExecuTorch's event tracer logs for them: a kernel call's output (its
+ * last argument; each tensor of a multi-output op's list), every argument of a delegate call (its
+ * inputs, then its outputs). mode 0: none (the default),
+ * 1: every kernel and delegate instruction, 2: the n instructions listed (indices as in
+ * etnp_profile_event.instruction). Turning profiling off (or on again) forgets the choice. */
+int etnp_method_set_debug_capture(etnp_method *m, int mode, const int32_t *instructions, size_t n);
+typedef struct etnp_debug_value {
+  int instruction;      /* the instruction index (as etnp_profile_event.instruction) */
+  int item;             /* the tensor's index in a list output, or a delegate call's argument index */
+  int kind;             /* ETNP_KIND_TENSOR, _INT, _BOOL, _DOUBLE, or _NONE (a value not recorded) */
+  int dtype;
+  int ndim;
+  int64_t sizes[16];
+  int64_t int_value;
+  double double_value;
+  size_t nbytes;        /* a tensor's data size */
+} etnp_debug_value;
+/* The values the last profiled call captured, in the order their instructions ran. */
+size_t etnp_method_num_debug_values(const etnp_method *m);
+/* The i-th value's description, and when data is not NULL its elements in logical (row-major)
+ * order, copied to data (nbytes must be the value's nbytes). */
+int etnp_method_debug_value(const etnp_method *m, size_t i, etnp_debug_value *out, void *data, size_t nbytes);
 
 /* ---- result ---- */
 size_t etnp_result_num_outputs(const etnp_result *r);

@@ -392,7 +392,65 @@ int etnp_method_profile_event(const etnp_method* m, size_t i, etnp_profile_event
   out->instruction = e.instruction;
   out->depth = e.depth;
   out->node = e.node;
+  out->chain = e.chain;
+  out->chain_instruction = e.chain_instruction;
   return ETNP_OK;
+}
+int etnp_method_set_debug_capture(etnp_method* m, int mode, const int32_t* instructions, size_t n) {
+  REQUIRE(m);
+  return guard([&] {
+    std::lock_guard<std::recursive_mutex> g(m->prog->runtime().mutex());
+    Profiler* p = m->m->profiler();
+    if (!p) throw Error(ETNP_ERR_INVALID_ARGUMENT, "intermediate outputs need profiling on");
+    size_t count = m->m->num_instructions();
+    p->capture.clear();
+    if (mode == 1) {
+      p->capture.assign(count, 1);
+    } else if (mode == 2) {
+      if (n && !instructions) throw Error(ETNP_ERR_INVALID_ARGUMENT, "null instruction list");
+      p->capture.assign(count, 0);
+      for (size_t k = 0; k < n; k++) {
+        if (instructions[k] < 0 || (size_t)instructions[k] >= count)
+          throw Error(ETNP_ERR_INVALID_ARGUMENT, "instruction " + std::to_string(instructions[k]) +
+                                                     " out of range (the method has " + std::to_string(count) + ")");
+        p->capture[(size_t)instructions[k]] = 1;
+      }
+    } else if (mode != 0) {
+      throw Error(ETNP_ERR_INVALID_ARGUMENT, "debug capture mode must be 0, 1 or 2");
+    }
+  });
+}
+size_t etnp_method_num_debug_values(const etnp_method* m) {
+  if (!m) return 0;
+  std::lock_guard<std::recursive_mutex> g(m->prog->runtime().mutex());
+  return m->m->profiler() ? m->m->profiler()->captured.size() : 0;
+}
+int etnp_method_debug_value(const etnp_method* m, size_t i, etnp_debug_value* out, void* data, size_t nbytes) {
+  REQUIRE(m); REQUIRE(out);
+  return guard([&] {
+    std::lock_guard<std::recursive_mutex> g(m->prog->runtime().mutex());
+    const Profiler* p = m->m->profiler();
+    if (!p || i >= p->captured.size()) throw Error(ETNP_ERR_INVALID_ARGUMENT, "debug value index out of range");
+    const CapturedValue& c = p->captured[i];
+    std::memset(out, 0, sizeof *out);
+    out->instruction = c.instruction;
+    out->item = c.item;
+    out->kind = c.kind;
+    out->int_value = c.i;
+    out->double_value = c.d;
+    if (c.kind == ETNP_KIND_TENSOR) {
+      out->dtype = (int)c.t.dtype;
+      out->ndim = c.t.dim;
+      for (int d = 0; d < c.t.dim && d < ETNP_MAX_DIMS; d++) out->sizes[d] = c.t.sizes[d];
+      out->nbytes = c.t.nbytes();
+      if (data) {
+        if (nbytes != out->nbytes)
+          throw Error(ETNP_ERR_INVALID_ARGUMENT, "debug value has " + std::to_string(out->nbytes) +
+                                                     " bytes, its destination " + std::to_string(nbytes));
+        copy_contiguous(c.t, static_cast<uint8_t*>(data));
+      }
+    }
+  });
 }
 
 size_t etnp_result_num_outputs(const etnp_result* r) { return r ? r->outs.size() : 0; }

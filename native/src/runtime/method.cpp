@@ -377,6 +377,8 @@ void Method::prepare_instructions(const fb::Table& plan) {
         default:
           throw_load("instruction " + std::to_string(k) + " has an unknown kind " + std::to_string(ty));
       }
+      x.chain = (int32_t)c;
+      x.index = (int32_t)k;
       instructions_.push_back(std::move(x));
     }
   }
@@ -556,6 +558,47 @@ void Method::execute() {
   ETNP_PROBE3(method_execute_end, name_.c_str(), call, 0);
 }
 
+// Copies what ExecuTorch's event tracer logs for instruction x into prof.captured: a kernel call's
+// output - its last argument, each tensor of it when it is a list (a multi-output op's outputs) -
+// or every argument of a delegate call (its inputs, then its outputs).
+void Method::capture_output(Profiler& prof, size_t pc, const Instruction& x) const {
+  if (x.args.empty()) return;
+  auto add = [&](const EValue& v, int32_t item) {
+    CapturedValue c;
+    c.instruction = (int32_t)pc;
+    c.item = item;
+    c.kind = (int)v.tag;
+    if (v.tag == Tag::Tensor) {
+      c.t = v.t;
+      size_t nb = v.t.nbytes();
+      if (nb && v.t.data) c.bytes.assign((const uint8_t*)v.t.data, (const uint8_t*)v.t.data + nb);
+      else c.bytes.assign(nb, 0);
+      c.t.data = c.bytes.empty() ? nullptr : c.bytes.data();
+    } else if (v.tag == Tag::Int || v.tag == Tag::Bool) {
+      c.i = v.i;
+    } else if (v.tag == Tag::Double) {
+      c.d = v.d;
+    } else {
+      c.kind = (int)Tag::None;
+    }
+    prof.captured.push_back(std::move(c));
+  };
+  if (x.kind == Instruction::Delegate) {
+    for (size_t k = 0; k < x.args.size(); k++) add(*x.args[k], (int32_t)k);
+    return;
+  }
+  const EValue& out = *x.args.back();
+  if (out.tag == Tag::TensorList || out.tag == Tag::OptTensorList) {
+    int32_t k = 0;
+    for (int64_t idx : out.items) {
+      if (idx >= 0) add(values_[(size_t)idx], k);
+      k++;
+    }
+  } else {
+    add(out, 0);
+  }
+}
+
 void Method::run_instructions() {
   KernelContext ctx;
   ctx.pool = &prog_->runtime().pool();
@@ -580,9 +623,12 @@ void Method::run_instructions() {
           if (ETNP_PROBE_ENABLED(instruction_begin)) ETNP_PROBE2(instruction_begin, pc, x.op);
           if (prof) {
             prof->instruction = (int32_t)pc;
+            prof->chain = x.chain;
+            prof->chain_instruction = x.index;
             int64_t t = Profiler::now();
             x.fn(ctx, x.args.data(), x.args.size());
             prof->add(x.op, t, Profiler::now(), 0);
+            if (prof->wants(pc)) capture_output(*prof, pc, x);
           } else {
             x.fn(ctx, x.args.data(), x.args.size());
           }
@@ -594,12 +640,15 @@ void Method::run_instructions() {
           if (ETNP_PROBE_ENABLED(instruction_begin)) ETNP_PROBE2(instruction_begin, pc, x.op);
           if (prof) {  // the delegate's steps are recorded inside it: the call's event goes before them
             prof->instruction = (int32_t)pc;
+            prof->chain = x.chain;
+            prof->chain_instruction = x.index;
             size_t at = prof->events.size();
             int64_t t = Profiler::now();
             x.delegate->execute(ctx, x.args.data(), x.args.size());
             int64_t end = Profiler::now();
             prof->add(x.op, t, end, 0);
             std::rotate(prof->events.begin() + (std::ptrdiff_t)at, prof->events.end() - 1, prof->events.end());
+            if (prof->wants(pc)) capture_output(*prof, pc, x);
           } else {
             x.delegate->execute(ctx, x.args.data(), x.args.size());
           }

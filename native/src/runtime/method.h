@@ -23,6 +23,7 @@ struct Instruction {
   DelegateHandle* delegate = nullptr;
   std::vector<EValue*> args;
   int64_t a = 0, b = 0;  // Move: from, to. JumpFalse: cond, destination.
+  int32_t chain = 0, index = 0;  // where the program has it: chain, index in the chain
 };
 
 struct InputValue {  // what etnp_method_run binds
@@ -65,6 +66,8 @@ class Method {
   // Profiling of the following calls (null: off); the events of the last call.
   void set_profiling(bool on) { profiler_.reset(on ? new Profiler() : nullptr); }
   const Profiler* profiler() const { return profiler_.get(); }
+  Profiler* profiler() { return profiler_.get(); }
+  size_t num_instructions() const { return instructions_.size(); }
   // Bytes of planned buffers, folded constant copies, and what the delegates hold
   void memory(uint64_t* planned, uint64_t* folded, DelegateMemory* delegates) const;
 
@@ -78,6 +81,7 @@ class Method {
   void check_plan_consistency() const;  // runtime/plan_checks.cpp
   void protect_tensor_data();
   void run_instructions();
+  void capture_output(Profiler& prof, size_t pc, const Instruction& x) const;
 
   std::shared_ptr<Program> prog_;
   std::string name_;
