@@ -69,7 +69,9 @@ print("FOOTPRINT " + json.dumps(dict(base=base, peak=s["VmHWM"] - base, steady=s
 
 def measure(python: str, path: str, cpus: str, use_mmap: bool, env=None) -> dict:
     cmd = ["taskset", "-c", cpus, python, "-c", CHILD, path, "1" if use_mmap else "0"]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    # (the reference runs from / : `python -c` puts the working directory first on sys.path, and
+    # run from a checkout it would import that checkout's package instead of its own)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, cwd="/" if env is not None else None)
     for line in r.stdout.splitlines():
         if line.startswith("FOOTPRINT "):
             return json.loads(line[len("FOOTPRINT "):])

@@ -65,7 +65,8 @@ class XnnDelegate : public DelegateHandle {
     }
     for (uint32_t id : g_.output_ids) uses[id]++;
     for (size_t i = 0; i < g_.values.size(); i++)
-      if (g_.values[i].is_constant && uses[i] > 0 && uses[i] == packed_uses[i]) FloatBuffer().swap(g_.values[i].data);
+      if (g_.values[i].is_constant && uses[i] > 0 && uses[i] == packed_uses[i]) g_.values[i].data.release();
+    plan_binding();
     plan_bank();
   }
 
@@ -100,6 +101,8 @@ class XnnDelegate : public DelegateHandle {
     BankGuard banked{this};
     BorrowGuard borrowed{this};
     for (size_t k = 0; k < ni; k++) load_input(*args[g_.input_args[k]], g_.values[g_.input_ids[k]], k, borrowable_[k]);
+    BindGuard bound{this};
+    bind_outputs(args);
     SwapGuard guard{this};
     scratch_.moves.clear();
     for (size_t i = 0; i < g_.nodes.size();) {
@@ -136,6 +139,58 @@ class XnnDelegate : public DelegateHandle {
   }
 
  private:
+  // Float32 graph outputs are written straight into the output tensors (ValueBuffer::bind), as
+  // XNNPACK does with its external values: no copy out, no delegate buffer of their size. Not
+  // where the value is also an input or constant, repeats another output, or the tensor's memory
+  // overlaps another bound output's or an input tensor's (a corrupt program's plan: then the
+  // value computes in its own buffer and is copied, as before).
+  void bind_outputs(EValue** args) {
+    struct Range {
+      const char* b;
+      const char* e;
+    };
+    std::vector<Range> taken;
+    auto overlaps = [&](const char* b, const char* e) {
+      for (const Range& r : taken)
+        if (b < r.e && r.b < e) return true;
+      return false;
+    };
+    for (uint32_t a : g_.input_args) {
+      const EValue* e = args[a];
+      if (e->tag == Tag::Tensor && e->t.data) {
+        const char* b = (const char*)e->t.data;
+        taken.push_back({b, b + std::max(e->t.capacity, e->t.nbytes())});
+      }
+    }
+    for (size_t k = 0; k < g_.output_ids.size(); k++) {
+      if (!bindable_[k]) continue;
+      EValue* e = args[g_.output_args[k]];
+      if (e->tag != Tag::Tensor || e->t.dtype != DType::F32 || !e->t.data || e->t.capacity < sizeof(float)) continue;
+      const char* b = (const char*)e->t.data;
+      const char* end = b + e->t.capacity;
+      if (overlaps(b, end)) continue;
+      taken.push_back({b, end});
+      g_.values[g_.output_ids[k]].data.bind((float*)e->t.data, e->t.capacity / sizeof(float));
+    }
+  }
+  struct BindGuard {
+    XnnDelegate* d;
+    ~BindGuard() {
+      for (uint32_t id : d->g_.output_ids) d->g_.values[id].data.unbind();
+    }
+  };
+  void plan_binding() {
+    bindable_.assign(g_.output_ids.size(), false);
+    std::vector<int> times(g_.values.size(), 0);
+    for (uint32_t id : g_.output_ids) times[id]++;
+    for (uint32_t id : g_.input_ids) times[id] += 2;
+    for (size_t k = 0; k < g_.output_ids.size(); k++) {
+      const Value& v = g_.values[g_.output_ids[k]];
+      bindable_[k] = times[g_.output_ids[k]] == 1 && v.dtype == FP32 && v.quant == Quant::None && !v.is_constant &&
+                     !v.as_codes && v.grid_source == kInvalidId;
+    }
+  }
+
   // The values whose buffers are the runtime's BufferBank slots during a call (in slot order):
   // every value a call writes that holds a buffer of its own at the call's start - not
   // constants, not the takers of planned reuse (they are handed another value's buffer), not
@@ -158,7 +213,7 @@ class XnnDelegate : public DelegateHandle {
       const Value& v = g_.values[id];
       if (used[id] && !taker[id] && !v.is_constant && !v.as_codes) {
         banked_.push_back(id);
-        FloatBuffer().swap(g_.values[id].data);  // (any buffer made at load: the bank's from now on)
+        g_.values[id].data.release();  // (any buffer made at load: the bank's from now on)
       }
     }
     // largest first: slot k grows to the k-th largest buffer of whichever delegate has the
@@ -182,13 +237,13 @@ class XnnDelegate : public DelegateHandle {
       BufferBank* b = d->bank_;
       if (!b || b->in_use) return;
       if (b->slots.size() < d->banked_.size()) b->slots.resize(d->banked_.size());
-      for (size_t k = 0; k < d->banked_.size(); k++) d->g_.values[d->banked_[k]].data.swap(b->slots[k]);
+      for (size_t k = 0; k < d->banked_.size(); k++) d->g_.values[d->banked_[k]].data.swap_own(b->slots[k]);
       b->in_use = held = true;
     }
     ~BankGuard() {
       if (!held) return;
       BufferBank* b = d->bank_;
-      for (size_t k = 0; k < d->banked_.size(); k++) d->g_.values[d->banked_[k]].data.swap(b->slots[k]);
+      for (size_t k = 0; k < d->banked_.size(); k++) d->g_.values[d->banked_[k]].data.swap_own(b->slots[k]);
       b->in_use = false;
     }
   };
@@ -560,7 +615,7 @@ class XnnDelegate : public DelegateHandle {
     if (n != v.numel()) throw_exec("XNNPACK delegate output " + std::to_string(k) + ": size mismatch");
     const float* d = v.data.data();
     if (t.dtype == DType::F32) {
-      copy_floats((float*)t.data, d, n);
+      if (d != t.data) copy_floats((float*)t.data, d, n);  // (bound: written in place)
     } else if (is_floating(t.dtype)) {
       for (int64_t i = 0; i < n; i++) store_f64(t.data, t.dtype, i, d[i]);
     } else {
@@ -601,6 +656,7 @@ class XnnDelegate : public DelegateHandle {
   std::vector<uint32_t> banked_;  // plan_bank
   Scratch scratch_;
   std::vector<bool> borrowable_;    // per graph input: read in place (see BorrowGuard)
+  std::vector<bool> bindable_;      // per graph output: written in place (see bind_outputs)
   std::vector<Reuse> reuse_;        // in the order they are made during a call
   std::vector<size_t> reuse_end_;   // reuse_[0, reuse_end_[i]) are made before node i runs
   std::vector<uint32_t> chains_;    // plan_chains: chain lengths at their first nodes

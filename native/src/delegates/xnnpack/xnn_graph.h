@@ -11,6 +11,7 @@
 #include "kernels/compute/gemm.h"
 #include "kernels/compute/qgemm.h"
 #include "runtime/program.h"
+#include "delegates/xnnpack/xnn_value_buffer.h"
 #include "util/float_buffer.h"
 #include "util/compiler.h"
 
@@ -41,7 +42,7 @@ struct Value {
   uint32_t scale_buffer = 0, num_scales = 0;  // scales stored in constant data
   // runtime state
   std::vector<int64_t> shape;
-  FloatBuffer data;
+  ValueBuffer data;  // (bound to an output tensor's memory during a call: xnn_value_buffer.h)
   // dynamically quantized values (QDINT8): each row of row_len elements holds the grid points
   // (q - row_zp[r]) * row_scale[r], q in [-128, 127] (kept in q8 too, for the int8 GEMM)
   int64_t row_len = 0;

@@ -158,7 +158,7 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
       return w->cdata();
     }
     ~Decoded() {
-      if (made) FloatBuffer().swap(w->data);
+      if (made) w->data.release();
     }
   } decoded{w};
   if (n.type == FullyConnected) {
@@ -221,7 +221,7 @@ void pack_deferred(ThreadPool* pool, Graph& g, Node& n) {
   if ((int64_t)w.data.size() < (int64_t)n.groups * OCg * K) fail(n, "filter data is missing");
   for (uint32_t gi = 0; gi < n.groups && gi < n.packed.size(); gi++)
     n.packed[gi] = pack_b(pool, K, OCg, w.cdata() + gi * OCg * K, 1, K);
-  if (made) FloatBuffer().swap(w.data);
+  if (made) w.data.release();
 }
 
 bool moves_grid_points(const Graph& g, const Node& n) {
