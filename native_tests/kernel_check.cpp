@@ -13,17 +13,19 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/broadcast_f32.h"
-#include "kernels/column_sums.h"
-#include "kernels/cpu_features.h"
-#include "kernels/depthwise.h"
-#include "kernels/depthwise_q8.h"
-#include "kernels/gemm.h"
-#include "kernels/qgemm.h"
-#include "kernels/quantize_row.h"
-#include "kernels/transpose_f32.h"
-#include "kernels/vec_math.h"
-#include "kernels/window_reduce.h"
+#include "core/dtype.h"
+#include "kernels/compute/broadcast_f32.h"
+#include "kernels/compute/column_sums.h"
+#include "kernels/compute/cpu_features.h"
+#include "kernels/compute/depthwise.h"
+#include "kernels/compute/depthwise_q8.h"
+#include "kernels/compute/gemm.h"
+#include "kernels/compute/half_convert.h"
+#include "kernels/compute/qgemm.h"
+#include "kernels/compute/quantize_row.h"
+#include "kernels/compute/transpose_f32.h"
+#include "kernels/compute/vec_math.h"
+#include "kernels/compute/window_reduce.h"
 #include "util/fma_exact.h"
 #include "kernel_check_qb4.h"
 
@@ -66,6 +68,33 @@ static void check_sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, bool 
       if (std::fabs(want - got) > 1e-4f * (1 + K / 64)) {
         if (failures++ < 5) std::printf("sgemm M=%ld N=%ld K=%ld (%ld,%ld): %g != %g\n", (long)M, (long)N, (long)K, (long)m, (long)n, got, want);
       }
+    }
+}
+
+// The AVX-512 driver sums each element as one FMA chain over k from zero, then adds the bias and
+// clamps - also when it sweeps a long K in chunks with the partial sums held in C: the result must
+// be exactly that chain's (a chunk boundary that restarted or re-rounded a sum would show here).
+static void check_sgemm_chain(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::mt19937& rng) {
+  if (!cpu_has_avx512f()) return;
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> A(M * K), B(K * N), bias(N), C(M * N, 7.f);
+  for (auto& x : A) x = u(rng);
+  for (auto& x : B) x = u(rng);
+  for (auto& x : bias) x = u(rng);
+  GemmEpilogue ep;
+  ep.bias_col = bias.data();
+  ep.min = -3.f;
+  ep.max = 3.f;
+  PackedB pb = pack_b(pool, K, N, B.data(), N, 1);
+  sgemm_packed(pool, M, A.data(), K, 1, pb, C.data(), N, ep);
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t n = 0; n < N; n++) {
+      float acc = 0.f;
+      for (int64_t k = 0; k < K; k++) acc = std::fma(A[m * K + k], B[k * N + n], acc);
+      const float want = std::fmin(std::fmax(acc + bias[n], ep.min), ep.max), got = C[m * N + n];
+      if (want != got && failures++ < 5)
+        std::printf("sgemm chain M=%ld N=%ld K=%ld (%ld,%ld): %.9g != %.9g\n", (long)M, (long)N, (long)K, (long)m, (long)n,
+                    got, want);
     }
 }
 
@@ -301,6 +330,29 @@ static void check_qgemm_grouped(std::mt19937& rng) {
 // counts; a parallel_for inside a region runs inline; an exception thrown on the caller's share
 // or on a worker's propagates from parallel_for after the region is closed, and the pool keeps working.
 // The 2-D transpose (register blocks + edges) against the definition, whole and by row ranges.
+// round_to_half / conversions (F16C, AVX-512 or scalar) against core/dtype.h's scalar rounding:
+// ties, subnormals, the overflow threshold, infinities (NaN stays NaN)
+static void check_half(std::mt19937& rng) {
+  std::vector<float> x = {0.f, -0.f, 1.f, 65504.f, 65519.99f, 65520.f, -65520.f, 1e-8f, 5.96e-8f, 2.98e-8f, 2.99e-8f,
+                          6.1e-5f, 1.0009765625f, 1.00048828125f, 1.00146484375f, INFINITY, -INFINITY, NAN};
+  std::uniform_real_distribution<float> u(-70000.f, 70000.f), s(-1e-4f, 1e-4f);
+  for (int i = 0; i < 4000; i++) x.push_back(i % 2 ? u(rng) : s(rng));
+  std::vector<float> d(x.size());
+  std::vector<uint16_t> h(x.size());
+  round_to_half(x.data(), d.data(), (int64_t)x.size());
+  float_to_half_n(x.data(), h.data(), (int64_t)x.size());
+  for (size_t i = 0; i < x.size(); i++) {
+    const float want = half_to_float(float_to_half(x[i]));
+    const bool ok = std::isnan(want) ? std::isnan(d[i]) && std::isnan(half_to_float(h[i]))
+                                     : want == d[i] && float_to_half(x[i]) == h[i];
+    if (!ok && failures++ < 5) std::printf("round_to_half(%.9g) = %.9g (half %04x), want %.9g\n", x[i], d[i], h[i], want);
+  }
+  std::vector<float> back(x.size());
+  half_to_float_n(h.data(), back.data(), (int64_t)h.size());
+  for (size_t i = 0; i < x.size(); i++)
+    if (!std::isnan(back[i]) && back[i] != half_to_float(h[i]) && failures++ < 5) std::printf("half_to_float_n mismatch at %zu\n", i);
+}
+
 static void check_transpose() {
   for (int64_t R : {1, 2, 3, 4, 6, 7, 8, 9, 16, 33, 70, 300})
     for (int64_t S : {1, 2, 3, 4, 5, 7, 8, 15, 32, 41, 100, 300}) {
@@ -831,6 +883,7 @@ int main() {
   std::mt19937 rng(7);
   check_vec_math(rng);
   check_transpose();
+  check_half(rng);
   check_codes(rng);
   check_grid_lookup(rng);
   check_snap(rng);
@@ -861,6 +914,8 @@ int main() {
   check_sgemm(&two, 300, 40, 96, true, rng);
   check_qgemm(&two, 64, 200, 256, rng);
   check_qgemm(&two, 2, 1000, 300, rng);
+  for (int64_t K : {100, 190, 193, 256, 300, 700})  // one chunk, chunks of 128 with a longer last one
+    for (int64_t M : {7, 64, 150}) check_sgemm_chain(M % 2 ? &two : &one, M, 40, K, rng);
   std::printf("kernel_check (%s): thread pool, vec_math, broadcasts, windows + %d shapes x 2 kernels, %d mismatches\n",
               cpu_features_string(), cases + 4, failures);
   return failures ? 1 : 0;

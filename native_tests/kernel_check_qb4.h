@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "kernels/qgemm.h"
-#include "kernels/qgemm_qb4.h"
+#include "kernels/compute/qgemm.h"
+#include "kernels/compute/qgemm_qb4.h"
 
 static int check_qgemm_qb4_case(etnp::ThreadPool* pool, int64_t M, int64_t N, int64_t K, int64_t bs, bool f32_scales,
                                 bool with_bias, bool clamp, std::mt19937& rng) {

@@ -4,6 +4,8 @@
 #include <immintrin.h>
 #include <intrin.h>
 #define ETNP_CPUID_MSVC_X86 1
+#elif defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #endif
 
 namespace etnp::os {
@@ -16,9 +18,10 @@ CpuId detect() {
   __cpuid(r, 0);
   const int max_leaf = r[0];
   __cpuid(r, 1);
-  const bool osxsave = (r[2] >> 27) & 1, fma = (r[2] >> 12) & 1;
+  const bool osxsave = (r[2] >> 27) & 1, fma = (r[2] >> 12) & 1, f16c = (r[2] >> 29) & 1;
   const unsigned long long xcr0 = osxsave ? _xgetbv(0) : 0;
   const bool ymm = (xcr0 & 0x6) == 0x6, zmm = (xcr0 & 0xe6) == 0xe6;
+  id.f16c = ymm && f16c;
   if (max_leaf >= 7) {
     __cpuidex(r, 7, 0);
     id.avx2 = ymm && ((r[1] >> 5) & 1);
@@ -32,6 +35,10 @@ CpuId detect() {
   id.fma = __builtin_cpu_supports("fma");
   id.avx512f = __builtin_cpu_supports("avx512f");
   id.avx512vnni = __builtin_cpu_supports("avx512vnni");
+  {  // (no __builtin_cpu_supports string for it in every compiler: CPUID leaf 1, ECX bit 29)
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid(1, &a, &b, &c, &d)) id.f16c = id.avx2 && ((c >> 29) & 1);
+  }
 #elif defined(__aarch64__) || defined(_M_ARM64)
   id.neon = true;
 #endif

@@ -6,7 +6,7 @@
 namespace etnp::os {
 
 struct CpuId {
-  bool avx2 = false, fma = false, avx512f = false, avx512vnni = false;  // x86-64
+  bool avx2 = false, fma = false, avx512f = false, avx512vnni = false, f16c = false;  // x86-64
   bool neon = false;                                                    // aarch64
 };
 

@@ -9,6 +9,7 @@
 #include "core/profiler.h"
 #include "delegates/backend.h"
 #include "delegates/xnnpack/xnn_chain.h"
+#include "kernels/compute/half_convert.h"
 #include "delegates/xnnpack/xnn_graph.h"
 #include "delegates/xnnpack/xnn_node_util.h"
 #include "delegates/xnnpack/xnn_ops.h"
@@ -587,6 +588,8 @@ class XnnDelegate : public DelegateHandle {
       v.raw = (const float*)t.data;
     } else if (t.dtype == DType::F32) {
       copy_floats(d, (const float*)t.data, n);
+    } else if (t.dtype == DType::F16) {
+      half_to_float_n((const uint16_t*)t.data, d, n);
     } else if (is_floating(t.dtype)) {
       for (int64_t i = 0; i < n; i++) d[i] = (float)load_f64(t.data, t.dtype, i);
     } else {  // integer data: quantized per tensor, or plain integers
@@ -616,6 +619,8 @@ class XnnDelegate : public DelegateHandle {
     const float* d = v.data.data();
     if (t.dtype == DType::F32) {
       if (d != t.data) copy_floats((float*)t.data, d, n);  // (bound: written in place)
+    } else if (t.dtype == DType::F16) {
+      float_to_half_n(d, (uint16_t*)t.data, n);
     } else if (is_floating(t.dtype)) {
       for (int64_t i = 0; i < n; i++) store_f64(t.data, t.dtype, i, d[i]);
     } else {

@@ -11,6 +11,7 @@
 
 #include "core/dtype.h"
 #include "kernels/compute/gemm.h"
+#include "kernels/compute/half_convert.h"
 #include "kernels/kernel_util.h"
 #include "kernels/compute/qgemm.h"
 #include "kernels/compute/quantize_row.h"
@@ -68,9 +69,9 @@ Int8Grid grid_of(const Value& v) {
 
 void finalize_range(const Value& v, const float* x, float* d, int64_t n) {
   if (v.dtype == FP16) {
-    for (int64_t i = 0; i < n; i++) d[i] = half_to_float(float_to_half(x[i]));
+    round_to_half(x, d, n);
   } else if (v.dtype == BF16) {
-    for (int64_t i = 0; i < n; i++) d[i] = bf16_to_float(float_to_bf16(x[i]));
+    round_to_bf16(x, d, n);
   } else if (on_int8_grid(v)) {
     snap_to_grid(grid_of(v), x, d, n);
   } else if (x != d) {
@@ -85,8 +86,8 @@ void finalize_value(KernelContext& ctx, Value& v, const float* src) {
   if (!dynamically_quantized(v)) {
     const bool rounds = v.dtype == FP16 || v.dtype == BF16, snaps = on_int8_grid(v);
     if (!src && !rounds && !snaps) return;  // float32 in place: as it is
-    // (fp16 / bf16 rounding on this thread; snapping from 64 Ki, copying from 256 Ki elements a share)
-    const int64_t grain = rounds ? n : snaps ? int64_t(1) << 16 : int64_t(1) << 18;
+    // (fp16 / bf16 rounding and snapping from 64 Ki, copying from 256 Ki elements a share)
+    const int64_t grain = rounds || snaps ? int64_t(1) << 16 : int64_t(1) << 18;
     parallel(ctx, n, grain, [&](int64_t b, int64_t e) { finalize_range(v, x + b, d + b, e - b); });
     return;
   }

@@ -30,7 +30,12 @@ bool cpu_has_avx512f() {
   static const bool v = cpu_cap() >= 2 && cpu_has_avx2_fma() && os::cpu_id().avx512f;
   return v;
 }
+bool cpu_has_f16c() {
+  static const bool v = cpu_has_avx2_fma() && os::cpu_id().f16c;
+  return v;
+}
 #else
+bool cpu_has_f16c() { return false; }
 bool cpu_has_avx2_fma() { return false; }
 bool cpu_has_avx512f() { return false; }
 #endif

@@ -4,6 +4,7 @@
 namespace etnp {
 bool cpu_has_avx2_fma();
 bool cpu_has_avx512f();
+bool cpu_has_f16c();  // float <-> half conversions (AVX2 tier and up)
 bool cpu_has_neon();  // aarch64 Advanced SIMD (ETNP_CPU=generic turns it off)
 const char* cpu_features_string();
 }  // namespace etnp
