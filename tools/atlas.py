@@ -2,7 +2,7 @@
 """Run the operator atlas in ours and in the reference runtime: outputs checked, latency compared.
 
     python tools/atlas.py [--atlas /work/atlas] [--peer-python PY] [--threads 1,2] [--iters 20]
-                          [--budget-s 0.3] [--family F ...] [--no-time] [--markdown FILE] [NAME ...]
+                          [--budget-s 0.3] [--rounds 1] [--family F ...] [--no-time] [--markdown FILE] [NAME ...]
 
 The atlas is what tools/atlas_export.py writes (NAME.pte, NAME.npz, NAME.json sidecars with family,
 dtype, shape and lowering). For every regime, in this order:
@@ -14,7 +14,8 @@ dtype, shape and lowering). For every regime, in this order:
   2. latency at each thread count: tools/bench_zoo.py's run_one (tools/bench.py --worker, pinned with
      taskset to the same cores for both runtimes, the two alternating), median of the timed calls;
      the number of timed calls is max(--iters, --budget-s / the first call's time), at most 400, so
-     that tiny operators get enough samples.
+     that tiny operators get enough samples; with --rounds R, R passes over the whole atlas (which
+     runtime goes first flips each pass) and each runtime's median of its R process medians.
 Prints a table grouped by family (median ms ours / reference and ours/reference per thread count),
 each family's geometric mean, the overall geometric mean, and the regimes above 1.0x at 1 thread and
 above 1.25x at 2 threads. --markdown writes the same as Markdown (for docs/performance.md).
@@ -94,29 +95,51 @@ def check(reg, atlas, args, tmp):
     return res
 
 
-def timing(reg, atlas, args, threads, run_s, tmp):
-    """{threads: (ours ms, ref ms)} and errors, via bench_zoo.run_one."""
+def timing(reg, atlas, args, threads, run_s, tmp, flip=False, samples=None):
+    """One timing pass of a regime via bench_zoo.run_one: appends each (threads, runtime)'s process
+    median (ms) to samples[(threads, runtime)]; returns the errors."""
     import numpy as np
 
     model = os.path.join(atlas, reg["name"] + ".pte")
     inputs = os.path.join(tmp, reg["name"] + ".inputs.npz")
-    np.savez(inputs, **{f"in_{i}": x for i, x in enumerate(bench_zoo.zoo_inputs(os.path.splitext(model)[0] + ".npz"))})
+    if not os.path.exists(inputs):
+        np.savez(inputs, **{f"in_{i}": x for i, x in enumerate(bench_zoo.zoo_inputs(os.path.splitext(model)[0] + ".npz"))})
     iters = args.iters
     if run_s:
         iters = int(min(400, max(args.iters, args.budget_s / max(run_s, 1e-6))))
-    out, errs = {}, []
+    errs = []
     for t in threads:
-        got = {}
         order = (("ours", args.ours_python), ("peer", args.peer_python))
-        for be, py in (order if t % 2 else order[::-1]):
+        for be, py in (order if (t % 2) ^ flip else order[::-1]):
             r, err = bench_zoo.run_one(py, be, model, inputs, [], t, iters, args.warmup, tmp, args.warmup_ms)
             if err:
                 errs.append(f"{be} {t} thr: {err}")
                 break
-            got[be] = r["median"] * 1e3
-        if len(got) == 2:
-            out[t] = (got["ours"], got["peer"])
-    return out, errs
+            samples.setdefault((t, be), []).append(r["median"] * 1e3)
+    return errs
+
+
+def picked(samples, threads):
+    """{threads: (ours ms, ref ms)}: the median of each runtime's process medians."""
+    import numpy as np
+
+    return {t: (float(np.median(samples[(t, "ours")])), float(np.median(samples[(t, "peer")])))
+            for t in threads if samples.get((t, "ours")) and samples.get((t, "peer"))}
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.machine()
+
+
+def commit():
+    import subprocess
+
+    r = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return r.stdout.strip() or "?"
 
 
 def gmean(xs):
@@ -204,6 +227,9 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--warmup-ms", type=float, default=100.0)
     p.add_argument("--timeout", type=float, default=300.0, help="per output-check process (seconds)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="timing passes over the whole atlas (fresh processes each); each runtime's median of its "
+                        "per-pass medians (the shared machine's speed drifts for seconds to minutes)")
     p.add_argument("--no-time", action="store_true", help="output check only")
     p.add_argument("--markdown", help="also write the table as Markdown to this file")
     args = p.parse_args()
@@ -213,21 +239,31 @@ def main():
         p.error(f"no regimes in {args.atlas} (run tools/atlas_export.py in the export environment)")
     rows, skipped = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        for i, reg in enumerate(regs):
+        for i, reg in enumerate(regs):  # the output check, and the first timing pass
             c = check(reg, args.atlas, args, tmp)
-            tm = {}
-            if threads and c["ours"].get("ok") and c["ref"].get("ok"):
-                tm, errs = timing(reg, args.atlas, args, threads, c["run_s"], tmp)
-                skipped += [(reg["name"], e) for e in errs]
-            rows.append(dict(reg=reg, check=c, time=tm))
+            row = dict(reg=reg, check=c, samples={}, time={}, timed=c["ours"].get("ok") and c["ref"].get("ok"))
+            if threads and row["timed"]:
+                skipped += [(reg["name"], e) for e in timing(reg, args.atlas, args, threads, c["run_s"], tmp,
+                                                              samples=row["samples"])]
+                row["time"] = picked(row["samples"], threads)
+            rows.append(row)
+            tm = row["time"]
             print(f"[{i + 1}/{len(regs)}] {reg['name']}: {verdict(c)} " + " ".join(
                 f"{t}t {tm[t][0]:.3f}/{tm[t][1]:.3f} ms {tm[t][0] / tm[t][1]:.2f}x" for t in threads if t in tm),
                 file=sys.stderr, flush=True)
+        for rnd in range(1, args.rounds if threads else 1):  # further passes over the whole atlas, minutes apart
+            for row in rows:
+                if row["timed"]:
+                    skipped += [(row["reg"]["name"], e) for e in timing(
+                        row["reg"], args.atlas, args, threads, row["check"]["run_s"], tmp, flip=rnd % 2 == 1,
+                        samples=row["samples"])]
+                    row["time"] = picked(row["samples"], threads)
+            print(f"timing round {rnd + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     con, md = report(rows, threads, args, skipped)
     print("\n".join(con))
     if args.markdown:
-        stamp = (f"{datetime.date.today().isoformat()}, {platform.machine()} {os.cpu_count()} CPUs "
-                 f"({platform.processor() or platform.platform()}), {len(rows)} regimes")
+        stamp = (f"{datetime.date.today().isoformat()} on {cpu_name()} ({os.cpu_count()} CPUs), ours at {commit()}, "
+                 f"{len(rows)} regimes, {args.rounds} timing round(s)")
         with open(args.markdown, "w") as fh:
             fh.write(f"Measured {stamp}.\n\n" + "\n".join(md) + "\n")
     mism = any(r["check"].get("vs_ref") and not r["check"]["vs_ref"]["ok"] for r in rows)

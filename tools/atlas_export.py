@@ -38,9 +38,6 @@ _flatc = os.path.join(os.path.dirname(sys.executable), "flatc")  # the export ve
 if "FLATC_EXECUTABLE" not in os.environ and os.path.exists(_flatc):
     os.environ["FLATC_EXECUTABLE"] = _flatc
 
-import zoo_export  # noqa: E402  (the zoo's export pipeline, reused as is)
-from atlas_regimes import REGIMES  # noqa: E402
-
 
 def lowering_summary(edge):
     """(delegate calls, sorted edge ops outside the delegates) of a lowered EdgeProgramManager."""
@@ -60,6 +57,7 @@ def lowering_summary(edge):
 def export_regime(name, entry, outdir):
     """zoo_export.export_one, capturing the lowered program's delegate summary."""
     import executorch.exir as exir
+    import zoo_export  # the zoo's export pipeline, reused as is (needs torch: imported after --help)
 
     seen = {}
     orig = exir.to_edge_transform_and_lower
@@ -104,6 +102,7 @@ def main(argv=None):
     ap.add_argument("--skip-existing", action="store_true", help="skip regimes whose .pte, .npz and .json exist")
     ap.add_argument("--list", action="store_true", help="list the regimes (name, family, recipe, shape)")
     args = ap.parse_args(argv)
+    from atlas_regimes import REGIMES  # needs torch
     if args.list:
         for n, e in REGIMES.items():
             print(f"{n:40s} {e['family']:12s} {e['recipe']:16s} {e['shape']}")

@@ -273,8 +273,8 @@ reg("argmax_64x1000_portable", "portable", P, lambda: Fn(lambda x: x.argmax(-1))
 reg("masked_fill_causal_12x128_portable", "portable", P,
     lambda: Fn(lambda x, m: x.masked_fill(m, float("-inf")).softmax(-1), torch.ones(128, 128, dtype=torch.bool).triu(1)),
     (1, 12, 128, 128), note="model: causal mask")
-reg("layernorm_768_m128_portable", "portable", P, lambda: nn.LayerNorm(768), (1, 128, 768), note="model: not delegated")
-reg("upsample_nearest2x_64_56_portable", "portable", P, lambda: nn.Upsample(scale_factor=2, mode="nearest"), (1, 64, 56, 56),
-    note="model")
+reg("layernorm_2048_m1_portable", "portable", P, lambda: nn.LayerNorm(2048), (1, 1, 2048), note="corner: decode step")
+reg("upsample_nearest4x_256_14_portable", "portable", P, lambda: nn.Upsample(scale_factor=4, mode="nearest"),
+    (1, 256, 14, 14), note="corner: 4x")
 reg("gelu_128x3072_portable", "portable", P, nn.GELU, (1, 128, 3072), note="model")
 reg("mean_lastdim_128x768_portable", "portable", P, lambda: Fn(lambda x: x.mean(-1, keepdim=True)), (1, 128, 768), note="model")
