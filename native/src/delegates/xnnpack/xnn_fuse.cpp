@@ -132,7 +132,8 @@ bool fuse_residual(Graph& g, const Uses& u, size_t j) {
   return false;
 }
 
-// StaticTranspose t (NCHW -> NHWC) -> Conv2d c reading it as its input.
+// StaticTranspose t (NCHW -> NHWC) -> Conv2d or GlobalAvgPooling2d c reading it as its input (which
+// then reads the NCHW value itself).
 bool fuse_input_transpose(Graph& g, const Uses& u, size_t t) {
   Node& tr = g.nodes[t];
   if (tr.type != StaticTranspose || tr.inputs.size() != 1 || tr.ints != std::vector<int64_t>{0, 2, 3, 1}) return false;
@@ -145,7 +146,9 @@ bool fuse_input_transpose(Graph& g, const Uses& u, size_t t) {
     bool reads = false;
     for (uint32_t id : conv.inputs) reads = reads || id == x;
     if (!reads) continue;
-    if (conv.type != Conv2d || conv.inputs.empty() || conv.inputs[0] != x || conv.nchw_transposed != kInvalidId) return false;
+    if ((conv.type != Conv2d && conv.type != GlobalAvgPooling2d) || conv.inputs.empty() || conv.inputs[0] != x ||
+        conv.nchw_transposed != kInvalidId)
+      return false;
     if (conv.output == v) return false;  // (a corrupt graph: the fused node would write what it reads)
     conv.inputs[0] = v;
     conv.nchw_transposed = x;

@@ -104,7 +104,54 @@ void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
     }
   });
 }
+// GlobalAvgPooling2d that absorbed the NCHW -> NHWC transpose before it (xnn_fuse.cpp): each
+// channel's pixels are contiguous - the same double sums, in the same parts of kRows pixels
+static void global_avg_pool_nchw(KernelContext& ctx, const Value& a, Value& o, int64_t N, int64_t C, int64_t HW) {
+  constexpr int64_t kRows = 512, kLanes = 8;  // (8 channels side by side: 8 independent sums)
+  const float* X = a.cdata();
+  float* Y = o.data.data();
+  const int64_t NC = N * C, blocks = (NC + kLanes - 1) / kLanes;
+  parallel(ctx, blocks, std::max<int64_t>(1, (int64_t(1) << 10) / std::max<int64_t>(HW, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t blk = b; blk < e; blk++) {
+      const int64_t i0 = blk * kLanes, ln = std::min(kLanes, NC - i0);
+      double acc[kLanes] = {}, part[kLanes];
+      for (int64_t r0 = 0; r0 < HW; r0 += kRows) {
+        const int64_t r1 = std::min(HW, r0 + kRows);
+        for (int64_t j = 0; j < kLanes; j++) part[j] = 0;
+        if (ln == kLanes) {
+          for (int64_t r = r0; r < r1; r++)
+            for (int64_t j = 0; j < kLanes; j++) part[j] += X[(i0 + j) * HW + r];
+        } else {
+          for (int64_t j = 0; j < ln; j++)
+            for (int64_t r = r0; r < r1; r++) part[j] += X[(i0 + j) * HW + r];
+        }
+        for (int64_t j = 0; j < kLanes; j++) acc[j] = r0 == 0 ? part[j] : acc[j] + part[j];
+      }
+      for (int64_t j = 0; j < ln; j++) Y[i0 + j] = HW ? (float)(acc[j] / (double)HW) : std::nanf("");
+    }
+  });
+}
+
 void global_avg_pool(KernelContext& ctx, Graph& g, Node& n) {
+  if (n.nchw_transposed != kInvalidId) {
+    Value &a = in(g, n, 0), &o = out(g, n);
+    if (a.shape.size() != 4) fail(n, "expects a 4-D NCHW input");
+    const int64_t N = a.shape[0], C = a.shape[1], HW = a.shape[2] * a.shape[3];
+    if (fusion_mode() != FusionMode::Steps) {
+      if (o.dims.size() == 4) ensure_shape(o, {N, 1, 1, C});
+      else ensure_shape(o, {N, C});
+      global_avg_pool_nchw(ctx, a, o, N, C, HW);
+      return;
+    }
+    // step by step (ETNP_XNN_FUSION=steps): the transpose, then the NHWC pooling below
+    Value& t = g.values[n.nchw_transposed];
+    ensure_shape(t, {N, a.shape[2], a.shape[3], C});
+    if (!transpose_as_batched_2d(ctx, a, {0, 2, 3, 1}, t)) fail(n, "cannot transpose the NCHW input");
+    Node step = n;
+    step.nchw_transposed = kInvalidId;
+    step.inputs[0] = n.nchw_transposed;
+    return global_avg_pool(ctx, g, step);
+  }
   Value &a = in(g, n, 0), &o = out(g, n);
   if (a.shape.size() != 4) fail(n, "expects a 4-D NHWC input");
   int64_t N = a.shape[0], HW = a.shape[1] * a.shape[2], C = a.shape[3];

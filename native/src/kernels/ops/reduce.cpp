@@ -1,5 +1,6 @@
 // Reductions: sum/mean/prod/amax/amin/max/min/argmax/argmin/any/all/var/std/logsumexp/norm
 // over dims with keepdim, and cumulative sum/product.
+#include <algorithm>
 #include <vector>
 
 #include "kernels/kernel_util.h"
@@ -61,6 +62,28 @@ void reduce(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& dim
         for (int64_t j = 0; j < R; j++) acc += row[j];
         if (op == Op::Mean) acc = R ? acc / (double)R : NAN;
         Y[k] = (float)acc;
+      }
+    });
+    return;
+  }
+  // max / min / argmax / argmin of float32 rows: typed compares (the generic loop below converts
+  // every element through a dtype switch); the same rule - the first NaN wins, ties keep the first
+  const bool arg = op == Op::ArgMax || op == Op::ArgMin, extreme = arg || op == Op::Max || op == Op::Min;
+  if (inner && extreme && R > 0 && x.dtype == DType::F32 &&
+      (arg ? out.dtype == DType::I64 : out.dtype == DType::F32)) {
+    const float* X = x.ptr<float>();
+    const bool mx = op == Op::Max || op == Op::ArgMax;
+    parallel(ctx, (int64_t)r.kept.size(), std::max<int64_t>(1, 4096 / R), [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; k++) {
+        const float* row = X + r.kept[(size_t)k];
+        float acc = row[0];
+        int64_t best = 0;
+        for (int64_t j = 1; j < R && acc == acc; j++) {
+          const float v = row[j];
+          if (v != v || (mx ? v > acc : v < acc)) { acc = v; best = j; }
+        }
+        if (arg) out.ptr<int64_t>()[k] = best;
+        else out.ptr<float>()[k] = acc;
       }
     });
     return;
