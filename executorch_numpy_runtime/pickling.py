@@ -25,15 +25,17 @@ def _program_bytes(prog: Any) -> bytes:
 def reduce_program(prog: Any) -> Tuple[Any, Tuple[Any, ...]]:
     origin: Optional[Tuple[str, bool]] = prog._origin
     if origin is not None:
-        return load_program, (origin[0], None, origin[1], tuple(prog._data_sources))
-    return load_program, (None, _program_bytes(prog), False, tuple(prog._data_sources))
+        return load_program, (origin[0], None, origin[1], tuple(prog._data_sources), prog._weight_cache)
+    return load_program, (None, _program_bytes(prog), False, tuple(prog._data_sources), prog._weight_cache)
 
 
-def load_program(path: Optional[str], data: Optional[bytes], mmap: bool, data_files: Sequence[Any]) -> Any:
+def load_program(path: Optional[str], data: Optional[bytes], mmap: bool, data_files: Sequence[Any],
+                 weight_cache: Optional[str] = None) -> Any:
     from .runtime import Runtime
 
     rt = Runtime.get()
-    return rt.load_program(path if path is not None else data, data_files=list(data_files) or None, mmap=mmap)
+    return rt.load_program(path if path is not None else data, data_files=list(data_files) or None, mmap=mmap,
+                           weight_cache=weight_cache)
 
 
 def reduce_method(method: Any) -> Tuple[Any, Tuple[Any, ...]]:

@@ -88,7 +88,8 @@ class Runtime:
         return int(lib.etnp_runtime_num_threads(self._ptr))
 
     def load_program(self, source: ProgramSource, data_files: Optional[Sequence[ProgramSource]] = None,
-                     data_path: Optional[ProgramSource] = None, *, mmap: bool = False) -> "Program":
+                     data_path: Optional[ProgramSource] = None, *, mmap: bool = False,
+                     weight_cache: Union[bool, str, "os.PathLike[str]", None] = None) -> "Program":
         """Load a .pte program from a path, bytes-like data (bytes, bytearray, memoryview, mmap:
         copied) or a binary file object (read). A bundled program (.bpte) loads the program it bundles.
 
@@ -99,7 +100,16 @@ class Runtime:
 
         ``data_files`` (a path or bytes-like object, or a list of them) are the external weight
         files (.ptd) of programs exported with ``external_constants=True``; ``data_path`` is
-        ExecuTorch's name for one. ``mmap=True`` with a bundled program raises ValueError."""
+        ExecuTorch's name for one. ``mmap=True`` with a bundled program raises ValueError.
+
+        ``weight_cache`` (opt-in) keeps the XNNPACK delegates' packed weights in a cache file: a
+        path, or True for ``<program path>.etnpwc`` (in ``$ETNP_WEIGHT_CACHE_DIR`` when set). A
+        method load finds its packed weights there and maps them read-only instead of packing
+        (every process mapping the file shares one resident copy), or packs and writes the file.
+        The file is checked against the program, this build and the CPU path: a stale, damaged or
+        foreign file is rewritten, one that cannot be written is no error."""
+        cache_path = sources.weight_cache_path(weight_cache, kind="path" if isinstance(source, (str, os.PathLike)) else "",
+                                               source=source)
         files = sources.data_file_list(data_files, data_path)
         blobs = [sources.data_file(f) for f in files]
         out = ffi.new("etnp_program **")
@@ -112,6 +122,8 @@ class Runtime:
                 data = ffi.from_buffer(src)
                 check(lib.etnp_program_load_bytes(self._ptr, data, len(data), out), "loading program bytes")
         ptr = ffi.gc(out[0], lib.etnp_program_destroy)
+        if cache_path is not None:
+            check(lib.etnp_program_set_weight_cache(ptr, os.fsencode(cache_path)), "setting the weight cache")
         for label, blob in blobs:
             with _holding(self._lock, "load a data file"):
                 check(lib.etnp_program_add_data(ptr, ffi.from_buffer(blob), len(blob), label.encode("utf-8", "replace")),
@@ -120,6 +132,7 @@ class Runtime:
         # how to load it again in another process (pickle): the path, or the bytes the core holds
         prog._origin = (os.fsdecode(src), bool(mmap)) if kind == "path" else None
         prog._data_sources = [f if isinstance(f, (str, os.PathLike, bytes)) else bytes(f) for f in files]
+        prog._weight_cache = cache_path
         return prog
 
     def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
@@ -145,6 +158,7 @@ class Program:
         self._closed = False
         self._origin: Optional[Tuple[str, bool]] = None  # (path, mmap) when loaded from a path
         self._data_sources: List[Any] = []
+        self._weight_cache: Optional[str] = None  # the weight cache file's path, when one is used
         n = lib.etnp_program_num_methods(ptr)
         self._method_names = tuple(
             ffi.string(lib.etnp_program_method_name(ptr, i)).decode("utf-8", "replace") for i in range(n))
@@ -432,11 +446,13 @@ class Method:
         it: its copy or mapping, less the pages given back after packing), ``data_file_bytes`` (.ptd copies), ``planned``
         (memory-planned buffers), ``folded`` (constants folded at load), ``packed_weights``,
         ``constants`` (decoded constant copies), ``values`` (intermediate buffers) and ``scratch``
-        of its delegates. The program's figures are shared by all its methods."""
+        of its delegates, and ``mapped_weights`` (packed weights viewed in a weight cache file's
+        shared read-only mapping: not in ``packed_weights``). The program's figures are shared by all its methods."""
         s = ffi.new("etnp_memory_stats *")
         check(lib.etnp_method_memory_stats(self._ptr, s), f"reading the memory of {self.name!r}")
         return {k: int(getattr(s, k)) for k in ("program_bytes", "data_file_bytes", "planned", "folded",
-                                                  "packed_weights", "constants", "values", "scratch")}
+                                                  "packed_weights", "constants", "values", "scratch",
+                                                  "mapped_weights")}
 
     def _tensor(self, i: int, x: Any, code: int) -> np.ndarray:
         if not isinstance(x, np.ndarray):

@@ -104,3 +104,25 @@ def normalize(source: Any, mmap: bool) -> Tuple[str, Union[bytes, Any]]:
     if bundled.is_bundled(_head(buf)):
         return "buffer", bundled.parse(buf).program
     return "buffer", buf
+
+
+def weight_cache_path(weight_cache: Any, kind: str, source: Any) -> Any:
+    """The weight cache file load_program(..., weight_cache=...) names: None (no cache), a path,
+    or True: ``<program path>.etnpwc``, or in ``$ETNP_WEIGHT_CACHE_DIR`` (when set) the program's
+    file name, a hash of its absolute path (two programs of one name in different folders) and
+    ``.etnpwc``. True needs a program given by path."""
+    if weight_cache is None or weight_cache is False:
+        return None
+    if weight_cache is True:
+        if kind != "path":
+            raise ValueError("weight_cache=True needs a program path: give the cache file's path instead")
+        program = os.path.abspath(os.fsdecode(os.fspath(source)))
+        folder = os.environ.get("ETNP_WEIGHT_CACHE_DIR")
+        if not folder:
+            return program + ".etnpwc"
+        import hashlib
+        tag = hashlib.sha256(os.fsencode(program)).hexdigest()[:12]
+        return os.path.join(folder, f"{os.path.basename(program)}.{tag}.etnpwc")
+    if isinstance(weight_cache, (str, bytes, os.PathLike)):
+        return os.fsdecode(os.fspath(weight_cache))
+    raise TypeError(f"weight_cache must be a bool or a path, not {type(weight_cache).__name__}")

@@ -130,6 +130,12 @@ int etnp_program_load_bytes(etnp_runtime *rt, const void *data, size_t size, etn
 /* Adds an external data file (.ptd, FlatTensor) whose named tensors the program's methods
  * read (`external_constants=True` exports); the bytes are copied. Call before loading methods. */
 int etnp_program_add_data(etnp_program *prog, const void *data, size_t size, const char *label);
+/* Uses a packed-weight cache file at PATH for the methods loaded after (NULL or "" stops using
+ * one): a method load finds its delegates' packed weights there (checked against the program,
+ * the build and the CPU path) and maps them read-only instead of packing, shared by every process
+ * that maps the file; or packs, then writes the file (a temporary renamed over PATH). A damaged,
+ * stale or foreign file is a miss (rewritten); a file that cannot be written is no error. */
+int etnp_program_set_weight_cache(etnp_program *prog, const char *path);
 void etnp_program_destroy(etnp_program *prog);
 size_t etnp_program_num_methods(const etnp_program *prog);
 const char *etnp_program_method_name(const etnp_program *prog, size_t i);
@@ -221,6 +227,7 @@ typedef struct {
   uint64_t constants;
   uint64_t values;
   uint64_t scratch;
+  uint64_t mapped_weights; /* packed weights viewed in a weight cache file's shared read-only mapping */
 } etnp_memory_stats;
 int etnp_method_memory_stats(const etnp_method *m, etnp_memory_stats *out);
 

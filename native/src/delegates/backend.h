@@ -20,6 +20,7 @@ struct CompileSpec {
 // Bytes a delegate holds, by kind (etnp_method_memory_stats)
 struct DelegateMemory {
   uint64_t packed_weights = 0, constants = 0, values = 0, scratch = 0;
+  uint64_t mapped_weights = 0;  // packed weights viewed in a weight cache file's read-only mapping
 };
 
 class DelegateHandle {
@@ -29,6 +30,7 @@ class DelegateHandle {
   virtual void add_memory(DelegateMemory&) const {}
 };
 
+class WeightCacheSession;
 struct BackendInit {
   Span blob;
   const std::vector<CompileSpec>* specs;
@@ -38,6 +40,9 @@ struct BackendInit {
   // constants), which the program may give back once the method has loaded (Program::release):
   // the delegate appends them (its blob, the named data it copied).
   std::vector<Span>* consumed = nullptr;
+  // The method load's weight cache (runtime/weight_cache.h), or null: a delegate looks its packed
+  // weights up there, or adds them after packing.
+  class WeightCacheSession* weight_cache = nullptr;
 };
 
 struct Backend {

@@ -149,6 +149,10 @@ int etnp_program_add_data(etnp_program* p, const void* data, size_t size, const 
     p->prog->add_data_file(std::make_shared<const FlatTensorFile>(data ? data : &empty, size, label ? label : "<bytes>"));
   });
 }
+int etnp_program_set_weight_cache(etnp_program* p, const char* path) {
+  REQUIRE(p);
+  return guard([&] { p->prog->set_weight_cache(path ? path : ""); });
+}
 void etnp_program_destroy(etnp_program* p) { delete p; }
 size_t etnp_program_num_methods(const etnp_program* p) { return p ? p->prog->method_names().size() : 0; }
 const char* etnp_program_method_name(const etnp_program* p, size_t i) {
@@ -247,6 +251,7 @@ int etnp_method_memory_stats(const etnp_method* m, etnp_memory_stats* out) {
     s.constants = d.constants;
     s.values = d.values + m->prog->runtime().buffer_bank().bytes();  // (the bank: shared by the runtime's methods)
     s.scratch = d.scratch;
+    s.mapped_weights = d.mapped_weights;
     *out = s;
   });
 }

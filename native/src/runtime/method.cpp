@@ -7,6 +7,7 @@
 #include "kernels/callback_ops.h"
 #include "os/probes.h"
 #include "runtime/runtime.h"
+#include "runtime/weight_cache.h"
 #include "util/compiler.h"
 
 namespace etnp {
@@ -275,6 +276,10 @@ void Method::parse_values(const fb::Table& plan) {
 
 void Method::prepare_instructions(const fb::Table& plan) {
   fb::Vector dels = plan.vector(EP_DELEGATES, 4);
+  // the program's packed-weight cache: read by each delegate, written once all have loaded
+  std::unique_ptr<WeightCacheSession> weight_cache;
+  const std::string cache_path = dels.size() ? prog_->weight_cache() : std::string();
+  if (!cache_path.empty()) weight_cache = std::make_unique<WeightCacheSession>(cache_path);
   for (uint32_t i = 0; i < dels.size(); i++) {
     fb::Table d = dels.table(i);
     std::string id = d.string(0);
@@ -296,9 +301,11 @@ void Method::prepare_instructions(const fb::Table& plan) {
     }
     std::vector<Span> consumed;
     BackendInit init{blob, &specs, prog_.get(), prog_->runtime().pool().num_threads(), &consumed};
+    init.weight_cache = weight_cache.get();
     delegates_.push_back(be->init(init));
     for (const Span& s : consumed) prog_->release(s);
   }
+  if (weight_cache) weight_cache->finish();
 
   std::vector<std::string> ops = plan_operator_names(plan);
   std::vector<const KernelEntry*> kernels(ops.size(), nullptr);

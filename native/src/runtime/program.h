@@ -53,6 +53,15 @@ class Program {
   Span named_data(const std::string& key) const;
   // Adds an external data file (.ptd) whose keys named_data resolves; before methods load.
   void add_data_file(std::shared_ptr<const FlatTensorFile> f) { data_files_.push_back(std::move(f)); }
+  // The packed-weight cache file methods loaded from now on use ("": none; runtime/weight_cache.h).
+  void set_weight_cache(std::string path) {
+    std::lock_guard<std::mutex> lock(release_mu_);
+    weight_cache_ = std::move(path);
+  }
+  std::string weight_cache() const {
+    std::lock_guard<std::mutex> lock(release_mu_);
+    return weight_cache_;
+  }
   // " (data files: a.ptd, b.ptd)" or " (no data files were given)", for error messages.
   std::string data_files_note() const;
   // Constant tensor `buffer_idx` of `nbytes` (constant_segment or inline constant_buffer).
@@ -80,6 +89,7 @@ class Program {
   std::unique_ptr<os::FileBytes> read_;  // a file read into memory
   std::unique_ptr<os::FileMapping> map_;
   std::string path_;                     // the file read or mapped ("" for bytes)
+  std::string weight_cache_;             // set_weight_cache
   struct Released {
     size_t offset, size;  // in the file, whole pages
     uint64_t hash;        // of the bytes given back

@@ -13,6 +13,7 @@
 #include "delegates/xnnpack/xnn_graph.h"
 #include "delegates/xnnpack/xnn_node_util.h"
 #include "delegates/xnnpack/xnn_ops.h"
+#include "delegates/xnnpack/xnn_weight_cache.h"
 #include "kernels/kernel_util.h"
 #include "os/probes.h"
 #include "runtime/runtime.h"
@@ -25,14 +26,30 @@ using namespace xnn;
 
 class XnnDelegate : public DelegateHandle {
  public:
-  XnnDelegate(Graph g, ThreadPool* pool, BufferBank* bank) : g_(std::move(g)), bank_(bank) {
+  // CACHE (may be null): the method load's weight cache, where this delegate's packed state is
+  // found under KEY (then viewed in its mapping, nothing packed) or added (after packing).
+  XnnDelegate(Graph g, ThreadPool* pool, BufferBank* bank, WeightCacheSession* cache, uint64_t key)
+      : g_(std::move(g)), bank_(bank) {
     lower_depthwise_as_conv(g_);
-    for (auto& n : g_.nodes) prepare_node(pool, g_, n);
+    for (size_t i = 0; i < g_.nodes.size(); i++) g_.nodes[i].origin = (uint32_t)i;
+    if (cache) {
+      const WeightCacheSession::Section s = cache->find(key);
+      if (s.data && read_packed_state(s.data, s.size, g_)) {
+        mapping_ = cache->mapping();  // (the views' memory: held as long as the delegate)
+        mapped_bytes_ = s.size;
+      }
+    }
+    if (!mapping_)
+      for (auto& n : g_.nodes) prepare_node(pool, g_, n);
     for (auto& v : g_.values) v.raw = nullptr;  // program bytes are only read while packing
     fuse_nodes(g_);  // (after packing: fusions depend on packed weights)
     // static-int8 convolutions run on their int8 filters (xnn_static_q8.cpp): the float packing is
     // kept only where a fused pipeline reads it
+    if (cache && !mapping_) dropped_.assign(g_.nodes.size() + 1, {});
     for (auto& n : g_.nodes) {
+      if (!dropped_.empty() && n.origin < dropped_.size() && n.type == Conv2d && !n.qconv.empty() &&
+          n.residual == kInvalidId && n.nchw_transposed == kInvalidId)
+        for (const PackedB& p : n.packed) dropped_[n.origin].emplace_back(p.K, p.N);
       for (Node* f : {n.pre.get(), n.post.get()})
         if (f) std::vector<PackedQ8>().swap(f->qconv);
       if (n.type == Conv2d && !n.qconv.empty() && n.residual == kInvalidId && n.nchw_transposed == kInvalidId)
@@ -41,6 +58,8 @@ class XnnDelegate : public DelegateHandle {
         if (p) pack_deferred(pool, g_, *p);
     }
     for (auto& v : g_.values) v.qraw = nullptr;  // (the program's bytes may be given back now)
+    if (cache && !mapping_)
+      cache->add(key, [this](SectionWriter& w) { write_packed_state(w, g_, dropped_); });
     chains_ = plan_chains(g_);
     chain_locals_ = plan_chain_locals(g_, chains_);
     then_ = plan_producer_chains(g_, chains_);
@@ -81,6 +100,7 @@ class XnnDelegate : public DelegateHandle {
       for (const PackedQ8& p : n.qblocks) m.packed_weights += q8(p);
       m.packed_weights += bytes(n.qb4.data);
     };
+    m.mapped_weights += mapped_bytes_;  // (the views' bytes: a weight cache file's shared pages)
     for (const Node& n : g_.nodes) {
       node(n);
       if (n.pre) node(*n.pre);
@@ -657,6 +677,9 @@ class XnnDelegate : public DelegateHandle {
   }
 
   Graph g_;
+  std::shared_ptr<os::ReadOnlyMapping> mapping_;  // the weight cache file the packed state views, if any
+  uint64_t mapped_bytes_ = 0;
+  DroppedShapes dropped_;  // (while writing a weight cache section)
   BufferBank* bank_;              // the runtime's (outlives the delegate: the method holds the program, which holds the runtime)
   std::vector<uint32_t> banked_;  // plan_bank
   Scratch scratch_;
@@ -674,11 +697,17 @@ class XnnDelegate : public DelegateHandle {
 }  // namespace
 
 std::unique_ptr<DelegateHandle> xnnpack_init(const BackendInit& init) {
-  Graph g = read_graph(init.blob, *init.program, init.consumed);
+  std::vector<Span> local;
+  std::vector<Span>* consumed = init.consumed ? init.consumed : &local;
+  const size_t first = consumed->size();
+  Graph g = read_graph(init.blob, *init.program, consumed);
+  uint64_t key = 0;
+  if (init.weight_cache)
+    key = weight_cache_key(init.blob, std::vector<Span>(consumed->begin() + (ptrdiff_t)first, consumed->end()));
   // (everything the graph needs is copied out of the blob: packed, decoded or parsed)
-  if (init.consumed) init.consumed->push_back(init.blob);
+  consumed->push_back(init.blob);
   Runtime& rt = init.program->runtime();
-  return std::make_unique<XnnDelegate>(std::move(g), &rt.pool(), &rt.buffer_bank());
+  return std::make_unique<XnnDelegate>(std::move(g), &rt.pool(), &rt.buffer_bank(), init.weight_cache, key);
 }
 
 }  // namespace etnp

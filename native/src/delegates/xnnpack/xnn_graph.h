@@ -142,6 +142,9 @@ struct Node {
   // During a call: the elementwise chain after this node (a SiLU after a convolution), for the
   // node to run on its output rows as soon as they are final (xnn_chain.h); null when none.
   struct ChainHook* then = nullptr;
+  // the node's index in the graph as read (before fuse_nodes moved nodes into others' pre / post):
+  // what a weight cache names its packed state by (xnn_weight_cache.h)
+  uint32_t origin = kInvalidId;
 };
 
 struct Graph {

@@ -13,6 +13,7 @@
 
 #include "kernels/compute/depthwise.h"
 #include "kernels/compute/q8_output.h"
+#include "util/packed_array.h"
 
 namespace etnp {
 
@@ -25,8 +26,8 @@ constexpr int64_t kDwQ8CodeSlack = 16;
 // zero-padded to a multiple of 16; the per-channel scales, likewise.
 struct PackedDwQ8 {
   int64_t taps = 0, C = 0;
-  std::vector<float> w;      // [taps][C rounded up to 16]
-  std::vector<float> scale;  // [C rounded up to 16]
+  PackedArray<float> w;      // [taps][C rounded up to 16] (a view where a weight cache file holds it)
+  PackedArray<float> scale;  // [C rounded up to 16]
 };
 // w[t * C + c]: tap t (row-major over the kernel window), channel c; taps <= kMaxDwQ8Taps
 PackedDwQ8 pack_dw_q8(int64_t taps, int64_t C, const int8_t* w, const float* scales);

@@ -9,6 +9,7 @@
 
 #include "threadpool/threadpool.h"
 #include "util/float_buffer.h"
+#include "util/packed_array.h"
 #include "util/compiler.h"
 
 namespace etnp {
@@ -28,7 +29,7 @@ struct GemmEpilogue {
 // B packed into 16-column panels, ready for sgemm_packed (pack weights once, reuse).
 struct PackedB {
   int64_t K = 0, N = 0;
-  FloatBuffer data;
+  PackedArray<float, UninitAllocator<float>> data;  // (a view where a weight cache file holds it)
 };
 PackedB pack_b(ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb);
 

@@ -10,6 +10,7 @@
 #include "kernels/compute/q8_output.h"
 #include "kernels/compute/quantize_row.h"
 #include "threadpool/threadpool.h"
+#include "util/packed_array.h"
 
 namespace etnp {
 
@@ -21,9 +22,9 @@ constexpr int64_t kQ8PanelCols = 16;  // the columns of a packed panel
 struct PackedQ8 {
   int64_t K = 0, N = 0, Kp = 0;    // Kp: K rounded up to a multiple of 4
   bool pairs = false;
-  std::vector<int8_t> data;
-  std::vector<int32_t> col_sum;    // sum_k w(k, n), zero-padded to whole 16-column panels
-  std::vector<float> scale;        // per output column, zero-padded likewise
+  PackedArray<int8_t> data;       // (PackedArray: a view where a weight cache file holds it)
+  PackedArray<int32_t> col_sum;    // sum_k w(k, n), zero-padded to whole 16-column panels
+  PackedArray<float> scale;        // per output column, zero-padded likewise
 };
 // w(k, n) = W[k * rsw + n * csw] (int8 values)
 PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw, const float* scales);

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <vector>
 
+#include "util/packed_array.h"
+
 #include "threadpool/threadpool.h"
 
 namespace etnp {
@@ -30,7 +32,7 @@ struct PackedQB4 {
   int64_t panels = 0;
   bool f32_scales = false;
   int64_t block_bytes = 0, panel_bytes = 0;
-  std::vector<uint8_t> data;
+  PackedArray<uint8_t> data;  // (a view where a weight cache file holds it)
   int64_t block_chunks(int64_t b) const { return b + 1 < nb ? chunks : (K - b * bs + 7) / 8; }
 };
 

@@ -1,0 +1,250 @@
+// Writing and restoring the XNNPACK delegate's packed state (see xnn_weight_cache.h).
+// Section: u32 node count, then per node with packed state: u32 origin, u32 flags, the bias, the
+// float packings (K, N, data: none for a placeholder), qpacked, qconv, qblocks, qb4, qdw. Arrays:
+// u64 count, then the elements at a 64-byte aligned offset (views need the alignment packing gives).
+#include "delegates/xnnpack/xnn_weight_cache.h"
+
+#include <cstring>
+#include <type_traits>
+
+#include "delegates/xnnpack/xnn_node_util.h"
+
+namespace etnp::xnn {
+
+namespace {
+
+constexpr uint32_t kSectionVersion = 1;
+
+bool has_state(const Node& n) {
+  return !n.packed.empty() || n.qpacked.N > 0 || !n.qconv.empty() || !n.qblocks.empty() || n.qb4.N > 0 ||
+         n.qdw.taps > 0 || !n.bias.empty();
+}
+
+template <typename A>
+void put_array(SectionWriter& w, const A& a) {
+  w.put<uint64_t>(a.size());
+  w.align(64);
+  w.bytes(a.data(), a.size() * sizeof(a[0]));
+  w.align(8);
+}
+
+void put_q8(SectionWriter& w, const PackedQ8& q) {
+  w.put<int64_t>(q.K), w.put<int64_t>(q.N), w.put<int64_t>(q.Kp), w.put<uint64_t>(q.pairs);
+  put_array(w, q.data), put_array(w, q.col_sum), put_array(w, q.scale);
+}
+
+void put_node(SectionWriter& w, const Node& n, const DroppedShapes& dropped) {
+  w.put<uint32_t>(n.origin);
+  w.put<uint32_t>(n.qconv_grouped ? 1u : 0u);
+  put_array(w, n.bias);
+  const bool was_dropped = n.packed.empty() && n.origin < dropped.size() && !dropped[n.origin].empty();
+  w.put<uint64_t>(was_dropped ? dropped[n.origin].size() : n.packed.size());
+  if (was_dropped) {
+    for (auto& s : dropped[n.origin]) w.put<int64_t>(s.first), w.put<int64_t>(s.second), put_array(w, PackedArray<float>());
+  } else {
+    for (const PackedB& b : n.packed) w.put<int64_t>(b.K), w.put<int64_t>(b.N), put_array(w, b.data);
+  }
+  put_q8(w, n.qpacked);
+  w.put<uint64_t>(n.qconv.size());
+  for (const PackedQ8& q : n.qconv) put_q8(w, q);
+  w.put<uint64_t>(n.qblocks.size());
+  for (const PackedQ8& q : n.qblocks) put_q8(w, q);
+  const PackedQB4& b = n.qb4;
+  w.put<int64_t>(b.K), w.put<int64_t>(b.N), w.put<int64_t>(b.bs), w.put<uint64_t>(b.f32_scales);
+  put_array(w, b.data);
+  w.put<int64_t>(n.qdw.taps), w.put<int64_t>(n.qdw.C);
+  put_array(w, n.qdw.w), put_array(w, n.qdw.scale);
+}
+
+// Bounds-checked reading of a section.
+struct Reader {
+  const uint8_t* base;
+  size_t n, at = 0;
+  bool ok = true;
+  template <typename T>
+  T get() {
+    T v{};
+    if (!ok || n - at < sizeof(T)) return ok = false, v;
+    std::memcpy(&v, base + at, sizeof(T));
+    at += sizeof(T);
+    return v;
+  }
+  void align(size_t a) {
+    const size_t pad = (a - at % a) % a;
+    if (n - at < pad) ok = false;
+    else at += pad;
+  }
+  template <typename T, typename Alloc>
+  void array(PackedArray<T, Alloc>& a, uint64_t expect) {
+    const uint64_t count = get<uint64_t>();
+    align(64);
+    if (!ok || count != expect || count > (n - at) / sizeof(T)) return void(ok = false);
+    a.set_view(reinterpret_cast<const T*>(base + at), (size_t)count);
+    at += (size_t)count * sizeof(T);
+    align(8);
+  }
+};
+
+bool dims_ok(int64_t a, int64_t b) { return a >= 0 && b >= 0 && a <= (int64_t(1) << 31) && b <= (int64_t(1) << 31); }
+int64_t panels(int64_t N) { return (N + 15) / 16; }
+
+bool get_q8(Reader& r, PackedQ8& q) {
+  q.K = r.get<int64_t>(), q.N = r.get<int64_t>(), q.Kp = r.get<int64_t>();
+  const uint64_t pairs = r.get<uint64_t>();
+  if (!r.ok || !dims_ok(q.K, q.N) || q.Kp != (q.K + 3) / 4 * 4 || pairs > 1) return false;
+  q.pairs = pairs == 1;
+  r.array(q.data, (uint64_t)(panels(q.N) * 16 * q.Kp));
+  r.array(q.col_sum, (uint64_t)(panels(q.N) * 16));
+  r.array(q.scale, (uint64_t)(panels(q.N) * 16));
+  return r.ok;
+}
+
+bool get_node(Reader& r, Node& n) {
+  n.qconv_grouped = r.get<uint32_t>() & 1u;
+  const uint64_t nbias = r.get<uint64_t>();
+  r.align(64);
+  if (!r.ok || nbias > (r.n - r.at) / sizeof(float)) return false;
+  n.bias.resize((size_t)nbias);
+  std::memcpy(n.bias.data(), r.base + r.at, (size_t)nbias * sizeof(float));  // (a copy: plain vector)
+  r.at += (size_t)nbias * sizeof(float);
+  r.align(8);
+  const uint64_t np = r.get<uint64_t>();
+  if (!r.ok || np > 1u << 20) return false;
+  n.packed.resize((size_t)np);
+  for (PackedB& b : n.packed) {
+    b.K = r.get<int64_t>(), b.N = r.get<int64_t>();
+    if (!r.ok || !dims_ok(b.K, b.N)) return false;
+    // (a placeholder holds no data: pack_deferred's)
+    const uint64_t count = r.get<uint64_t>();
+    if (!r.ok) return false;
+    r.at -= sizeof(uint64_t);
+    r.array(b.data, count == 0 ? 0 : (uint64_t)(panels(b.N) * 16 * b.K));
+  }
+  if (!r.ok || !get_q8(r, n.qpacked)) return false;
+  for (std::vector<PackedQ8>* v : {&n.qconv, &n.qblocks}) {
+    const uint64_t c = r.get<uint64_t>();
+    if (!r.ok || c > 1u << 20) return false;
+    v->resize((size_t)c);
+    for (PackedQ8& q : *v)
+      if (!get_q8(r, q)) return false;
+  }
+  PackedQB4& b = n.qb4;
+  b.K = r.get<int64_t>(), b.N = r.get<int64_t>(), b.bs = r.get<int64_t>();
+  const uint64_t f32 = r.get<uint64_t>();
+  if (!r.ok || !dims_ok(b.K, b.N) || !dims_ok(b.bs, 0) || f32 > 1 || (b.N > 0 && b.bs == 0)) return false;
+  uint64_t qb4_bytes = 0;
+  if (b.N > 0 && b.K > 0) {  // (the derived fields as pack_qb4 sets them)
+    b.f32_scales = f32 == 1;
+    b.nb = (b.K + b.bs - 1) / b.bs;
+    b.chunks = (b.bs + 7) / 8;
+    b.panels = panels(b.N);
+    const int64_t sbytes = b.f32_scales ? 64 : 32;
+    b.block_bytes = b.chunks * 64 + sbytes;
+    b.panel_bytes = (b.nb - 1) * b.block_bytes + b.block_chunks(b.nb - 1) * 64 + sbytes;
+    qb4_bytes = (uint64_t)(b.panels * b.panel_bytes);
+  } else if (b.N != 0 || b.K != 0) {
+    return false;
+  }
+  r.array(b.data, qb4_bytes);
+  PackedDwQ8& d = n.qdw;
+  d.taps = r.get<int64_t>(), d.C = r.get<int64_t>();
+  if (!r.ok || !dims_ok(d.taps, d.C)) return false;
+  const int64_t Cp = (d.C + 15) / 16 * 16;  // (depthwise_q8.cpp's padded_channels)
+  r.array(d.w, (uint64_t)(d.taps * Cp));
+  r.array(d.scale, d.taps > 0 ? (uint64_t)Cp : 0);
+  return r.ok;
+}
+
+// The packed forms' dimensions against the node's (what the kernels index by).
+bool fits(const Graph& g, const Node& n) {
+  if (n.inputs.size() < 2 || n.inputs[1] >= g.values.size()) return n.packed.empty() && n.qpacked.N == 0;
+  const Value& w = g.values[n.inputs[1]];
+  int64_t K = 0, N = 0;
+  if (n.type == FullyConnected && w.dims.size() == 2) {
+    const bool tw = n.flags & kTransposeWeights;
+    K = tw ? w.dims[0] : w.dims[1], N = tw ? w.dims[1] : w.dims[0];
+  } else if (n.type == Conv2d) {
+    K = (int64_t)n.kh * n.kw * n.group_in, N = n.group_out;
+  } else if (n.type == DepthwiseConv2d) {
+    if (n.qdw.taps > 0 && (n.qdw.taps != (int64_t)n.kh * n.kw || w.dims.size() != 4 || n.qdw.C != w.dims[3])) return false;
+    return n.packed.empty() && n.qpacked.N == 0 && n.qconv.empty() && n.qblocks.empty() && n.qb4.N == 0;
+  } else if (n.type == ConvTranspose2d) {
+    return n.qpacked.N == 0 && n.qconv.empty() && n.qblocks.empty() && n.qb4.N == 0;  // (sizes checked per phase / tap)
+  } else {
+    return !has_state(n) || (n.packed.empty() && n.qpacked.N == 0 && n.qconv.empty() && n.qb4.N == 0);
+  }
+  for (const PackedB& b : n.packed)
+    if (b.K != K || b.N != N) return false;
+  if (n.qpacked.N > 0 && (n.qpacked.K != K || n.qpacked.N != N)) return false;
+  if (n.qb4.N > 0 && (n.qb4.K != K || n.qb4.N != N)) return false;
+  if (!n.qconv_grouped)
+    for (const PackedQ8& q : n.qconv)
+      if (q.K != K || q.N != N) return false;
+  if (n.qconv_grouped && (n.qconv.size() != 1 || n.qconv[0].K != K || n.qconv[0].N != (int64_t)n.groups * N))
+    return false;
+  int64_t kb = 0;
+  for (const PackedQ8& q : n.qblocks) {
+    if (q.N != N) return false;
+    kb += q.K;
+  }
+  return n.qblocks.empty() || kb == K;
+}
+
+}  // namespace
+
+uint64_t weight_cache_key(Span blob, const std::vector<Span>& consumed) {
+  ContentHash h;
+  const uint32_t head[2] = {kSectionVersion, (uint32_t)fusion_mode()};
+  h.update(head, sizeof head);
+  h.update(blob.data, blob.size);
+  for (const Span& s : consumed) {
+    const uint64_t size = s.size;
+    h.update(&size, sizeof size);
+    h.update(s.data, s.size);
+  }
+  return h.value();
+}
+
+void write_packed_state(SectionWriter& w, const Graph& g, const DroppedShapes& dropped) {
+  std::vector<const Node*> nodes;
+  for (const Node& n : g.nodes)
+    for (const Node* p : {&n, (const Node*)n.pre.get(), (const Node*)n.post.get()})
+      if (p && (has_state(*p) || (p->origin < dropped.size() && !dropped[p->origin].empty()))) nodes.push_back(p);
+  w.put<uint32_t>(kSectionVersion);
+  w.put<uint32_t>((uint32_t)nodes.size());
+  for (const Node* p : nodes) put_node(w, *p, dropped);
+}
+
+bool read_packed_state(const uint8_t* p, size_t size, Graph& g) {
+  Reader r{p, size};
+  if (r.get<uint32_t>() != kSectionVersion) return false;
+  const uint32_t count = r.get<uint32_t>();
+  if (!r.ok || count > g.nodes.size()) return false;
+  std::vector<Node> got;  // (whole nodes for their packed fields only)
+  std::vector<uint32_t> at;
+  got.reserve(count);
+  for (uint32_t i = 0; i < count; i++) {
+    const uint32_t origin = r.get<uint32_t>();
+    if (!r.ok || origin >= g.nodes.size()) return false;
+    for (uint32_t o : at)
+      if (o == origin) return false;
+    Node n;
+    const Node& t = g.nodes[origin];
+    n.type = t.type, n.inputs = t.inputs, n.flags = t.flags, n.kh = t.kh, n.kw = t.kw, n.group_in = t.group_in;
+    n.group_out = t.group_out, n.groups = t.groups;
+    if (!get_node(r, n) || !fits(g, n)) return false;
+    at.push_back(origin);
+    got.push_back(std::move(n));
+  }
+  if (r.at != size) return false;
+  for (size_t i = 0; i < got.size(); i++) {
+    Node& d = g.nodes[at[i]];
+    Node& s = got[i];
+    d.packed = std::move(s.packed), d.qpacked = std::move(s.qpacked), d.qconv = std::move(s.qconv);
+    d.qconv_grouped = s.qconv_grouped, d.qblocks = std::move(s.qblocks), d.qb4 = std::move(s.qb4);
+    d.qdw = std::move(s.qdw), d.bias = std::move(s.bias);
+  }
+  return true;
+}
+
+}  // namespace etnp::xnn
