@@ -26,12 +26,14 @@ from .errors import ExecutionError
 class Predictor:
     def __init__(self, model: Union[str, "os.PathLike[str]", bytes], method: str = "forward",
                  num_threads: Optional[int] = 1, data_files: Optional[Sequence[Any]] = None,
-                 passthrough: Sequence[str] = ()) -> None:
+                 passthrough: Sequence[str] = (), weight_cache: Any = None) -> None:
         from .runtime import Runtime
 
-        self._args = (model, method, num_threads, tuple(data_files or ()), tuple(passthrough))
+        self._args = (model, method, num_threads, tuple(data_files or ()), tuple(passthrough), weight_cache)
         self.runtime = Runtime(num_threads=num_threads)
-        self.program = self.runtime.load_program(model, data_files=list(data_files or ()) or None)
+        # (weight_cache: load_program's; workers on one machine then share one copy of the packed weights)
+        self.program = self.runtime.load_program(model, data_files=list(data_files or ()) or None,
+                                                 weight_cache=weight_cache)
         self.method = self.program.load_method(method)
         self.input_names = self.method.input_names
         self.output_names = self.method.output_names

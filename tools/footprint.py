@@ -38,8 +38,9 @@ def status():
 import executorch_numpy_runtime as en
 path, use_mmap = sys.argv[1], sys.argv[2] == "1"
 with np.load(path[:-4] + ".npz") as z:
-    n = len([k for k in z.files if k.startswith("forward:in:")])
-    ins = [np.ascontiguousarray(z[f"forward:in:{i}"]) for i in range(n)]
+    pre = "forward:in:" if "forward:in:0" in z.files else "forward:call0:in:"  # (stateful: its first call)
+    n = len([k for k in z.files if k.startswith(pre)])
+    ins = [np.ascontiguousarray(z[f"{pre}{i}"]) for i in range(n)]
 base = status()["VmRSS"]
 try:
     with open("/proc/self/clear_refs", "w") as fh:

@@ -4,7 +4,7 @@
 processes' memory with and without the cache.
 
     python tools/weight_cache_bench.py --zoo /work/fullzoo --only full_tv_resnet50 [--workers 4]
-        [--cpus 0] [--rounds 3] [--ref-python /work/.ref-venv/bin/python] [--cache-dir DIR]
+        [--cpus 0] [--rounds 3] [--ref-python /work/.ref-venv/bin/python] [--cache-dir DIR] [--mmap]
 
 Memory: N processes load the program (with the cache: a hit), make one call, and all hold still
 while each reads /proc/self/smaps_rollup (Linux): the table gives the sum of their RSS, the sum of
@@ -40,14 +40,15 @@ def rollup():
     except OSError:
         pass
     return d
-path, cache, hold = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+path, cache, hold, use_mmap = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4] == "1"
 with np.load(path[:-4] + ".npz") as z:
-    n = len([k for k in z.files if k.startswith("forward:in:")])
-    ins = [np.ascontiguousarray(z[f"forward:in:{i}"]) for i in range(n)]
+    pre = "forward:in:" if "forward:in:0" in z.files else "forward:call0:in:"  # (stateful: its first call)
+    n = len([k for k in z.files if k.startswith(pre)])
+    ins = [np.ascontiguousarray(z[f"{pre}{i}"]) for i in range(n)]
 import executorch_numpy_runtime as en
 base = rollup()
 t0 = time.perf_counter()
-prog = en.Runtime.get().load_program(path, weight_cache=cache or None)
+prog = en.Runtime.get().load_program(path, weight_cache=cache or None, mmap=use_mmap)
 m = prog.load_method("forward")
 t1 = time.perf_counter()
 m(ins)
@@ -62,8 +63,11 @@ print("BENCH " + json.dumps(dict(load=t1 - t0, total=t2 - t0, stats=m.memory_sta
 """
 
 
+MMAP = False  # --mmap
+
+
 def child(python, path, cache, cpus, hold=False):
-    cmd = ["taskset", "-c", cpus, python, "-c", CHILD, path, cache, "1" if hold else "0"]
+    cmd = ["taskset", "-c", cpus, python, "-c", CHILD, path, cache, "1" if hold else "0", "1" if MMAP else "0"]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -104,8 +108,14 @@ def main(argv=None) -> int:
     ap.add_argument("--ref-python", default="/work/.ref-venv/bin/python")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--cache-dir", default=None)
+    ap.add_argument("--mmap", action="store_true", help="load_program(path, mmap=True) in ours and the reference: "
+                    "the program bytes the delegates do not pack (embeddings run by portable kernels) are then "
+                    "page-cache pages shared by the workers too")
     args = ap.parse_args(argv)
+    global MMAP
+    MMAP = args.mmap
     cache_dir = args.cache_dir or tempfile.mkdtemp(prefix="etnpwc-")
+    os.makedirs(cache_dir, exist_ok=True)
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     print("| program | cold load+1st s | write load+1st s | hit load+1st s | ref load+1st s | hit / ref | "
@@ -120,7 +130,7 @@ def main(argv=None) -> int:
         cold = timed(args.python, path, "", args.cpus, args.rounds)
         write = result(child(args.python, path, cache, args.cpus))
         hit = timed(args.python, path, cache, args.cpus, args.rounds)
-        ref = min((ref_measure(args.ref_python, path, args.cpus, False, env, cwd=cache_dir) for _ in range(args.rounds)),
+        ref = min((ref_measure(args.ref_python, path, args.cpus, args.mmap, env, cwd=cache_dir) for _ in range(args.rounds)),
                   key=lambda r: r.get("total", 1e9)) if os.path.exists(args.ref_python) else {"error": "none"}
         one = result(child(args.python, path, cache, args.worker_cpus, hold=False))
         plain = workers(args.python, path, "", args.worker_cpus, args.workers)
