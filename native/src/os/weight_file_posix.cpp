@@ -20,14 +20,7 @@ std::shared_ptr<ReadOnlyMapping> ReadOnlyMapping::open(const std::string& path) 
   struct stat st;
   std::shared_ptr<ReadOnlyMapping> m;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    // (Linux: the pages mapped in one call, from the page cache, instead of a fault per page:
-    // the section's hash check and the first call read every one of them anyway)
-#if defined(MAP_POPULATE)
-    const int populate = MAP_POPULATE;
-#else
-    const int populate = 0;
-#endif
-    void* a = mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_SHARED | populate, fd, 0);
+    void* a = mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     if (a != MAP_FAILED) {
       try {
         m.reset(new ReadOnlyMapping());

@@ -157,6 +157,11 @@ bool get_node(Reader& r, Node& n) {
 
 // The packed forms' dimensions against the node's (what the kernels index by).
 bool fits(const Graph& g, const Node& n) {
+  // the bias: a copy of the node's constant bias, as prepare_node makes it
+  const Value* b = n.inputs.size() > 2 && n.inputs[2] < g.values.size() ? &g.values[n.inputs[2]] : nullptr;
+  const bool has_bias = b && b->is_constant &&
+                        (n.type == FullyConnected || n.type == Conv2d || n.type == DepthwiseConv2d || n.type == ConvTranspose2d);
+  if (n.bias.size() != (has_bias ? b->data.size() : 0)) return false;
   if (n.inputs.size() < 2 || n.inputs[1] >= g.values.size()) return n.packed.empty() && n.qpacked.N == 0;
   const Value& w = g.values[n.inputs[1]];
   int64_t K = 0, N = 0;
