@@ -1,7 +1,9 @@
 // The file operations of a weight cache (runtime/weight_cache.h): a read-only shared mapping of
 // a cache file (its pages are the page cache's: every process mapping the file shares them), and
 // writing one atomically (a temporary file beside it, renamed over it: a process mapping the old
-// file keeps its pages; a reader never sees a partly written file). Neither throws.
+// file keeps its pages; a reader never sees a partly written file). Neither throws. (A process
+// killed while writing leaves its temporary, PATH.tmp.*, behind. On Windows a file some process
+// has mapped cannot be replaced: the rename fails, and the caller goes on without writing.)
 #pragma once
 #include <cstddef>
 #include <cstdint>

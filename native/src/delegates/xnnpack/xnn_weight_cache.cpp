@@ -173,7 +173,22 @@ bool fits(const Graph& g, const Node& n) {
   } else if (n.type == DepthwiseConv2d) {
     if (n.qdw.taps > 0 && (n.qdw.taps != (int64_t)n.kh * n.kw || w.dims.size() != 4 || n.qdw.C != w.dims[3])) return false;
     return n.packed.empty() && n.qpacked.N == 0 && n.qconv.empty() && n.qblocks.empty() && n.qb4.N == 0;
-  } else if (n.type == ConvTranspose2d) {
+  } else if (n.type == ConvTranspose2d) {  // one packing per (group, row phase, column phase): xnn_deconv.cpp
+    if (n.sh == 0 || n.sw == 0 || n.packed.size() != (size_t)n.groups * n.sh * n.sw) return false;
+    auto taps = [](int64_t k, int64_t d, int64_t s, int64_t r) {
+      int64_t c = 0;
+      for (int64_t i = 0; i < k; i++) c += (i * d) % s == r;
+      return c;
+    };
+    size_t at = 0;
+    for (uint32_t gi = 0; gi < n.groups; gi++)
+      for (uint32_t rh = 0; rh < n.sh; rh++)
+        for (uint32_t rw = 0; rw < n.sw; rw++, at++) {
+          const PackedB& b = n.packed[at];
+          if (b.K != taps(n.kh, n.dh, n.sh, rh) * taps(n.kw, n.dw, n.sw, rw) * (int64_t)n.group_in ||
+              b.N != (int64_t)n.group_out)
+            return false;
+        }
     return n.qpacked.N == 0 && n.qconv.empty() && n.qblocks.empty() && n.qb4.N == 0;  // (sizes checked per phase / tap)
   } else {
     return !has_state(n) || (n.packed.empty() && n.qpacked.N == 0 && n.qconv.empty() && n.qb4.N == 0);
@@ -236,7 +251,7 @@ bool read_packed_state(const uint8_t* p, size_t size, Graph& g) {
     Node n;
     const Node& t = g.nodes[origin];
     n.type = t.type, n.inputs = t.inputs, n.flags = t.flags, n.kh = t.kh, n.kw = t.kw, n.group_in = t.group_in;
-    n.group_out = t.group_out, n.groups = t.groups;
+    n.group_out = t.group_out, n.groups = t.groups, n.sh = t.sh, n.sw = t.sw, n.dh = t.dh, n.dw = t.dw;
     if (!get_node(r, n) || !fits(g, n)) return false;
     at.push_back(origin);
     got.push_back(std::move(n));
