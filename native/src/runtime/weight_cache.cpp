@@ -52,12 +52,14 @@ void ContentHash::update(const void* p, size_t n) {
     }
     nbuf_ = 0;
   }
-  for (; n >= 32; b += 32, n -= 32)
-    for (int l = 0; l < 4; l++) {
-      uint64_t w;
-      std::memcpy(&w, b + 8 * l, 8);
-      h_[l] = lane(h_[l], w);
-    }
+  // (the lanes in locals: stores through B may alias the members, which would keep them in memory)
+  uint64_t h0 = h_[0], h1 = h_[1], h2 = h_[2], h3 = h_[3];
+  for (; n >= 32; b += 32, n -= 32) {
+    uint64_t w[4];
+    std::memcpy(w, b, 32);
+    h0 = lane(h0, w[0]), h1 = lane(h1, w[1]), h2 = lane(h2, w[2]), h3 = lane(h3, w[3]);
+  }
+  h_[0] = h0, h_[1] = h1, h_[2] = h2, h_[3] = h3;
   std::memcpy(buf_, b, n);
   nbuf_ = n;
 }
