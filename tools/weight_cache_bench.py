@@ -130,7 +130,7 @@ def main(argv=None) -> int:
         cold = timed(args.python, path, "", args.cpus, args.rounds)
         write = result(child(args.python, path, cache, args.cpus))
         hit = timed(args.python, path, cache, args.cpus, args.rounds)
-        ref = min((ref_measure(args.ref_python, path, args.cpus, args.mmap, env, cwd=cache_dir) for _ in range(args.rounds)),
+        ref = min((ref_measure(args.ref_python, path, args.cpus, args.mmap, env) for _ in range(args.rounds)),
                   key=lambda r: r.get("total", 1e9)) if os.path.exists(args.ref_python) else {"error": "none"}
         one = result(child(args.python, path, cache, args.worker_cpus, hold=False))
         plain = workers(args.python, path, "", args.worker_cpus, args.workers)
