@@ -100,25 +100,37 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     std::vector<int64_t>& start = sc.block_start;  // where block b's rows begin in sc.q8
     start.assign((size_t)nb + 1, 0);
     for (int64_t b = 0; b < nb; b++) start[(size_t)b + 1] = start[(size_t)b] + M * packed(b).Kp;
-    sc.q8.resize((size_t)start[(size_t)nb]);
-    sc.row_scale.resize((size_t)M);
-    sc.row_zp.resize((size_t)M);
-    parallel(ctx, M, std::max<int64_t>(1, 4096 / std::max<int64_t>(IC, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t m = b; m < e; m++) {
-        for (int64_t blk = 0, k0 = 0; blk < nb; k0 += packed(blk).K, blk++) {
-          const PackedQ8& p = packed(blk);
-          uint8_t* q = sc.q8.data() + start[(size_t)blk] + m * p.Kp;
-          std::memcpy(q, a.q8.data() + m * IC + k0, (size_t)p.K);
-          std::memset(q + p.K, 0, (size_t)(p.Kp - p.K));
+    // one block whose K needs no padding, a row's parameters its own: the input's integers and
+    // parameters are already that layout - read in place (a copy per call, and a buffer of the
+    // input's size in every delegate, otherwise)
+    const bool in_place = nb == 1 && packed(0).Kp == IC && per_row == 1;
+    const uint8_t* q8 = in_place ? a.q8.data() : nullptr;
+    const float* row_scale = in_place ? a.row_scale.data() : nullptr;
+    const int32_t* row_zp = in_place ? a.row_zp.data() : nullptr;
+    if (!in_place) {
+      sc.q8.resize((size_t)start[(size_t)nb]);
+      sc.row_scale.resize((size_t)M);
+      sc.row_zp.resize((size_t)M);
+      q8 = sc.q8.data();
+      row_scale = sc.row_scale.data();
+      row_zp = sc.row_zp.data();
+      parallel(ctx, M, std::max<int64_t>(1, 4096 / std::max<int64_t>(IC, 1)), [&](int64_t b, int64_t e) {
+        for (int64_t m = b; m < e; m++) {
+          for (int64_t blk = 0, k0 = 0; blk < nb; k0 += packed(blk).K, blk++) {
+            const PackedQ8& p = packed(blk);
+            uint8_t* q = sc.q8.data() + start[(size_t)blk] + m * p.Kp;
+            std::memcpy(q, a.q8.data() + m * IC + k0, (size_t)p.K);
+            std::memset(q + p.K, 0, (size_t)(p.Kp - p.K));
+          }
+          sc.row_scale[(size_t)m] = a.row_scale[(size_t)(m / per_row)];
+          sc.row_zp[(size_t)m] = a.row_zp[(size_t)(m / per_row)];
         }
-        sc.row_scale[(size_t)m] = a.row_scale[(size_t)(m / per_row)];
-        sc.row_zp[(size_t)m] = a.row_zp[(size_t)(m / per_row)];
-      }
-    });
+      });
+    }
     // blocks summed in the output: the bias with the first, the clamp with the last
     constexpr float kInf = std::numeric_limits<float>::infinity();
     for (int64_t b = 0; b < nb; b++) {
-      QActivations qa{sc.q8.data() + start[(size_t)b], sc.row_scale.data(), sc.row_zp.data()};
+      QActivations qa{q8 + start[(size_t)b], row_scale, row_zp};
       // qd8 x qc8w: XNNPACK's epilogue order (qgemm.h); the qb4w blocks keep the product of the scales
       qa.scale_rows_first = !blocks;
       QOutput out;
