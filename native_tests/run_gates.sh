@@ -43,7 +43,8 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 echo "== kernel check (float and int8 GEMM vs naive loops, every CPU path)"
 for cpu in native avx2 generic; do ETNP_CPU=$cpu "$OUT/asan/kernel_check"; done
-for m in add mlp small_cnn_xnn xnn_ops qlinear_dyn_xnn qadd_constant_xnn q8da4w_xnn channels_last_xnn kv_state ops_kv_state; do
+for m in add mlp small_cnn_xnn xnn_ops qlinear_dyn_xnn qadd_constant_xnn q8da4w_xnn channels_last_xnn kv_state ops_kv_state \
+         conv_regimes_xnn half_xnn; do
   "$OUT/asan/leak_harness" "tests/models/$m.pte" 20
 done
 # LLM programs (token ids below the vocabulary, input_pos 0): KV caches as state (index_put, then
@@ -108,7 +109,8 @@ if command -v valgrind >/dev/null 2>&1; then
   echo "== building plain harness for valgrind memcheck"
   build plain "" leak_harness
   for m in mlp_xnn small_cnn_xnn xnn_ops encoder_xnn qcnn_static_xnn qlinear_dyn_xnn mobilenet_v2_xnn small_cnn \
-           ops_conv_norm ops_index ops_mask_index custom_lstm q8da4w_xnn kv_state llm_8da4w_kv llm_fp32_sdpa; do
+           ops_conv_norm ops_index ops_mask_index custom_lstm q8da4w_xnn kv_state llm_8da4w_kv llm_fp32_sdpa \
+           conv_regimes_xnn half_xnn; do
     valgrind --error-exitcode=9 -q "$OUT/plain/leak_harness" "tests/models/$m.pte" 2
   done
 else

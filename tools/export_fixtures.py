@@ -296,6 +296,23 @@ class ConvRegimes(nn.Module):
                 self.s1(w), F.gelu(self.s2(w)), self.s3(im))
 
 
+class HalfXnn(nn.Module):
+    """An fp16 program lowered to XNNPACK (model.half()): convolutions, a depthwise one, hardswish,
+    residual add, global pooling, linear - every node's output rounded to fp16 in the delegate."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.pw = nn.Conv2d(16, 16, 1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        y = F.hardswish(self.c1(x))
+        y = y + self.pw(F.relu(self.dw(y)))
+        return self.fc(y.mean(dim=(2, 3))), torch.sigmoid(y) * 3.0
+
+
 class QLinear(nn.Module):
     def __init__(self):
         super().__init__()
@@ -857,6 +874,7 @@ def fixtures():
     f["small_cnn_xnn"] = dict(methods={"forward": (SmallCNN(), (rnd(2, 3, 16, 16),))}, xnn=True)
     f["act_cnn_xnn"] = dict(methods={"forward": (ActCNN(), (rnd(1, 3, 24, 24),))}, xnn=True)
     f["xnn_ops"] = dict(methods={"forward": (XnnOps(), (rnd(1, 4, 8, 8), rnd(1, 4, 8, 8)))}, xnn=True)
+    f["half_xnn"] = dict(methods={"forward": (HalfXnn().half(), (rnd(1, 3, 20, 24, dtype=torch.float16),))}, xnn=True)
     f["conv_regimes_xnn"] = dict(methods={"forward": (ConvRegimes(), (rnd(2, 16, 12), rnd(1, 6, 9, 11), rnd(1, 1, 400),
                                                                        rnd(2, 1, 10, 12)))}, xnn=True)
     f["encoder_xnn"] = dict(methods={"forward": (Encoder(), (rnd(2, 6, 32),))}, xnn=True)
