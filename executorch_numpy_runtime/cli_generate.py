@@ -31,6 +31,9 @@ def add_generate_parser(sub) -> None:
     s.add_argument("--threads", type=THREADS, default=None)
     s.add_argument("--no-bos", action="store_true", help="do not prepend the program's bos id to --prompt")
     s.add_argument("--ignore-eos", action="store_true", help="keep going past end-of-sequence tokens")
+    s.add_argument("--stats", action="store_true",
+                   help="also print the weight bytes a decode step streams and the fraction of this machine's "
+                        "measured memory read bandwidth the decode reached")
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
@@ -63,4 +66,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print(f"prefill: {st.prompt_tokens} tokens in {st.prefill_s * 1e3:.1f} ms ({st.prefill_tokens_per_s:.1f} tokens/s); "
           f"decode: {st.decode_steps} steps in {st.decode_s * 1e3:.1f} ms ({st.decode_tokens_per_s:.1f} tokens/s)",
           file=sys.stderr)
+    if args.stats:
+        from .llm_bandwidth import decode_report, read_bandwidth
+
+        r = decode_report(gen.memory_stats(), st.decode_tokens_per_s, read_bandwidth())
+        print(f"weights streamed a decode step: {r['weight_bytes_per_token'] / 2 ** 20:.1f} MiB; decode reads "
+              f"{r['achieved_bytes_per_s'] / 1e9:.2f} GB/s of them, {100 * r['fraction_of_bandwidth']:.0f}% of the "
+              f"{r['measured_bytes_per_s'] / 1e9:.2f} GB/s this machine reads (a numpy pass over 256 MiB)",
+              file=sys.stderr)
     return 0

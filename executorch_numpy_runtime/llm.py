@@ -204,6 +204,10 @@ class Generator:
         else:
             self.eos_ids = set(self.tokenizer.eos_ids) if self.tokenizer is not None else set()
 
+    def memory_stats(self) -> Dict[str, int]:
+        """The generating method's memory, by kind (Method.memory_stats())."""
+        return self._method.memory_stats()
+
     def reset(self) -> None:
         """Clear the KV cache (done by every generate() call). A generation in progress on this
         Generator ends: its iterator raises RuntimeError when advanced."""

@@ -231,6 +231,33 @@ def test_cli_generate_ids():
     assert r.returncode == 2 and "top_p" in r.stderr
 
 
+def test_cli_generate_stats_reports_weight_bytes_and_bandwidth_fraction():
+    import re
+
+    from executorch_numpy_runtime.llm_bandwidth import decode_report, read_bandwidth, weight_bytes
+
+    gen = llm.Generator(model_path("llm_8da4w_sdpa"))
+    st = gen.memory_stats()
+    w = weight_bytes(st)
+    assert w == st["packed_weights"] + st.get("mapped_weights", 0) + st["constants"] and w > 0
+    r = decode_report(st, 100.0, 2.0 * w * 100.0)  # decoding at half a bandwidth of 2 x the weights x 100/s
+    assert r["weight_bytes_per_token"] == w and r["achieved_bytes_per_s"] == w * 100.0
+    assert r["fraction_of_bandwidth"] == pytest.approx(0.5)
+    assert decode_report(st, 10.0, 0.0)["fraction_of_bandwidth"] == 0.0
+    assert read_bandwidth(1 << 20, 2) > 0
+    with pytest.raises(ValueError):
+        read_bandwidth(0)
+    out = cli(model_path("llm_8da4w_sdpa"), "--prompt-ids", "1,2,3", "--max-new-tokens", "4", "--stats")
+    assert out.returncode == 0, out.stderr
+    m = re.search(r"weights streamed a decode step: ([0-9.]+) MiB; decode reads ([0-9.]+) GB/s of them, "
+                  r"([0-9]+)% of the ([0-9.]+) GB/s", out.stderr)
+    assert m, out.stderr
+    assert float(m.group(1)) == pytest.approx(w / 2 ** 20, abs=0.05)
+    assert float(m.group(4)) > 0
+    plain = cli(model_path("llm_8da4w_sdpa"), "--prompt-ids", "1,2,3", "--max-new-tokens", "4")
+    assert plain.returncode == 0 and "weights streamed" not in plain.stderr
+
+
 def test_cli_generate_text(tmp_path):
     tok = _tiny_tokenizer(tmp_path / "tokenizer.json")
     r = cli(model_path("llm_8da4w_sdpa"), "--tokenizer", str(tmp_path / "tokenizer.json"), "--prompt", "a tiny",

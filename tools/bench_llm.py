@@ -6,7 +6,8 @@ plain Method calls, so the same script times this runtime and the reference one 
     taskset -c 0 /work/envs/ref-venv/bin/python tools/bench_llm.py tests/models/llm_fp32_kv.pte
 
 Greedy decoding from a fixed prompt; each repeat loads a fresh method (an empty cache); the best
-repeat counts. Prints one JSON line.
+repeat counts. Prints one JSON line; with this runtime also the weight bytes a decode step streams
+and the fraction of the measured memory read bandwidth the decode reached (llm_bandwidth.py).
 """
 import argparse
 import json
@@ -47,5 +48,14 @@ if __name__ == "__main__":
             continue  # warm-up
         assert out == toks, "decoding is not deterministic"
         best_p, best_d = min(best_p, t1 - t0), min(best_d, t2 - t1)
-    print(json.dumps({"runtime": en.__file__, "prefill_tokens_per_s": round(a.prompt_len / best_p, 1),
-                      "decode_tokens_per_s": round(a.decode / best_d, 1), "tokens": toks}))
+    row = {"runtime": en.__file__, "prefill_tokens_per_s": round(a.prompt_len / best_p, 1),
+           "decode_tokens_per_s": round(a.decode / best_d, 1)}
+    try:  # this runtime: the weight bytes a decode step streams, and the fraction of the bandwidth
+        from executorch_numpy_runtime.llm_bandwidth import decode_report, read_bandwidth
+    except ImportError:  # (the reference runtime has no memory statistics)
+        pass
+    else:
+        rep = decode_report(m.memory_stats(), a.decode / best_d, read_bandwidth())
+        row.update({k: (round(v, 3) if isinstance(v, float) else v) for k, v in rep.items()})
+    row["tokens"] = toks
+    print(json.dumps(row))
