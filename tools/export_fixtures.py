@@ -285,6 +285,8 @@ class ConvRegimes(nn.Module):
         self.t2 = nn.ConvTranspose2d(6, 4, 4, stride=2, padding=1)
         self.t3 = nn.ConvTranspose2d(6, 4, 2, stride=3, output_padding=1)  # stride > kernel: phases without taps
         self.t4 = nn.ConvTranspose2d(6, 4, 3, stride=2, padding=2, output_padding=1, dilation=2, groups=2)
+        self.t5 = nn.ConvTranspose2d(6, 4, 3, stride=1, padding=1)  # stride 1: a convolution, taps reversed
+        self.t6 = nn.ConvTranspose1d(16, 8, 3, stride=1, padding=3, dilation=2, groups=2)
         self.m2 = nn.Conv2d(6, 12, 3, padding=1, groups=6)
         self.m3 = nn.Conv2d(6, 18, 5, stride=2, padding=2, groups=6)
         self.s1 = nn.Conv1d(1, 40, 32, stride=16)
@@ -293,7 +295,7 @@ class ConvRegimes(nn.Module):
 
     def forward(self, a, x, w, im):
         return (self.t1(a), self.t2(x), self.t3(x), torch.relu(self.t4(x)), self.m2(x), self.m3(x),
-                self.s1(w), F.gelu(self.s2(w)), self.s3(im))
+                self.s1(w), F.gelu(self.s2(w)), self.s3(im), self.t5(x), self.t6(a))
 
 
 class HalfXnn(nn.Module):

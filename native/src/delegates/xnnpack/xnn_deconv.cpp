@@ -61,6 +61,36 @@ std::vector<PackedB> pack_phases(ThreadPool* pool, const Node& n, const float* w
 
 }  // namespace
 
+void lower_stride1_deconv_as_conv(Graph& g) {
+  std::vector<int> uses(g.values.size(), 0);
+  for (const Node& n : g.nodes)
+    for (uint32_t id : n.inputs)
+      if (id < uses.size()) uses[id]++;
+  for (uint32_t id : g.output_ids)
+    if (id < uses.size()) uses[id]++;
+  auto is_float = [](const Value& v) { return (v.dtype == FP32 || v.dtype == FP16) && v.quant == Quant::None; };
+  for (Node& n : g.nodes) {
+    if (n.type != ConvTranspose2d || n.sh != 1 || n.sw != 1 || n.inputs.size() < 2 || n.inputs[0] >= uses.size() ||
+        n.inputs[1] >= uses.size())
+      continue;
+    const Value& x = g.values[n.inputs[0]];
+    const Value& w = g.values[n.inputs[1]];
+    const int64_t eh = (int64_t)(n.kh - 1) * n.dh, ew = (int64_t)(n.kw - 1) * n.dw;  // the taps' extent
+    if (!is_float(x) || !w.is_constant || !is_float(w) || w.qraw || uses[n.inputs[1]] != 1 || w.dims.size() != 4 ||
+        w.dims[0] != (int64_t)n.groups * n.group_out || w.dims[1] != n.kh || w.dims[2] != n.kw ||
+        w.dims[3] != n.group_in || n.pad_top > eh || n.pad_left > ew || n.pad_bottom > eh + n.adj_h ||
+        n.pad_right > ew + n.adj_w)
+      continue;
+    n.type = Conv2d;
+    n.pad_top = (uint32_t)(eh - n.pad_top);
+    n.pad_left = (uint32_t)(ew - n.pad_left);
+    n.pad_bottom = (uint32_t)(eh + n.adj_h - n.pad_bottom);
+    n.pad_right = (uint32_t)(ew + n.adj_w - n.pad_right);
+    n.adj_h = n.adj_w = 0;
+    n.filter_flipped = true;
+  }
+}
+
 void prepare_deconv(ThreadPool* pool, Node& n, const float* filter) { n.packed = pack_phases(pool, n, filter); }
 
 void deconv(KernelContext& ctx, Graph& g, Node& n) {

@@ -31,6 +31,7 @@ class XnnDelegate : public DelegateHandle {
   XnnDelegate(Graph g, ThreadPool* pool, BufferBank* bank, WeightCacheSession* cache, uint64_t key)
       : g_(std::move(g)), bank_(bank) {
     lower_depthwise_as_conv(g_);
+    lower_stride1_deconv_as_conv(g_);
     for (size_t i = 0; i < g_.nodes.size(); i++) g_.nodes[i].origin = (uint32_t)i;
     if (cache) {
       const WeightCacheSession::Section s = cache->find(key);

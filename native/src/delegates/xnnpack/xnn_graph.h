@@ -117,6 +117,9 @@ struct Node {
   // A Conv2d that was a DepthwiseConv2d of one input channel (lower_depthwise_as_conv): its filter
   // is still in the depthwise layout, [KH, KW, OC] taps-major (its dims say [OC, KH, KW, 1])
   bool filter_taps_major = false;
+  // A Conv2d that was a stride-1 ConvTranspose2d (lower_stride1_deconv_as_conv): its filter is
+  // the transposed convolution's, read with its taps reversed when packed
+  bool filter_flipped = false;
   std::vector<float> bias;
   // fused at method load (xnn_fuse.cpp). A Conv2d or FullyConnected that absorbed the Add after
   // it: `output` is the add's, `residual` (also inputs[3]) its other operand, res_min/res_max its

@@ -186,6 +186,18 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
       n.packed.push_back(pack_b(pool, K, OCg, decoded.floats(), OCg, 1));
       return;
     }
+    if (n.filter_flipped) {  // (lower_stride1_deconv_as_conv: the transposed convolution's taps reversed)
+      const int64_t OC = (int64_t)n.groups * OCg, KH = n.kh, KW = n.kw, ICg = n.group_in;
+      const float* f = decoded.floats();
+      std::vector<float> flipped((size_t)(OC * K));
+      for (int64_t oc = 0; oc < OC; oc++)
+        for (int64_t i = 0; i < KH; i++)
+          for (int64_t j = 0; j < KW; j++)
+            std::memcpy(&flipped[(size_t)(((oc * KH + i) * KW + j) * ICg)],
+                        f + ((oc * KH + (KH - 1 - i)) * KW + (KW - 1 - j)) * ICg, (size_t)ICg * sizeof(float));
+      for (uint32_t gi = 0; gi < n.groups; gi++) n.packed.push_back(pack_b(pool, K, OCg, flipped.data() + gi * OCg * K, 1, K));
+      return;
+    }
     prepare_conv_q8(x, n, *w);
     // a static-int8 convolution runs on qconv: its float packing is made only if fusion keeps it
     // (pack_deferred, after fuse_nodes); until then it is a placeholder of the right shape

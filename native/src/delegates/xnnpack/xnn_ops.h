@@ -29,6 +29,10 @@ struct Scratch {
 // end's Conv1d(1, C, k, stride): an STFT, wav2vec2's first layer; a grayscale stem) becomes a
 // Conv2d of one group: im2col rows of KH * KW taps on the GEMM, not a per-pixel multiplier loop.
 void lower_depthwise_as_conv(Graph& g);
+// A float ConvTranspose2d of stride 1 with a constant filter only it reads is a convolution with
+// the taps reversed and the padding (KH - 1) * dh - pad (+ the output padding below and right):
+// it becomes that Conv2d (xnn_deconv.cpp), on the convolution paths (indirect GEMM, fusions).
+void lower_stride1_deconv_as_conv(Graph& g);
 // Prepare weights of a node whose filter is constant (packing for the GEMM).
 void prepare_node(ThreadPool* pool, Graph& g, Node& n);
 // The float packing prepare_node left as a placeholder (a static-int8 Conv2d's, made only where
