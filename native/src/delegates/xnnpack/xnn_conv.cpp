@@ -402,19 +402,13 @@ bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o, Scratch& sc) {
 }
 
 void lower_depthwise_as_conv(Graph& g) {
-  std::vector<int> uses(g.values.size(), 0);
-  for (const Node& n : g.nodes)
-    for (uint32_t id : n.inputs)
-      if (id < uses.size()) uses[id]++;
-  for (uint32_t id : g.output_ids)
-    if (id < uses.size()) uses[id]++;
-  auto is_float = [](const Value& v) { return (v.dtype == FP32 || v.dtype == FP16) && v.quant == Quant::None; };
+  const std::vector<int> uses = count_readers(g);
   for (Node& n : g.nodes) {
     if (n.type != DepthwiseConv2d || n.inputs.size() < 2 || n.inputs[0] >= uses.size() || n.inputs[1] >= uses.size())
       continue;
     const Value& x = g.values[n.inputs[0]];
     Value& w = g.values[n.inputs[1]];
-    if (x.dims.size() != 4 || x.dims[3] != 1 || !is_float(x) || !w.is_constant || !is_float(w) || w.qraw ||
+    if (x.dims.size() != 4 || x.dims[3] != 1 || !float_unquantized(x) || !w.is_constant || !float_unquantized(w) || w.qraw ||
         w.dims.size() != 4 || w.dims[0] != 1 || w.dims[1] != n.kh || w.dims[2] != n.kw || w.dims[3] < 1 ||
         uses[n.inputs[1]] != 1 || n.groups != 1)
       continue;

@@ -62,13 +62,7 @@ std::vector<PackedB> pack_phases(ThreadPool* pool, const Node& n, const float* w
 }  // namespace
 
 void lower_stride1_deconv_as_conv(Graph& g) {
-  std::vector<int> uses(g.values.size(), 0);
-  for (const Node& n : g.nodes)
-    for (uint32_t id : n.inputs)
-      if (id < uses.size()) uses[id]++;
-  for (uint32_t id : g.output_ids)
-    if (id < uses.size()) uses[id]++;
-  auto is_float = [](const Value& v) { return (v.dtype == FP32 || v.dtype == FP16) && v.quant == Quant::None; };
+  const std::vector<int> uses = count_readers(g);
   for (Node& n : g.nodes) {
     if (n.type != ConvTranspose2d || n.sh != 1 || n.sw != 1 || n.inputs.size() < 2 || n.inputs[0] >= uses.size() ||
         n.inputs[1] >= uses.size())
@@ -76,7 +70,7 @@ void lower_stride1_deconv_as_conv(Graph& g) {
     const Value& x = g.values[n.inputs[0]];
     const Value& w = g.values[n.inputs[1]];
     const int64_t eh = (int64_t)(n.kh - 1) * n.dh, ew = (int64_t)(n.kw - 1) * n.dw;  // the taps' extent
-    if (!is_float(x) || !w.is_constant || !is_float(w) || w.qraw || uses[n.inputs[1]] != 1 || w.dims.size() != 4 ||
+    if (!float_unquantized(x) || !w.is_constant || !float_unquantized(w) || w.qraw || uses[n.inputs[1]] != 1 || w.dims.size() != 4 ||
         w.dims[0] != (int64_t)n.groups * n.group_out || w.dims[1] != n.kh || w.dims[2] != n.kw ||
         w.dims[3] != n.group_in || n.pad_top > eh || n.pad_left > ew || n.pad_bottom > eh + n.adj_h ||
         n.pad_right > ew + n.adj_w)
@@ -126,9 +120,12 @@ void deconv(KernelContext& ctx, Graph& g, Node& n) {
   const int64_t block = std::max<int64_t>(1, std::min<int64_t>(max_inner, 128));
   const int64_t blocks = (max_inner + block - 1) / block;
   const int64_t tasks = N * G * sh * sw * max_outer * blocks;
+  // each row / column phase's taps, once a call (not per task)
+  std::vector<std::vector<int64_t>> taps_h((size_t)sh), taps_w((size_t)sw);
+  for (int64_t r = 0; r < sh; r++) taps_h[(size_t)r] = phase_taps(KH, dh, sh, r);
+  for (int64_t r = 0; r < sw; r++) taps_w[(size_t)r] = phase_taps(KW, dw, sw, r);
   parallel(ctx, tasks, 1, [&](int64_t t0, int64_t t1) {
     thread_local FloatBuffer rows;  // the block's gathered input rows (grows only)
-    std::vector<int64_t> ti, tj;
     for (int64_t t = t0; t < t1; t++) {
       int64_t r = t;
       const int64_t bk = r % blocks; r /= blocks;
@@ -159,8 +156,8 @@ void deconv(KernelContext& ctx, Graph& g, Node& n) {
             dst[k * ldc + oc] = std::min(std::max(bias ? bias[gi * OCg + oc] : 0.f, ep.min), ep.max);
         continue;
       }
-      ti = phase_taps(KH, dh, sh, rh);
-      tj = phase_taps(KW, dw, sw, rw);
+      const std::vector<int64_t>& ti = taps_h[(size_t)rh];
+      const std::vector<int64_t>& tj = taps_w[(size_t)rw];
       const int64_t K = pb.K;
       if ((int64_t)rows.size() < m * K) rows.resize((size_t)(m * K));
       for (int64_t k = 0; k < m; k++) {

@@ -19,6 +19,17 @@
 #include "delegates/xnnpack/xnn_ops.h"
 
 namespace etnp::xnn {
+
+std::vector<int> count_readers(const Graph& g) {
+  std::vector<int> readers(g.values.size(), 0);
+  for (const Node& n : g.nodes)
+    for (uint32_t id : n.inputs)
+      if (id < readers.size()) readers[id]++;
+  for (uint32_t id : g.output_ids)
+    if (id < readers.size()) readers[id]++;
+  return readers;
+}
+
 namespace {
 
 struct Uses {
@@ -27,16 +38,10 @@ struct Uses {
 };
 
 Uses count_uses(const Graph& g) {
-  Uses u{std::vector<int>(g.values.size(), 0), std::vector<int64_t>(g.values.size(), -1)};
-  for (size_t i = 0; i < g.nodes.size(); i++) {
-    const Node& n = g.nodes[i];
-    for (uint32_t id : n.inputs)
-      if (id < g.values.size()) u.readers[id]++;
-    for (uint32_t id : {n.output, n.output2})
+  Uses u{count_readers(g), std::vector<int64_t>(g.values.size(), -1)};
+  for (size_t i = 0; i < g.nodes.size(); i++)
+    for (uint32_t id : {g.nodes[i].output, g.nodes[i].output2})
       if (id < g.values.size()) u.producer[id] = u.producer[id] == -1 ? (int64_t)i : -2;
-  }
-  for (uint32_t id : g.output_ids)
-    if (id < g.values.size()) u.readers[id]++;
   return u;
 }
 

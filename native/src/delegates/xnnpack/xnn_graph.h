@@ -173,6 +173,8 @@ Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed 
 // ETNP_XNN_FUSION=off skips it; =steps fuses but runs every fused node as its separate steps (the
 // path taken when run-time shapes do not allow the fused one): for debugging and tests.
 void fuse_nodes(Graph& g);
+// Per value, the input slots of the graph's nodes reading it; graph outputs count as readers.
+std::vector<int> count_readers(const Graph& g);
 enum class FusionMode { On, Off, Steps };
 FusionMode fusion_mode();  // read once per process
 // A node's name for profiles, with what was fused into it ("XNNConv2d+Add").

@@ -18,6 +18,9 @@ inline constexpr uint32_t kAlignCorners = 0x8;
 // doubles to an integer type is undefined).
 inline double clamp_q(double v, double lo, double hi) { return v >= lo ? (v <= hi ? v : hi) : lo; }
 
+// A value of plain floats (float32 or fp16, not quantized): the float convolution paths'.
+inline bool float_unquantized(const Value& v) { return (v.dtype == FP32 || v.dtype == FP16) && v.quant == Quant::None; }
+
 [[noreturn]] inline void fail(const Node& n, const std::string& m) { throw_exec(std::string(node_type_name(n.type)) + ": " + m); }
 
 inline Value& in(Graph& g, const Node& n, size_t k) {
