@@ -103,6 +103,7 @@ def main(argv=None):
     ap.add_argument("--list", action="store_true", help="list the regimes (name, family, recipe, shape)")
     args = ap.parse_args(argv)
     from atlas_regimes import REGIMES  # needs torch
+    import zoo_export
     if args.list:
         for n, e in REGIMES.items():
             print(f"{n:40s} {e['family']:12s} {e['recipe']:16s} {e['shape']}")
@@ -126,16 +127,10 @@ def main(argv=None):
             print(f"{name}: ok, {size / 1e3:.0f} kB, {dele} delegate(s), outside: {','.join(ops) or '-'}, "
                   f"{time.time() - t0:.0f} s", flush=True)
         except Exception as e:  # one failure does not stop the rest
-            msg = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:300]
-            failed[name] = msg
-            print(f"{name}: FAILED after {time.time() - t0:.0f} s: {msg}", file=sys.stderr, flush=True)
+            zoo_export.note_failure(failed, name, e, t0)
     n = write_manifest(args.out)
     print(f"manifest: {n} regimes in {args.out}")
-    if failed:
-        print(f"\n{len(failed)} failed:", file=sys.stderr)
-        for k, m in failed.items():
-            print(f"  {k}: {m}", file=sys.stderr)
-    return 1 if failed else 0
+    return zoo_export.report_failures(failed)
 
 
 if __name__ == "__main__":

@@ -677,11 +677,22 @@ def main(argv=None):
             size = export_one(name, entry, args.out)
             print(f"{name}: ok, {size / 1e6:.1f} MB, {time.time() - t0:.0f} s", flush=True)
         except Exception as e:  # one failure does not stop the rest
-            msg = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:300]
-            failed[name] = msg
-            print(f"{name}: FAILED after {time.time() - t0:.0f} s: {msg}", file=sys.stderr, flush=True)
-            if os.environ.get("ZOO_TRACE"):
-                traceback.print_exc()
+            note_failure(failed, name, e, t0)
+    return report_failures(failed)
+
+
+def note_failure(failed: dict, name: str, e: Exception, t0: float) -> None:
+    """Records one export's failure in `failed` (name -> first line of the error) and prints it
+    (ZOO_TRACE=1: with its traceback). Also tools/atlas_export.py's."""
+    msg = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:300]
+    failed[name] = msg
+    print(f"{name}: FAILED after {time.time() - t0:.0f} s: {msg}", file=sys.stderr, flush=True)
+    if os.environ.get("ZOO_TRACE"):
+        traceback.print_exc()
+
+
+def report_failures(failed: dict) -> int:
+    """Lists the failed exports at the end of a run; the exit status (1 if any failed)."""
     if failed:
         print(f"\n{len(failed)} failed:", file=sys.stderr)
         for n, m in failed.items():
