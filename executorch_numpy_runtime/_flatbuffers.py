@@ -169,7 +169,11 @@ class Reader:
         pos = self.field(table, slot)
         return self.ref(pos) if pos else None
 
-    def _vector(self, table: int, slot: int) -> Tuple[int, int]:
+    def u32(self, pos: int) -> int:
+        return self.fmt("I", pos)
+
+    def positions(self, table: int, slot: int) -> Tuple[int, int]:
+        """(position of the first element, length) of a vector field; (0, 0) when absent."""
         pos = self.field(table, slot)
         if not pos:
             return 0, 0
@@ -177,12 +181,12 @@ class Reader:
         return v + 4, self.fmt("I", v)
 
     def tables(self, table: int, slot: int) -> List[int]:
-        start, n = self._vector(table, slot)
+        start, n = self.positions(table, slot)
         self._need(start, 4 * n)
         return [self.ref(start + 4 * k) for k in range(n)]
 
     def vector(self, table: int, slot: int, f: str) -> List[Any]:
-        start, n = self._vector(table, slot)
+        start, n = self.positions(table, slot)
         size = struct.calcsize("<" + f)
         self._need(start, size * n)
         return list(struct.unpack_from(f"<{n}{f}", self.b, start)) if n else []
@@ -190,6 +194,6 @@ class Reader:
     def string(self, table: int, slot: int) -> Optional[str]:
         if not self.field(table, slot):
             return None
-        start, n = self._vector(table, slot)
+        start, n = self.positions(table, slot)
         self._need(start, n)
         return bytes(self.b[start:start + n]).decode("utf-8", "replace")

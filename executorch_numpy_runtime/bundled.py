@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Sequence, Tuple
 
 import numpy as np
 
 from . import dtypes
+from ._flatbuffers import Reader
 from .errors import ExecuTorchError, ProgramLoadError
 from .files import read_regular_file
 
@@ -28,10 +29,12 @@ def is_bundled(head: bytes) -> bool:
     return len(head) >= 8 and bytes(head[4:8]) == IDENTIFIER
 
 
-class _Reader:
+class _Reader(Reader):
+    """_flatbuffers.Reader for untrusted .bpte files: every bad offset a ProgramLoadError, absent
+    strings "", and tables the file may reference once only."""
+
     def __init__(self, data) -> None:
-        self.b = memoryview(data).cast("B")
-        self.n = len(self.b)
+        super().__init__(data)
         self.seen: set = set()
 
     def once(self, pos: int) -> int:
@@ -47,51 +50,9 @@ class _Reader:
         if pos < 0 or pos + size > self.n:
             raise ProgramLoadError("bundled program: offset outside the file (truncated or corrupt)")
 
-    def u32(self, pos: int) -> int:
-        self._need(pos, 4)
-        return struct.unpack_from("<I", self.b, pos)[0]
-
-    def fmt(self, f: str, pos: int):
-        self._need(pos, struct.calcsize(f))
-        return struct.unpack_from("<" + f, self.b, pos)[0]
-
-    def field(self, table: int, i: int) -> int:
-        """Absolute position of field i of the table at `table`, or 0 when absent."""
-        vt = table - self.fmt("i", table)
-        vsize = self.fmt("H", vt)
-        if 4 + 2 * i + 2 > vsize:
-            return 0
-        off = self.fmt("H", vt + 4 + 2 * i)
-        return table + off if off else 0
-
-    def ref(self, pos: int) -> int:
-        return pos + self.u32(pos)
-
-    def table(self, table: int, i: int) -> Optional[int]:
-        f = self.field(table, i)
-        return self.ref(f) if f else None
-
-    def vector(self, table: int, i: int) -> Tuple[int, int]:
-        """(position of the first element, length) of a vector field; (0, 0) when absent."""
-        f = self.field(table, i)
-        if not f:
-            return 0, 0
-        v = self.ref(f)
-        return v + 4, self.u32(v)
-
-    def tables(self, table: int, i: int) -> List[int]:
-        start, n = self.vector(table, i)
-        self._need(start, 4 * n)
-        return [self.ref(start + 4 * k) for k in range(n)]
-
     def string(self, table: int, i: int) -> str:
-        start, n = self.vector(table, i)
-        self._need(start, n)
-        return bytes(self.b[start:start + n]).decode("utf-8", "replace")
-
-    def scalar(self, table: int, i: int, f: str, default=0):
-        pos = self.field(table, i)
-        return self.fmt(f, pos) if pos else default
+        s = super().string(table, i)
+        return "" if s is None else s
 
 
 @dataclass
@@ -122,14 +83,14 @@ def _value(r: _Reader, table: int) -> Any:
     r.once(val)
     if kind == 1:  # Tensor
         code = r.scalar(val, 0, "b")
-        start, n = r.vector(val, 1)
+        start, n = r.positions(val, 1)
         r._need(start, 4 * n)
         sizes = [r.fmt("i", start + 4 * k) for k in range(n)]
-        dstart, dn = r.vector(val, 2)
+        dstart, dn = r.positions(val, 2)
         if dn:
             r.once(dstart)
         r._need(dstart, dn)
-        ostart, on = r.vector(val, 3)
+        ostart, on = r.positions(val, 3)
         r._need(ostart, on)
         order = list(r.b[ostart:ostart + on]) or list(range(len(sizes)))
         if code not in dtypes._CODE_TO_NP:
@@ -161,7 +122,7 @@ def parse(data) -> BundledProgram:
     root = r.u32(0)
     try:
         version = r.scalar(root, 0, "I")
-        start, n = r.vector(root, 2)
+        start, n = r.positions(root, 2)
         r._need(start, n)
         if n == 0:
             raise ProgramLoadError("bundled program: it holds no program")

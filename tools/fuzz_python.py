@@ -317,7 +317,7 @@ def _bpte_fields(data: bytes) -> List[Tuple[int, int]]:
     for s in r.tables(root, 1):
         for c in r.tables(s, 1):
             for side in (0, 1):
-                out.append((r.vector(c, side)[0] - 4, 4))  # the values vector's length
+                out.append((r.positions(c, side)[0] - 4, 4))  # the values vector's length
                 for v in r.tables(c, side):
                     kind = r.field(v, 0)
                     if kind:
@@ -334,9 +334,9 @@ def _bpte_fields(data: bytes) -> List[Tuple[int, int]]:
                     if code:
                         out.append((code, 1))
                     for i, size in ((1, 4), (3, 1)):  # sizes (int32), dim_order (uint8)
-                        start, n = r.vector(t, i)
+                        start, n = r.positions(t, i)
                         out += [(start - 4, 4)] + [(start + size * k, size) for k in range(n)]
-                    start, n = r.vector(t, 2)
+                    start, n = r.positions(t, 2)
                     out.append((start - 4, 4))
     return out
 
