@@ -27,8 +27,6 @@ class ValueBuffer {
   const float& operator[](size_t i) const { return data()[i]; }
   float* begin() { return data(); }
   float* end() { return data() + size(); }
-  const float* begin() const { return data(); }
-  const float* end() const { return data() + size(); }
 
   void resize(size_t n) {
     if (ext_) {
@@ -40,11 +38,6 @@ class ValueBuffer {
     }
     own_.resize(n);
   }
-  void resize(size_t n, float v) {
-    resize(n);
-    for (size_t i = 0; i < n; i++) data()[i] = v;
-  }
-  void assign(size_t n, float v) { resize(n, v); }
 
   // The value's elements are `cap` floats at p (its size unchanged until the next resize: a
   // value is always resized to its shape before it is written).
