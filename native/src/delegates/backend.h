@@ -32,6 +32,8 @@ class DelegateHandle {
 
 class WeightCacheSession;
 struct BackendInit {
+  // the delegate's data: bytes perhaps not read from the file yet - the delegate ensures the
+  // parts it reads (Program::ensure) before it reads them
   Span blob;
   const std::vector<CompileSpec>* specs;
   const Program* program;  // resolves named data

@@ -290,7 +290,8 @@ void Method::prepare_instructions(const fb::Table& plan) {
     if (!ref) throw_load("delegate " + std::to_string(i) + " has no processed data");
     int8_t loc = ref.scalar<int8_t>(0);
     uint32_t index = ref.scalar<uint32_t>(1);
-    Span blob = loc == 0 ? prog_->inline_delegate_data(index) : loc == 1 ? prog_->segment(index) : Span{};
+    // (a segment's bytes are read by the delegate, as far as it needs them: BackendInit::blob)
+    Span blob = loc == 0 ? prog_->inline_delegate_data(index) : loc == 1 ? prog_->segment(index, false) : Span{};
     if (loc != 0 && loc != 1) throw_load("delegate data has an unknown location");
     std::vector<CompileSpec> specs;
     fb::Vector cs = d.vector(2, 4);

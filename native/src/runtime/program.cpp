@@ -114,16 +114,28 @@ void Program::release(Span s) const {
   // whole pages of the file (its bytes start page-aligned in both the copy and the mapping)
   b = (b + page - 1) / page * page;
   e = e / page * page;
-  if (e <= b || e - b < (size_t)16 * page) return;  // (small ranges are not worth a record)
+  const size_t least = (size_t)16 * page;  // (small ranges are not worth a record)
+  if (e <= b || e - b < least) return;
   std::lock_guard<std::mutex> g(release_mu_);
   for (const auto& pr : protected_)
     if (pr.first < e && b < pr.second) return;
+  // the parts of [b, e) not given back already (a delegate gives back each filter once packed,
+  // the method its whole blob once loaded)
+  std::vector<std::pair<size_t, size_t>> held;
   for (const Released& r : released_)
-    if (r.offset < e && b < r.offset + r.size) return;  // (already given back)
-  const uint64_t h = content_hash(file_ + b, e - b);
-  if (os::release_pages(file_ + b, e - b) != e - b) return;
-  released_.push_back(Released{b, e - b, h});
-  any_released_.store(true, std::memory_order_release);
+    if (r.offset < e && b < r.offset + r.size) held.emplace_back(r.offset, r.offset + r.size);
+  std::sort(held.begin(), held.end());
+  held.emplace_back(e, e);
+  size_t at = b;
+  for (const auto& h : held) {
+    const size_t gb = at, ge = std::min(e, h.first) / page * page;
+    at = std::max(at, (h.second + page - 1) / page * page);
+    if (ge <= gb || ge - gb < least) continue;
+    const uint64_t hash = content_hash(file_ + gb, ge - gb);
+    if (os::release_pages(file_ + gb, ge - gb) != ge - gb) continue;
+    released_.push_back(Released{gb, ge - gb, hash});
+    any_released_.store(true, std::memory_order_release);
+  }
 }
 
 void Program::read_back(const Released& r) const {
@@ -223,7 +235,7 @@ void Program::parse() {
   }
   // Validate the constant segment reference now so that errors surface at load.
   fb::Table cs = root_.table(P_CONST_SEGMENT);
-  if (cs && !cs.vector(1, 8).empty()) segment(cs.scalar<uint32_t>(0));
+  if (cs && !cs.vector(1, 8).empty()) segment(cs.scalar<uint32_t>(0), false);
 }
 
 fb::Table Program::plan(const std::string& name) const {
@@ -235,11 +247,11 @@ fb::Table Program::plan(const std::string& name) const {
   throw Error(ETNP_ERR_INVALID_ARGUMENT, "unknown method '" + name + "'; the program has: " + all, name);
 }
 
-Span Program::segment(uint32_t index) const {
+Span Program::segment(uint32_t index, bool read) const {
   if (index >= segments_.size())
     throw_load("segment index " + std::to_string(index) + " out of range (" + std::to_string(segments_.size()) +
                " segments)");
-  ensure(segments_[index]);
+  if (read) ensure(segments_[index]);
   return segments_[index];
 }
 
@@ -250,11 +262,11 @@ Span Program::inline_delegate_data(uint32_t index) const {
   return Span{d.raw(), d.size()};
 }
 
-Span Program::named_data(const std::string& key) const {
+Span Program::named_data(const std::string& key, bool read) const {
   fb::Vector v = root_.vector(P_NAMED_DATA, 4);
   for (uint32_t i = 0; i < v.size(); i++) {
     fb::Table t = v.table(i);
-    if (t.string(0) == key) return segment(t.scalar<uint32_t>(1));
+    if (t.string(0) == key) return segment(t.scalar<uint32_t>(1), read);
   }
   for (const auto& f : data_files_) {
     size_t n = 0;

@@ -44,13 +44,14 @@ class Program {
   Runtime& runtime() const { return *runtime_; }
   const std::shared_ptr<Runtime>& runtime_ptr() const { return runtime_; }
 
-  // Segment `index` of the file, bounds-checked.
-  Span segment(uint32_t index) const;
+  // Segment `index` of the file, bounds-checked; READ false: its bytes perhaps given back (the
+  // caller ensures the parts it reads, as a delegate does around packing).
+  Span segment(uint32_t index, bool read = true) const;
   // Inline delegate data `index` (Program.backend_delegate_data).
   Span inline_delegate_data(uint32_t index) const;
   // The data for a named key: the program's own named_data, else the data files added
   // (external .ptd weights), or an empty span.
-  Span named_data(const std::string& key) const;
+  Span named_data(const std::string& key, bool read = true) const;
   // Adds an external data file (.ptd) whose keys named_data resolves; before methods load.
   void add_data_file(std::shared_ptr<const FlatTensorFile> f) { data_files_.push_back(std::move(f)); }
   // The packed-weight cache file methods loaded from now on use ("": none; runtime/weight_cache.h).
@@ -71,11 +72,12 @@ class Program {
   Span mutable_data(uint32_t buffer_idx, size_t nbytes, uint64_t segment_list = 0) const;
 
   // Program bytes that only fed a delegate's packing (its blob, the named data it copied) are
-  // given back to the OS once a method has loaded (release: the whole pages inside S, unless a
-  // loaded method's tensor reads them - protect). Every accessor above reads released ranges
-  // back before handing them out (ensure): from the file, which must be the one loaded (same
-  // identity, same content hash), else ProgramLoadError. Programs loaded from bytes keep all
-  // theirs (nothing to read back from). ETNP_RELEASE_PROGRAM_BYTES=off keeps every program's.
+  // given back to the OS (release: the whole pages inside S not already given back, unless a
+  // loaded method's tensor reads them - protect); a delegate gives back each filter's bytes once
+  // packed, the method the rest once loaded. Every accessor above reads released ranges back
+  // before handing them out (ensure): from the file, which must be the one loaded (same identity,
+  // same content hash), else ProgramLoadError. Programs loaded from bytes keep all theirs
+  // (nothing to read back from). ETNP_RELEASE_PROGRAM_BYTES=off keeps every program's.
   void release(Span s) const;
   void protect(Span s) const;
   void ensure(Span s) const;

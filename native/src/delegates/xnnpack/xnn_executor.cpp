@@ -28,7 +28,10 @@ class XnnDelegate : public DelegateHandle {
  public:
   // CACHE (may be null): the method load's weight cache, where this delegate's packed state is
   // found under KEY (then viewed in its mapping, nothing packed) or added (after packing).
-  XnnDelegate(Graph g, ThreadPool* pool, BufferBank* bank, WeightCacheSession* cache, uint64_t key)
+  // PROGRAM: where the filters' bytes (Value::source) are read from right before packing and
+  // given back to right after.
+  XnnDelegate(Graph g, const Program& program, ThreadPool* pool, BufferBank* bank, WeightCacheSession* cache,
+              uint64_t key)
       : g_(std::move(g)), bank_(bank) {
     lower_depthwise_as_conv(g_);
     lower_stride1_deconv_as_conv(g_);
@@ -40,8 +43,7 @@ class XnnDelegate : public DelegateHandle {
         mapped_bytes_ = s.size;
       }
     }
-    if (!mapping_)
-      for (auto& n : g_.nodes) prepare_node(pool, g_, n);
+    if (!mapping_) pack_nodes(program, pool);
     for (auto& v : g_.values) v.raw = nullptr;  // program bytes are only read while packing
     fuse_nodes(g_);  // (after packing: fusions depend on packed weights)
     // static-int8 convolutions run on their int8 filters (xnn_static_q8.cpp): the float packing is
@@ -56,7 +58,7 @@ class XnnDelegate : public DelegateHandle {
       if (n.type == Conv2d && !n.qconv.empty() && n.residual == kInvalidId && n.nchw_transposed == kInvalidId)
         std::vector<PackedB>().swap(n.packed);
       for (Node* p : {&n, n.pre.get(), n.post.get()})
-        if (p) pack_deferred(pool, g_, *p);
+        if (p) pack_deferred(program, pool, g_, *p);
     }
     for (auto& v : g_.values) v.qraw = nullptr;  // (the program's bytes may be given back now)
     if (cache && !mapping_)
@@ -89,6 +91,36 @@ class XnnDelegate : public DelegateHandle {
       if (g_.values[i].is_constant && uses[i] > 0 && uses[i] == packed_uses[i]) g_.values[i].data.release();
     plan_binding();
     plan_bank();
+  }
+
+  // Packs each node's constant filters, reading their program bytes right before and giving
+  // them back once the last node packing them has (so a program's weights are never resident
+  // twice over, as program bytes and packed, but one filter at a time).
+  void pack_nodes(const Program& program, ThreadPool* pool) {
+    std::vector<int> left(g_.values.size(), 0);  // nodes yet to pack each value with a source
+    for (const Node& n : g_.nodes)
+      for_each_source(n, [&](uint32_t id) { left[id]++; });
+    for (Node& n : g_.nodes) {
+      read_sources(program, n);
+      prepare_node(pool, g_, n);
+      for_each_source(n, [&](uint32_t id) {
+        if (--left[id] == 0) program.release(g_.values[id].source);
+      });
+    }
+  }
+  void read_sources(const Program& program, const Node& n) const {
+    for_each_source(n, [&](uint32_t id) { program.ensure(g_.values[id].source); });
+  }
+  // F(id) for each distinct input of N whose bytes are the program's (Value::source)
+  template <class F>
+  void for_each_source(const Node& n, F f) const {
+    for (size_t k = 0; k < n.inputs.size(); k++) {
+      const uint32_t id = n.inputs[k];
+      if (id >= g_.values.size() || !g_.values[id].source.data) continue;
+      if (std::find(n.inputs.begin(), n.inputs.begin() + (std::ptrdiff_t)k, id) != n.inputs.begin() + (std::ptrdiff_t)k)
+        continue;
+      f(id);
+    }
   }
 
   void add_memory(DelegateMemory& m) const override {
@@ -703,12 +735,16 @@ std::unique_ptr<DelegateHandle> xnnpack_init(const BackendInit& init) {
   const size_t first = consumed->size();
   Graph g = read_graph(init.blob, *init.program, consumed);
   uint64_t key = 0;
-  if (init.weight_cache)
-    key = weight_cache_key(init.blob, std::vector<Span>(consumed->begin() + (ptrdiff_t)first, consumed->end()));
+  if (init.weight_cache) {  // (the key hashes every byte the delegate reads: all read now)
+    std::vector<Span> read(consumed->begin() + (ptrdiff_t)first, consumed->end());
+    init.program->ensure(init.blob);
+    for (const Span& s : read) init.program->ensure(s);
+    key = weight_cache_key(init.blob, read);
+  }
   // (everything the graph needs is copied out of the blob: packed, decoded or parsed)
   consumed->push_back(init.blob);
   Runtime& rt = init.program->runtime();
-  return std::make_unique<XnnDelegate>(std::move(g), &rt.pool(), &rt.buffer_bank(), init.weight_cache, key);
+  return std::make_unique<XnnDelegate>(std::move(g), *init.program, &rt.pool(), &rt.buffer_bank(), init.weight_cache, key);
 }
 
 }  // namespace etnp

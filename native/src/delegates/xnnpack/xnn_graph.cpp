@@ -288,6 +288,9 @@ const char* node_type_name(int t) { return t > 0 && t < kNumNodeTypes ? kNames[t
 
 Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed) {
   fb::Buffer whole{blob.data, blob.size, "XNNPACK delegate blob"};
+  // the blob's bytes are read as far as they are needed here: its header and graph; the
+  // constant data it holds only where decoded here or right before packing (Value::source)
+  program.ensure(Span{blob.data, std::min<size_t>(blob.size, 64)});
   whole.check(0, 8);
   size_t fb_off = 0, fb_size = blob.size, const_off = 0, const_size = 0;
   if (std::memcmp(blob.data + 4, "XH00", 4) == 0) {
@@ -300,6 +303,9 @@ Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed)
     const_size = (size_t)whole.read<uint64_t>(22);
     whole.check(fb_off, fb_size);
     whole.check(const_off, const_size);
+    program.ensure(Span{blob.data + fb_off, fb_size});
+  } else {
+    program.ensure(blob);  // (the graph alone)
   }
   fb::Buffer fbuf{blob.data + fb_off, fb_size, "XNNPACK graph flatbuffer"};
   fb::Table root = fb::root(&fbuf, "XN01", "XN00");
@@ -325,7 +331,7 @@ Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed)
     fb::Table c = cdata.table(ci);
     std::string key = c.string(2);
     if (!key.empty()) {
-      Span s = program.named_data(key);
+      Span s = program.named_data(key, false);
       if (!s.data && s.size == 0) bad("named constant '" + key + "' is not in the program" + program.data_files_note());
       if (consumed) consumed->push_back(s);
       return s;
@@ -357,6 +363,7 @@ Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed)
     Value& v = g.values[i];
     if (v.scale_buffer) {
       Span s = constant_bytes(v.scale_buffer);
+      program.ensure(s);
       // ExecuTorch 1.3.1 writes per-channel-group (qb4w) scales as bfloat16, per-channel ones as float32
       bool bf16 = v.quant == Quant::PerChannelGroup;
       size_t width = bf16 ? 2 : 4;
@@ -391,8 +398,10 @@ Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed)
       } else {
         v.raw = reinterpret_cast<const float*>(s.data);
       }
+      v.source = s;
       continue;
     }
+    program.ensure(s);
     decode_constant(v, s.data, s.size);
   }
   auto check_id = [&](uint32_t id, bool optional) {

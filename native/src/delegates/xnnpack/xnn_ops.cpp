@@ -223,11 +223,12 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
   }
 }
 
-void pack_deferred(ThreadPool* pool, Graph& g, Node& n) {
+void pack_deferred(const Program& program, ThreadPool* pool, Graph& g, Node& n) {
   if (n.type != Conv2d || n.packed.empty() || !n.packed[0].data.empty() || n.inputs.size() < 2 ||
       n.inputs[1] >= g.values.size())
     return;
   Value& w = g.values[n.inputs[1]];
+  program.ensure(w.source);  // (read back: given back once the node's int8 packing was made)
   const bool made = w.qraw && w.data.empty();
   if (made) decode_constant(w, w.qraw, w.qraw_size);
   const int64_t K = n.packed[0].K, OCg = n.packed[0].N;

@@ -36,8 +36,8 @@ void lower_stride1_deconv_as_conv(Graph& g);
 // Prepare weights of a node whose filter is constant (packing for the GEMM).
 void prepare_node(ThreadPool* pool, Graph& g, Node& n);
 // The float packing prepare_node left as a placeholder (a static-int8 Conv2d's, made only where
-// fusion kept it): made now, from the filter (before the program's bytes are given back).
-void pack_deferred(ThreadPool* pool, Graph& g, Node& n);
+// fusion kept it): made now, from the filter (read back from the program if it was given back).
+void pack_deferred(const Program& program, ThreadPool* pool, Graph& g, Node& n);
 // Runs one node: computes its output shape and values.
 void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s);
 // Snap a freshly written value to its datatype (fp16 rounding, quantization grid, per-row dynamic
