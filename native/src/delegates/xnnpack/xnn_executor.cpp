@@ -13,6 +13,7 @@
 #include "delegates/xnnpack/xnn_graph.h"
 #include "delegates/xnnpack/xnn_node_util.h"
 #include "delegates/xnnpack/xnn_ops.h"
+#include "delegates/xnnpack/xnn_reuse_plan.h"
 #include "delegates/xnnpack/xnn_weight_cache.h"
 #include "kernels/kernel_util.h"
 #include "os/probes.h"
@@ -165,10 +166,11 @@ class XnnDelegate : public DelegateHandle {
       const size_t len = then ? 1 + then : std::max<size_t>(1, chains_[i]), last = i + len - 1;
       // (the swaps of a chain's nodes are made before it: plan_buffer_reuse gives them only
       // buffers of values dead before the chain - or before the node handing it its input)
-      for (; guard.done < reuse_end_[last]; guard.done++) {
-        swap_buffers(reuse_[guard.done]);
-        scratch_.moves.emplace_back(reuse_[guard.done].taker, reuse_[guard.done].giver);
+      for (; guard.done < reuse_.end[last]; guard.done++) {
+        swap_buffers(reuse_.swaps[guard.done]);
+        scratch_.moves.emplace_back(reuse_.swaps[guard.done].taker, reuse_.swaps[guard.done].giver);
       }
+      for (; codes_done_ < code_reuse_.end[last]; codes_done_++) swap_codes(code_reuse_.swaps[codes_done_]);
       const int64_t t0 = ctx.profiler ? Profiler::now() : 0;
       if (ETNP_PROBE_ENABLED(xnn_node_begin)) ETNP_PROBE2(xnn_node_begin, i, event_name(i, len).c_str());
       if (then) {
@@ -251,7 +253,7 @@ class XnnDelegate : public DelegateHandle {
   // values kept as int8 codes alone. Their `data` is empty between calls.
   void plan_bank() {
     std::vector<uint8_t> taker(g_.values.size(), 0), used(g_.values.size(), 0);
-    for (const Reuse& r : reuse_) taker[r.taker] = 1;
+    for (const Reuse& r : reuse_.swaps) taker[r.taker] = 1;
     auto use = [&](const Node& n) {
       for (uint32_t id : n.inputs) if (id < used.size()) used[id] = 1;
       for (uint32_t id : {n.output, n.output2, n.unfused, n.nchw_transposed}) if (id < used.size()) used[id] = 1;
@@ -302,15 +304,10 @@ class XnnDelegate : public DelegateHandle {
     }
   };
 
-  // Buffer reuse between internal values whose lifetimes do not overlap, as a memory planner
-  // would: before node i runs, its output takes over the buffer of a value no later node reads,
-  // so a call touches a few cache-warm buffers instead of one buffer per value. The takeovers
-  // are buffer swaps (the dead value holds the taker's buffer), undone in reverse order after
-  // the call, so every call starts from the same assignment and touches the same buffers.
-  struct Reuse {
-    uint32_t taker, giver;
-  };
+  // The planned takeovers (xnn_reuse_plan.h): float32 buffers, and byte codes (their own log,
+  // Scratch::code_moves - nothing else moves codes).
   void swap_buffers(const Reuse& r) { g_.values[r.taker].data.swap(g_.values[r.giver].data); }
+  void swap_codes(const Reuse& r) { g_.values[r.taker].q8.swap(g_.values[r.giver].q8); }
   // Every buffer exchange of a call - the planned swaps and the reshapes' moves (xnn_layout.cpp)
   // - goes into one log (Scratch::moves) in the order made; undoing it newest first restores the
   // initial assignment, so every call starts from it.
@@ -321,65 +318,18 @@ class XnnDelegate : public DelegateHandle {
       auto& mv = d->scratch_.moves;
       for (size_t k = mv.size(); k-- > 0;) d->g_.values[mv[k].first].data.swap(d->g_.values[mv[k].second].data);
       mv.clear();
+      for (size_t k = d->codes_done_; k-- > 0;) d->swap_codes(d->code_reuse_.swaps[k]);
+      d->codes_done_ = 0;
     }
   };
 
   void plan_buffer_reuse() {
-    const size_t nv = g_.values.size(), nn = g_.nodes.size();
-    // internal: written by a node, neither constant nor a graph input/output
-    // a value read or written inside a chain (run chunk by chunk) lives to the chain's end
-    std::vector<int64_t> last_use(nv, -1), produced_at(nv, -1), chain_end(nn);
+    const size_t nn = g_.nodes.size();
+    std::vector<int64_t> chain_end(nn);
     for (size_t i = 0; i < nn; i++)  // (a node handed a chain lives as long as the chain)
       chain_end[i] = then_[i] ? (int64_t)(i + then_[i]) : chains_[i] >= 1 ? (int64_t)(i + chains_[i] - 1) : chain_end[i - 1];
-    for (size_t i = 0; i < nn; i++) {
-      for (uint32_t id : g_.nodes[i].inputs)
-        if (id < nv) last_use[id] = chain_end[i];
-      for (uint32_t id : {g_.nodes[i].output, g_.nodes[i].output2})
-        if (id < nv && produced_at[id] < 0) produced_at[id] = (int64_t)i;
-    }
-    for (uint32_t id : g_.input_ids) produced_at[id] = -1;
-    for (uint32_t id : g_.output_ids) produced_at[id] = -1;
-    auto internal = [&](uint32_t id) {  // (a value kept as int8 codes has no float buffer to give or take)
-      const Value& v = g_.values[id];
-      return produced_at[id] >= 0 && !v.is_constant && v.external_id == kInvalidId && !v.as_codes;
-    };
-    auto static_size = [&](uint32_t id) {
-      int64_t n = 1;
-      for (int64_t d : g_.values[id].dims)
-        if (d < 0 || etnp::mul_overflow(n, d, &n)) return int64_t(0);
-      return n;
-    };
-    std::vector<uint32_t> free_ids;        // dead values holding a buffer worth taking
-    std::vector<int64_t> cap(nv, 0);       // planned size of the buffer each value holds
-    std::vector<std::vector<uint32_t>> dies_after(nn);
-    for (uint32_t id = 0; id < nv; id++)
-      if (internal(id)) dies_after[std::max(last_use[id], chain_end[produced_at[id]])].push_back(id);
-    reuse_end_.assign(nn, 0);
-    for (size_t i = 0; i < nn; i++) {
-      for (uint32_t o : {g_.nodes[i].output, g_.nodes[i].output2}) {
-        if (o >= nv || !internal(o) || produced_at[o] != (int64_t)i) continue;
-        int64_t want = static_size(o);
-        // the smallest free buffer that fits, else the largest (it grows once)
-        int best = -1;
-        for (size_t f = 0; f < free_ids.size(); f++) {
-          int64_t c = cap[free_ids[f]];
-          if (best < 0) { best = (int)f; continue; }
-          int64_t bc = cap[free_ids[best]];
-          bool fits = c >= want, best_fits = bc >= want;
-          if ((fits && (!best_fits || c < bc)) || (!fits && !best_fits && c > bc)) best = (int)f;
-        }
-        if (best >= 0) {
-          uint32_t giver = free_ids[best];
-          free_ids.erase(free_ids.begin() + best);
-          reuse_.push_back({o, giver});
-          cap[o] = std::max(cap[giver], want);
-        } else {
-          cap[o] = want;
-        }
-      }
-      reuse_end_[i] = reuse_.size();
-      for (uint32_t id : dies_after[i]) free_ids.push_back(id);
-    }
+    reuse_ = plan_reuse(g_, chain_end, false);
+    code_reuse_ = plan_reuse(g_, chain_end, true);
   }
 
   // Whether node n runs as an int8 GEMM or depthwise convolution on its input's byte codes
@@ -718,8 +668,8 @@ class XnnDelegate : public DelegateHandle {
   Scratch scratch_;
   std::vector<bool> borrowable_;    // per graph input: read in place (see BorrowGuard)
   std::vector<bool> bindable_;      // per graph output: written in place (see bind_outputs)
-  std::vector<Reuse> reuse_;        // in the order they are made during a call
-  std::vector<size_t> reuse_end_;   // reuse_[0, reuse_end_[i]) are made before node i runs
+  ReusePlan reuse_, code_reuse_;    // (plan_buffer_reuse)
+  size_t codes_done_ = 0;            // code_reuse_.swaps made so far in a call (undone by SwapGuard)
   std::vector<uint32_t> chains_;    // plan_chains: chain lengths at their first nodes
   std::vector<uint32_t> views_;       // plan_moves: reshapes' results that view a graph input (Node::view_input)
   std::vector<uint8_t> chain_locals_;  // plan_chain_locals: outputs only their chain reads
