@@ -4,6 +4,7 @@
 // that thread (etnp_method_destroy takes the mutex). Running a method of the same Runtime from
 // inside an operator is refused by the Python layer, not by this lock.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -20,10 +21,12 @@ namespace etnp {
 // delegates (a ViT-B/16 lowers to 86). Used under the runtime's mutex only.
 struct BufferBank {
   std::vector<FloatBuffer> slots;
+  std::vector<std::vector<uint8_t>> code_slots;  // (int8 byte codes: values kept as codes, dynamically quantized ones)
   bool in_use = false;  // a delegate holds the slots (a nested call keeps its own buffers)
   uint64_t bytes() const {
     uint64_t n = 0;
     for (const FloatBuffer& b : slots) n += (uint64_t)b.capacity() * sizeof(float);
+    for (const auto& c : code_slots) n += c.capacity();
     return n;
   }
 };

@@ -252,8 +252,9 @@ class XnnDelegate : public DelegateHandle {
   // constants, not the takers of planned reuse (they are handed another value's buffer), not
   // values kept as int8 codes alone. Their `data` is empty between calls.
   void plan_bank() {
-    std::vector<uint8_t> taker(g_.values.size(), 0), used(g_.values.size(), 0);
+    std::vector<uint8_t> taker(g_.values.size(), 0), code_taker(g_.values.size(), 0), used(g_.values.size(), 0);
     for (const Reuse& r : reuse_.swaps) taker[r.taker] = 1;
+    for (const Reuse& r : code_reuse_.swaps) code_taker[r.taker] = 1;
     auto use = [&](const Node& n) {
       for (uint32_t id : n.inputs) if (id < used.size()) used[id] = 1;
       for (uint32_t id : {n.output, n.output2, n.unfused, n.nchw_transposed}) if (id < used.size()) used[id] = 1;
@@ -271,6 +272,10 @@ class XnnDelegate : public DelegateHandle {
         banked_.push_back(id);
         g_.values[id].data.release();  // (any buffer made at load: the bank's from now on)
       }
+      if (used[id] && !code_taker[id] && !v.is_constant && (v.as_codes || dynamically_quantized(v))) {
+        banked_codes_.push_back(id);
+        std::vector<uint8_t>().swap(g_.values[id].q8);
+      }
     }
     // largest first: slot k grows to the k-th largest buffer of whichever delegate has the
     // largest, so the bank is close to the largest delegate's need (in value order, one
@@ -282,6 +287,7 @@ class XnnDelegate : public DelegateHandle {
       return n;
     };
     std::stable_sort(banked_.begin(), banked_.end(), [&](uint32_t a, uint32_t b) { return planned(a) > planned(b); });
+    std::stable_sort(banked_codes_.begin(), banked_codes_.end(), [&](uint32_t a, uint32_t b) { return planned(a) > planned(b); });
   }
   // Lends the bank's slots to the banked values for the call (taken before anything is bound,
   // given back after SwapGuard has undone the call's exchanges); a nested call (a delegate run
@@ -293,19 +299,23 @@ class XnnDelegate : public DelegateHandle {
       BufferBank* b = d->bank_;
       if (!b || b->in_use) return;
       if (b->slots.size() < d->banked_.size()) b->slots.resize(d->banked_.size());
-      for (size_t k = 0; k < d->banked_.size(); k++) d->g_.values[d->banked_[k]].data.swap_own(b->slots[k]);
+      if (b->code_slots.size() < d->banked_codes_.size()) b->code_slots.resize(d->banked_codes_.size());
+      swap_all(b);
       b->in_use = held = true;
     }
     ~BankGuard() {
       if (!held) return;
-      BufferBank* b = d->bank_;
+      swap_all(d->bank_);
+      d->bank_->in_use = false;
+    }
+    void swap_all(BufferBank* b) {
       for (size_t k = 0; k < d->banked_.size(); k++) d->g_.values[d->banked_[k]].data.swap_own(b->slots[k]);
-      b->in_use = false;
+      for (size_t k = 0; k < d->banked_codes_.size(); k++) d->g_.values[d->banked_codes_[k]].q8.swap(b->code_slots[k]);
     }
   };
 
-  // The planned takeovers (xnn_reuse_plan.h): float32 buffers, and byte codes (their own log,
-  // Scratch::code_moves - nothing else moves codes).
+  // The planned takeovers (xnn_reuse_plan.h): float32 buffers, and byte codes (made in plan
+  // order and undone from codes_done_ down: nothing else moves codes).
   void swap_buffers(const Reuse& r) { g_.values[r.taker].data.swap(g_.values[r.giver].data); }
   void swap_codes(const Reuse& r) { g_.values[r.taker].q8.swap(g_.values[r.giver].q8); }
   // Every buffer exchange of a call - the planned swaps and the reshapes' moves (xnn_layout.cpp)
@@ -664,7 +674,7 @@ class XnnDelegate : public DelegateHandle {
   uint64_t mapped_bytes_ = 0;
   DroppedShapes dropped_;  // (while writing a weight cache section)
   BufferBank* bank_;              // the runtime's (outlives the delegate: the method holds the program, which holds the runtime)
-  std::vector<uint32_t> banked_;  // plan_bank
+  std::vector<uint32_t> banked_, banked_codes_;  // plan_bank: values lent the bank's slots / code slots
   Scratch scratch_;
   std::vector<bool> borrowable_;    // per graph input: read in place (see BorrowGuard)
   std::vector<bool> bindable_;      // per graph output: written in place (see bind_outputs)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "delegates/xnnpack/xnn_ops.h"
 #include "util/compiler.h"
 
 namespace etnp::xnn {
@@ -17,10 +18,13 @@ ReusePlan plan_reuse(const Graph& g, const std::vector<int64_t>& chain_end, bool
   }
   for (uint32_t id : g.input_ids) produced_at[id] = -1;
   for (uint32_t id : g.output_ids) produced_at[id] = -1;
-  // internal: written by a node, neither constant nor a graph input/output; of the kind planned
+  // internal: written by a node, neither constant nor a graph input/output; holding a buffer of
+  // the kind planned (codes: values kept as codes alone, and dynamically quantized values, whose
+  // every write makes their codes too - finalize_value)
   auto internal = [&](uint32_t id) {
     const Value& v = g.values[id];
-    return produced_at[id] >= 0 && !v.is_constant && v.external_id == kInvalidId && v.as_codes == codes;
+    const bool kind = codes ? v.as_codes || dynamically_quantized(v) : !v.as_codes;
+    return produced_at[id] >= 0 && !v.is_constant && v.external_id == kInvalidId && kind;
   };
   auto static_size = [&](uint32_t id) {
     int64_t n = 1;

@@ -3,8 +3,8 @@
 // reads, so a call touches a few cache-warm buffers instead of one buffer per value. The
 // takeovers are buffer swaps (the dead value holds the taker's buffer), undone in reverse order
 // after the call, so every call starts from the same assignment and touches the same buffers.
-// Two kinds of buffer are planned, each among its own: float32 buffers (Value::data) and the
-// byte codes of values kept as codes alone (Value::q8, Value::as_codes).
+// Two kinds of buffer are planned, each among its own: float32 buffers (Value::data) and byte
+// codes (Value::q8) of values kept as codes alone (Value::as_codes) or dynamically quantized.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,8 +24,8 @@ struct ReusePlan {
 };
 
 // CHAIN_END[i]: the last node of the chain node i runs in (a value read or written inside a
-// chain, run chunk by chunk, lives to the chain's end). CODES: plan the values kept as byte codes
-// alone (their q8 buffers), else the float32 buffers of the others.
+// chain, run chunk by chunk, lives to the chain's end). CODES: plan the code buffers, else the
+// float32 buffers of the values not kept as codes alone.
 ReusePlan plan_reuse(const Graph& g, const std::vector<int64_t>& chain_end, bool codes);
 
 }  // namespace etnp::xnn
