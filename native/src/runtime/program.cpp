@@ -8,6 +8,7 @@
 #include "os/file_source.h"
 #include "os/pages.h"
 #include "os/probes.h"
+#include "util/content_hash.h"
 
 namespace etnp {
 
@@ -70,26 +71,6 @@ uint64_t Program::resident_bytes() const {
 }
 
 namespace {
-// A 64-bit hash of N bytes (four multiply-rotate lanes over 8-byte words, then the tail): what
-// a released range held, to check what is read back. Not cryptographic: it tells a changed file
-// from the loaded one.
-uint64_t content_hash(const uint8_t* p, size_t n) {
-  const uint64_t k = 0x9E3779B97F4A7C15ull;
-  uint64_t h[4] = {n, k, ~k, n * k};
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32)
-    for (int l = 0; l < 4; l++) {
-      uint64_t w;
-      std::memcpy(&w, p + i + 8 * l, 8);
-      h[l] = ((h[l] ^ w) * k);
-      h[l] = (h[l] << 29) | (h[l] >> 35);
-    }
-  uint64_t t = 0;
-  for (; i < n; i++) t = (t << 8 | p[i]) * 31 + p[i];
-  uint64_t r = h[0] ^ (h[1] * 3) ^ (h[2] * 5) ^ (h[3] * 7) ^ t;
-  return (r ^ (r >> 31)) * k;
-}
-
 bool release_enabled() {
   static const bool on = [] {
     const char* e = std::getenv("ETNP_RELEASE_PROGRAM_BYTES");
@@ -131,7 +112,7 @@ void Program::release(Span s) const {
     const size_t gb = at, ge = std::min(e, h.first) / page * page;
     at = std::max(at, (h.second + page - 1) / page * page);
     if (ge <= gb || ge - gb < least) continue;
-    const uint64_t hash = content_hash(file_ + gb, ge - gb);
+    const uint64_t hash = ContentHash::of(file_ + gb, ge - gb);
     if (os::release_pages(file_ + gb, ge - gb) != ge - gb) continue;
     released_.push_back(Released{gb, ge - gb, hash});
     any_released_.store(true, std::memory_order_release);
@@ -146,7 +127,7 @@ void Program::read_back(const Released& r) const {
   } else {
     ok = os::read_file_range(path_, read_->identity(), r.offset, at, r.size);
   }
-  if (!ok || content_hash(at, r.size) != r.hash)
+  if (!ok || ContentHash::of(at, r.size) != r.hash)
     throw_load("'" + path_ + "' changed since the program was loaded: bytes it gave back after packing (" +
                std::to_string(r.size) + " at offset " + std::to_string(r.offset) +
                ") cannot be read again; load the program again");

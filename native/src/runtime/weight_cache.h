@@ -20,24 +20,9 @@
 #include <vector>
 
 #include "os/weight_file.h"
+#include "util/content_hash.h"
 
 namespace etnp {
-
-// A 64-bit hash of bytes, streamed in any pieces (the same value as one piece of them all);
-// not cryptographic: it tells a changed or damaged file from the one written.
-class ContentHash {
- public:
-  ContentHash();
-  void update(const void* p, size_t n);
-  uint64_t value() const;
-  static uint64_t of(const void* p, size_t n);
-
- private:
-  uint64_t h_[4];
-  uint8_t buf_[32];
-  size_t nbuf_ = 0;
-  uint64_t total_ = 0;
-};
 
 // Writes a section's bytes (WeightCacheSession::add): the writer is called twice, first to
 // measure and hash (nothing is written), then to write; both calls must give the same bytes.
