@@ -490,7 +490,7 @@ WC_ENTRY = struct.Struct("<4Q")       # key, offset, size, content hash
 
 
 def wc_hash(b: bytes) -> int:
-    """weight_cache.cpp's ContentHash (little-endian hosts)."""
+    """util/content_hash.cpp's ContentHash (little-endian hosts)."""
     h = [0, _K, ~_K & _M64, 1]
     n = len(b)
     full = n - n % 32
