@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "kernels/callback_ops.h"
+#include "os/pages.h"
 #include "os/probes.h"
 #include "runtime/runtime.h"
 #include "runtime/weight_cache.h"
@@ -13,6 +14,23 @@
 namespace etnp {
 
 namespace {
+// SPANS sorted and joined where less than GAP bytes lie between them (segment padding): a
+// delegate's named data is one small segment per tensor, each too small to give back alone
+// (Program::release takes whole pages), together most of the file.
+std::vector<Span> merge_nearby(std::vector<Span> spans, size_t gap) {
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.data < b.data; });
+  std::vector<Span> out;
+  for (const Span& s : spans) {
+    if (!s.data) continue;
+    if (!out.empty() && s.data <= out.back().data + out.back().size + gap) {
+      const uint8_t* end = std::max(out.back().data + out.back().size, s.data + s.size);
+      out.back().size = (size_t)(end - out.back().data);
+    } else {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
 // ExecutionPlan fields
 enum { EP_NAME = 0, EP_VALUES = 2, EP_INPUTS = 3, EP_OUTPUTS = 4, EP_CHAINS = 5, EP_OPERATORS = 6,
        EP_DELEGATES = 7, EP_BUFFER_SIZES = 8 };
@@ -304,7 +322,7 @@ void Method::prepare_instructions(const fb::Table& plan) {
     BackendInit init{blob, &specs, prog_.get(), prog_->runtime().pool().num_threads(), &consumed};
     init.weight_cache = weight_cache.get();
     delegates_.push_back(be->init(init));
-    for (const Span& s : consumed) prog_->release(s);
+    for (const Span& s : merge_nearby(consumed, os::page_size())) prog_->release(s);
   }
   if (weight_cache) weight_cache->finish();
 

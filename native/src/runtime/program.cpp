@@ -98,11 +98,11 @@ void Program::release(Span s) const {
   const size_t least = (size_t)16 * page;  // (small ranges are not worth a record)
   if (e <= b || e - b < least) return;
   std::lock_guard<std::mutex> g(release_mu_);
-  for (const auto& pr : protected_)
-    if (pr.first < e && b < pr.second) return;
-  // the parts of [b, e) not given back already (a delegate gives back each filter once packed,
-  // the method its whole blob once loaded)
+  // the parts of [b, e) neither protected nor given back already (a delegate gives back each
+  // filter once packed, the method its whole blob once loaded)
   std::vector<std::pair<size_t, size_t>> held;
+  for (const auto& pr : protected_)
+    if (pr.first < e && b < pr.second) held.push_back(pr);
   for (const Released& r : released_)
     if (r.offset < e && b < r.offset + r.size) held.emplace_back(r.offset, r.offset + r.size);
   std::sort(held.begin(), held.end());

@@ -71,7 +71,8 @@ class XnnDelegate : public DelegateHandle {
     plan_buffer_reuse();
     plan_borrowing();
     plan_moves();
-    // Constant filters used only through packed weights need not be kept twice.
+    // Constant filters used only through packed weights need not be kept twice (nor their
+    // quantization scales).
     std::vector<int> uses(g_.values.size(), 0), packed_uses(g_.values.size(), 0);
     auto count = [&](const Node& n) {
       for (size_t k = 0; k < n.inputs.size(); k++) {
@@ -89,7 +90,10 @@ class XnnDelegate : public DelegateHandle {
     }
     for (uint32_t id : g_.output_ids) uses[id]++;
     for (size_t i = 0; i < g_.values.size(); i++)
-      if (g_.values[i].is_constant && uses[i] > 0 && uses[i] == packed_uses[i]) g_.values[i].data.release();
+      if (g_.values[i].is_constant && uses[i] > 0 && uses[i] == packed_uses[i]) {
+        g_.values[i].data.release();
+        std::vector<float>().swap(g_.values[i].scales);  // (the packings hold their own scales)
+      }
     plan_binding();
     plan_bank();
   }
