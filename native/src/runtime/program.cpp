@@ -112,7 +112,8 @@ void Program::release(Span s) const {
     const size_t gb = at, ge = std::min(e, h.first) / page * page;
     at = std::max(at, (h.second + page - 1) / page * page);
     if (ge <= gb || ge - gb < least) continue;
-    const uint64_t hash = ContentHash::of(file_ + gb, ge - gb);
+    // (a mapping reads its pages back from the file by itself, as mmap=True promises: unchecked)
+    const uint64_t hash = map_ ? 0 : ContentHash::of(file_ + gb, ge - gb);
     if (os::release_pages(file_ + gb, ge - gb) != ge - gb) continue;
     released_.push_back(Released{gb, ge - gb, hash});
     any_released_.store(true, std::memory_order_release);
@@ -120,13 +121,9 @@ void Program::release(Span s) const {
 }
 
 void Program::read_back(const Released& r) const {
+  if (map_) return;  // a mapping's pages come back from the file by themselves
   uint8_t* at = const_cast<uint8_t*>(file_) + r.offset;
-  bool ok;
-  if (map_) {
-    ok = true;  // a mapping's pages come back from the file by themselves
-  } else {
-    ok = os::read_file_range(path_, read_->identity(), r.offset, at, r.size);
-  }
+  const bool ok = os::read_file_range(path_, read_->identity(), r.offset, at, r.size);
   if (!ok || ContentHash::of(at, r.size) != r.hash)
     throw_load("'" + path_ + "' changed since the program was loaded: bytes it gave back after packing (" +
                std::to_string(r.size) + " at offset " + std::to_string(r.offset) +

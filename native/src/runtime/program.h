@@ -76,8 +76,10 @@ class Program {
   // loaded method's tensor reads them - protect); a delegate gives back each filter's bytes once
   // packed, the method the rest once loaded. Every accessor above reads released ranges back
   // before handing them out (ensure): from the file, which must be the one loaded (same identity,
-  // same content hash), else ProgramLoadError. Programs loaded from bytes keep all theirs
-  // (nothing to read back from). ETNP_RELEASE_PROGRAM_BYTES=off keeps every program's.
+  // same content hash), else ProgramLoadError; a mapping's pages come back from the file by
+  // themselves, unchecked (what mmap=True promises: a file rewritten in place changes what is
+  // read). Programs loaded from bytes keep all theirs (nothing to read back from).
+  // ETNP_RELEASE_PROGRAM_BYTES=off keeps every program's.
   void release(Span s) const;
   void protect(Span s) const;
   void ensure(Span s) const;
@@ -94,7 +96,7 @@ class Program {
   std::string weight_cache_;             // set_weight_cache
   struct Released {
     size_t offset, size;  // in the file, whole pages
-    uint64_t hash;        // of the bytes given back
+    uint64_t hash;        // of the bytes given back (a copy's: a mapping reads its pages back unchecked)
   };
   mutable std::mutex release_mu_;
   mutable std::vector<Released> released_;

@@ -696,14 +696,13 @@ class XnnDelegate : public DelegateHandle {
 std::unique_ptr<DelegateHandle> xnnpack_init(const BackendInit& init) {
   std::vector<Span> local;
   std::vector<Span>* consumed = init.consumed ? init.consumed : &local;
-  const size_t first = consumed->size();
-  Graph g = read_graph(init.blob, *init.program, consumed);
+  std::vector<Span> unkeyed;
+  Graph g = read_graph(init.blob, *init.program, consumed, &unkeyed);
   uint64_t key = 0;
-  if (init.weight_cache) {  // (the key hashes every byte the delegate reads: all read now)
-    std::vector<Span> read(consumed->begin() + (ptrdiff_t)first, consumed->end());
+  if (init.weight_cache) {  // (the key hashes the blob and the named data its keys do not name)
     init.program->ensure(init.blob);
-    for (const Span& s : read) init.program->ensure(s);
-    key = weight_cache_key(init.blob, read);
+    for (const Span& s : unkeyed) init.program->ensure(s);
+    key = weight_cache_key(init.blob, unkeyed);
   }
   // (everything the graph needs is copied out of the blob: packed, decoded or parsed)
   consumed->push_back(init.blob);

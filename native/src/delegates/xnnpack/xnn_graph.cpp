@@ -286,7 +286,17 @@ void decode_constant(Value& v, const uint8_t* p, size_t n) {
 
 const char* node_type_name(int t) { return t > 0 && t < kNumNodeTypes ? kNames[t] : "XNNUnknown"; }
 
-Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed) {
+namespace {
+// A SHA-256 digest in hex (what ExecuTorch's XNNPACK serializer names each constant by).
+bool content_key(const std::string& key) {
+  if (key.size() != 64) return false;
+  for (char c : key)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+}  // namespace
+
+Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed, std::vector<Span>* unkeyed) {
   fb::Buffer whole{blob.data, blob.size, "XNNPACK delegate blob"};
   // the blob's bytes are read as far as they are needed here: its header and graph; the
   // constant data it holds only where decoded here or right before packing (Value::source)
@@ -334,6 +344,7 @@ Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed)
       Span s = program.named_data(key, false);
       if (!s.data && s.size == 0) bad("named constant '" + key + "' is not in the program" + program.data_files_note());
       if (consumed) consumed->push_back(s);
+      if (unkeyed && !content_key(key)) unkeyed->push_back(s);
       return s;
     }
     uint64_t off = c.scalar<uint64_t>(0), size = c.scalar<uint64_t>(1);

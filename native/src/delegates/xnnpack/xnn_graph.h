@@ -170,7 +170,10 @@ void decode_constant(Value& v, const uint8_t* p, size_t n);
 // Parses the blob; constants are decoded to float32 (named keys resolve through the program),
 // except quantized filters used only through packed weights (Value::qraw).
 // The named data it reads is appended to `consumed` (when given).
-Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed = nullptr);
+// UNKEYED (if given): the named data it read whose key does not name its content (ExecuTorch's
+// XNNPACK serializer keys constants by the SHA-256 of their bytes: the blob then identifies them).
+Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed = nullptr,
+                 std::vector<Span>* unkeyed = nullptr);
 // Fuses nodes whose intermediate value nothing else reads (see Node): a residual Add into the
 // Conv2d/FullyConnected before it, an input NCHW -> NHWC transpose into the Conv2d after it, and
 // the pointwise Conv2d before and after a DepthwiseConv2d into one band pipeline.

@@ -212,12 +212,12 @@ bool fits(const Graph& g, const Node& n) {
 
 }  // namespace
 
-uint64_t weight_cache_key(Span blob, const std::vector<Span>& consumed) {
+uint64_t weight_cache_key(Span blob, const std::vector<Span>& unkeyed) {
   ContentHash h;
   const uint32_t head[2] = {kSectionVersion, (uint32_t)fusion_mode()};
   h.update(head, sizeof head);
   h.update(blob.data, blob.size);
-  for (const Span& s : consumed) {
+  for (const Span& s : unkeyed) {
     const uint64_t size = s.size;
     h.update(&size, sizeof size);
     h.update(s.data, s.size);
