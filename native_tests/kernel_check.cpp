@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/compute/row_extreme.h"
 #include "kernels/compute/broadcast_f32.h"
 #include "kernels/compute/column_sums.h"
 #include "kernels/compute/cpu_features.h"
@@ -464,6 +465,32 @@ static void check_column_sums(std::mt19937& rng) {
     }
 }
 
+// row_extreme_index against a sequential scan keeping the first (its first NaN wins): rows of
+// ties, signed zeros, infinities and NaNs, every tail length
+static void check_row_extreme(std::mt19937& rng) {
+  std::uniform_int_distribution<int> pick(0, 9);
+  const float special[] = {0.f, -0.f, 1.f, -1.f, INFINITY, -INFINITY, NAN, 3.f, 3.f, -3.f};
+  for (int64_t n = 1; n <= 70; n++)
+    for (int rep = 0; rep < 40; rep++)
+      for (bool mx : {true, false}) {
+        std::vector<float> x((size_t)n);
+        for (auto& v : x) v = special[pick(rng)];
+        if (rep % 2) x[(size_t)(rep % n)] = special[rep % 10];
+        if (rep % 3 == 0)
+          for (auto& v : x)
+            if (v != v) v = 2.f;  // (rows without NaN too)
+        int64_t want = 0;
+        for (int64_t i = 1; i < n; i++) {
+          const float a = x[(size_t)i], b = x[(size_t)want];
+          if (b != b) break;
+          if (a != a || (mx ? a > b : a < b)) want = i;
+        }
+        const int64_t got = row_extreme_index(x.data(), n, mx);
+        if (got != want && failures++ < 5)
+          std::printf("row_extreme n=%ld %s: index %ld, want %ld\n", (long)n, mx ? "max" : "min", (long)got, (long)want);
+      }
+}
+
 static void check_snap(std::mt19937& rng) {
   const Int8Grid g{1.f / 0.037f, -128.f - 3.f, 127.f - 3.f, 0.037f};
   std::uniform_real_distribution<float> wide(-8.f, 8.f);
@@ -888,6 +915,7 @@ int main() {
   check_grid_lookup(rng);
   check_snap(rng);
   check_column_sums(rng);
+  check_row_extreme(rng);
   check_quantize_row(rng);
   check_depthwise(rng);
   check_depthwise_q8(rng);

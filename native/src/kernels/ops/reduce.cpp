@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/compute/row_extreme.h"
 #include "kernels/kernel_util.h"
 
 namespace etnp {
@@ -41,33 +42,6 @@ Reduction plan(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
 
 enum class Op { Sum, Mean, Prod, Max, Min, ArgMax, ArgMin, Any, All, LogSumExp };
 
-// The index of a float32 row's largest (mx) or smallest element: its first NaN if it has one,
-// else the first of the equal extremes - what a sequential scan keeping the first gives. Two
-// passes, the first in 8 independent lanes (the compiler's vectors) instead of one compare chain.
-int64_t extreme_index(const float* row, int64_t R, bool mx) {
-  constexpr int L = 8;
-  float m[L];
-  bool nan = false;
-  for (int l = 0; l < L; l++) m[l] = row[0];
-  int64_t j = 0;
-  for (; j + L <= R; j += L)
-    for (int l = 0; l < L; l++) {
-      const float v = row[j + l];
-      nan |= v != v;
-      m[l] = (mx ? v > m[l] : v < m[l]) ? v : m[l];
-    }
-  for (; j < R; j++) {
-    const float v = row[j];
-    nan |= v != v;
-    m[0] = (mx ? v > m[0] : v < m[0]) ? v : m[0];
-  }
-  float e = m[0];
-  for (int l = 1; l < L; l++) e = (mx ? m[l] > e : m[l] < e) ? m[l] : e;
-  for (int64_t i = 0; i < R; i++)
-    if (nan ? row[i] != row[i] : row[i] == e) return i;
-  return 0;  // (unreachable)
-}
-
 void reduce(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, Op op, Tensor& out) {
   Reduction r = plan(x, dims, keepdim);
   resize(out, r.out_shape);
@@ -103,7 +77,7 @@ void reduce(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& dim
     parallel(ctx, (int64_t)r.kept.size(), std::max<int64_t>(1, 4096 / R), [&](int64_t b, int64_t e) {
       for (int64_t k = b; k < e; k++) {
         const float* row = X + r.kept[(size_t)k];
-        const int64_t best = extreme_index(row, R, mx);
+        const int64_t best = row_extreme_index(row, R, mx);
         if (arg) out.ptr<int64_t>()[k] = best;
         else out.ptr<float>()[k] = row[best];
       }
