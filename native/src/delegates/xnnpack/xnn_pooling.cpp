@@ -107,27 +107,27 @@ void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
 // GlobalAvgPooling2d that absorbed the NCHW -> NHWC transpose before it (xnn_fuse.cpp): each
 // channel's pixels are contiguous - the same double sums, in the same parts of kRows pixels
 static void global_avg_pool_nchw(KernelContext& ctx, const Value& a, Value& o, int64_t N, int64_t C, int64_t HW) {
-  constexpr int64_t kRows = 512, kLanes = 8;  // (8 channels side by side: 8 independent sums)
+  // each channel's HW values are contiguous: summed in double in 8 independent lanes (the
+  // compiler's vectors) per part of kRows, parts added in order - as the NHWC path's columns
+  constexpr int64_t kRows = 512, kLanes = 8;
   const float* X = a.cdata();
   float* Y = o.data.data();
-  const int64_t NC = N * C, blocks = (NC + kLanes - 1) / kLanes;
-  parallel(ctx, blocks, std::max<int64_t>(1, (int64_t(1) << 10) / std::max<int64_t>(HW, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t blk = b; blk < e; blk++) {
-      const int64_t i0 = blk * kLanes, ln = std::min(kLanes, NC - i0);
-      double acc[kLanes] = {}, part[kLanes];
+  const int64_t NC = N * C;
+  parallel(ctx, NC, std::max<int64_t>(1, (int64_t(1) << 10) / std::max<int64_t>(HW, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; i++) {
+      const float* row = X + i * HW;
+      double acc = 0;
       for (int64_t r0 = 0; r0 < HW; r0 += kRows) {
         const int64_t r1 = std::min(HW, r0 + kRows);
-        for (int64_t j = 0; j < kLanes; j++) part[j] = 0;
-        if (ln == kLanes) {
-          for (int64_t r = r0; r < r1; r++)
-            for (int64_t j = 0; j < kLanes; j++) part[j] += X[(i0 + j) * HW + r];
-        } else {
-          for (int64_t j = 0; j < ln; j++)
-            for (int64_t r = r0; r < r1; r++) part[j] += X[(i0 + j) * HW + r];
-        }
-        for (int64_t j = 0; j < kLanes; j++) acc[j] = r0 == 0 ? part[j] : acc[j] + part[j];
+        double lane[kLanes] = {};
+        int64_t r = r0;
+        for (; r + kLanes <= r1; r += kLanes)
+          for (int64_t j = 0; j < kLanes; j++) lane[j] += row[r + j];
+        double part = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+        for (; r < r1; r++) part += row[r];
+        acc = r0 == 0 ? part : acc + part;
       }
-      for (int64_t j = 0; j < ln; j++) Y[i0 + j] = HW ? (float)(acc[j] / (double)HW) : std::nanf("");
+      Y[i] = HW ? (float)(acc / (double)HW) : std::nanf("");
     }
   });
 }
