@@ -1,5 +1,9 @@
 import os
+import pathlib
 import platform
+import re
+import shutil
+import subprocess
 import sysconfig
 
 from setuptools import setup
@@ -38,7 +42,8 @@ class ParallelBuildExt(build_ext):
     build folder that outlives the build (build/etnp-objects/), recompiling only the sources whose
     object is missing or older than the source or a header it includes (GCC/Clang dependency
     files), or was built by another command. So the README's second install, or a rebuild after
-    editing one file, compiles only what changed. MSVC builds as distutils does."""
+    editing one file, compiles only what changed. On Windows the compiler is clang-cl where one
+    is found (windows_compiler), as distutils drives MSVC's cl.exe (no incremental build)."""
 
     def finalize_options(self):
         super().finalize_options()
@@ -60,6 +65,8 @@ class ParallelBuildExt(build_ext):
             compiler.linker_so_cxx = [cxx] + list(compiler.linker_so[1:])
         if compiler.compiler_type == "unix":
             compiler.compile = self._incremental_compile
+        if compiler.compiler_type == "msvc" and sysconfig.get_platform() == "win-amd64":
+            use_clang_cl(compiler, self.extensions)
         super().build_extensions()
 
     def _incremental_compile(self, sources, output_dir=None, macros=None, include_dirs=None, debug=0,
@@ -92,6 +99,66 @@ class ParallelBuildExt(build_ext):
         with ThreadPoolExecutor(max(1, int(self.parallel))) as pool:
             list(pool.map(one, todo))  # (re-raises the first compile error)
         return objects
+
+
+# clang-cl 19 is the first whose <immintrin.h> declares every intrinsic whatever the command line
+# enables (older ones only those of /arch, which the run-time dispatched kernels must not assume).
+CLANG_CL_MIN_MAJOR = 19
+# Added to build_ffi.py's Windows flags under clang-cl: -O3 as the Linux build, no /GL (cl.exe's
+# link-time code generation, which clang-cl ignores with a warning), quiet about unused parameters.
+CLANG_CL_FLAGS = ["/clang:-O3", "-Wno-unused-parameter", "-Wno-unused-command-line-argument"]
+
+
+def clang_cl_major(exe):
+    """The major version of the clang-cl at EXE, or 0 when it does not run."""
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    m = re.search(r"clang version (\d+)", out)
+    return int(m.group(1)) if m else 0
+
+
+def clang_cl_candidates(cl_exe):
+    """Where clang-cl may be: on PATH, LLVM's installer's folder, and Visual Studio's own copy
+    (its "C++ Clang tools" component: VC/Tools/Llvm/x64/bin beside VC/Tools/MSVC/<v>/bin/Hostx64/x64/cl.exe)."""
+    found = [shutil.which("clang-cl")]
+    for root in (os.environ.get("ProgramFiles"), os.environ.get("ProgramW6432")):
+        if root:
+            found.append(os.path.join(root, "LLVM", "bin", "clang-cl.exe"))
+    parents = pathlib.Path(cl_exe or ".").parents
+    if len(parents) > 5:  # cl.exe's parents: x64, Hostx64, bin, <version>, MSVC, Tools
+        found.append(str(parents[5] / "Llvm" / "x64" / "bin" / "clang-cl.exe"))
+    return [f for f in dict.fromkeys(found) if f and os.path.isfile(f)]
+
+
+def use_clang_cl(compiler, extensions):
+    """Windows x86-64: compile with clang-cl (LLVM 19 or later) instead of cl.exe, so that the AVX2 /
+    AVX-512 kernels - GCC-style target attributes under __x86_64__ - are compiled in and chosen at
+    run time, as on Linux; a cl.exe build has the portable kernels only. Objects still link with
+    MSVC's link.exe. ETNP_WINDOWS_COMPILER: unset or "auto" (clang-cl when one is found, else cl.exe
+    with a warning), "clang-cl" (fail without one: the wheel workflow), "cl", or a clang-cl.exe path."""
+    choice = os.environ.get("ETNP_WINDOWS_COMPILER", "auto")
+    if choice == "cl":
+        return
+    if not compiler.initialized:
+        compiler.initialize()
+    candidates = [choice] if choice not in ("auto", "clang-cl") else clang_cl_candidates(compiler.cc)
+    versions = {exe: clang_cl_major(exe) for exe in candidates}
+    usable = [exe for exe, major in versions.items() if major >= CLANG_CL_MIN_MAJOR]
+    if not usable:
+        seen = ", ".join(f"{exe} ({major or 'does not run'})" for exe, major in versions.items()) or "none found"
+        message = f"clang-cl {CLANG_CL_MIN_MAJOR} or later is needed for the AVX2 / AVX-512 kernels; clang-cl: {seen}"
+        if choice != "auto":
+            raise RuntimeError(message + " (ETNP_WINDOWS_COMPILER=" + choice + ")")
+        print(f"warning: {message}. Building with cl.exe: the portable kernels only.", flush=True)
+        return
+    print(f"compiling with {usable[0]} (clang-cl {versions[usable[0]]})", flush=True)
+    compiler.cc = usable[0]
+    for name in ("compile_options", "compile_options_debug"):
+        setattr(compiler, name, [o for o in getattr(compiler, name, []) if o != "/GL"])
+    for ext in extensions:
+        ext.extra_compile_args = list(ext.extra_compile_args or []) + CLANG_CL_FLAGS
 
 
 def limited_api_tag():

@@ -91,7 +91,7 @@ static void check_sgemm_chain(ThreadPool* pool, int64_t M, int64_t N, int64_t K,
   for (int64_t m = 0; m < M; m++)
     for (int64_t n = 0; n < N; n++) {
       float acc = 0.f;
-      for (int64_t k = 0; k < K; k++) acc = std::fma(A[m * K + k], B[k * N + n], acc);
+      for (int64_t k = 0; k < K; k++) acc = fma_exact(A[m * K + k], B[k * N + n], acc);  // (mingw-w64's std::fma is not exact)
       const float want = std::fmin(std::fmax(acc + bias[n], ep.min), ep.max), got = C[m * N + n];
       if (want != got && failures++ < 5)
         std::printf("sgemm chain M=%ld N=%ld K=%ld (%ld,%ld): %.9g != %.9g\n", (long)M, (long)N, (long)K, (long)m, (long)n,

@@ -42,3 +42,44 @@ def test_forced_kernel_paths_match_torch(cpu):
 def test_cpu_features_reported():
     import executorch_numpy_runtime as en
     assert en.runtime_info()["cpu_features"] in ("generic", "avx2,fma", "avx512f,avx2,fma", "neon")
+
+
+def _cpu_has_avx2_fma():
+    """Whether this x86-64 CPU (and OS) runs AVX2 + FMA, asked of the OS rather than of the runtime;
+    None where that cannot be told (then the check below is skipped)."""
+    import platform
+    import subprocess
+    import sys
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return None
+    if sys.platform.startswith("linux"):
+        try:
+            with open("/proc/cpuinfo") as fh:
+                flags = next((line.split(":", 1)[1].split() for line in fh if line.startswith("flags")), None)
+        except OSError:
+            return None
+        return None if flags is None else ("avx2" in flags and "fma" in flags)
+    if sys.platform == "win32":  # PF_AVX2_INSTRUCTIONS_AVAILABLE (every AVX2 CPU has FMA); a
+        import ctypes               # Windows older than the constant says no: only a yes counts
+        return True if ctypes.windll.kernel32.IsProcessorFeaturePresent(40) else None
+    if sys.platform == "darwin":
+        try:
+            out = subprocess.run(["sysctl", "-n", "hw.optional.avx2_0", "hw.optional.fma"], capture_output=True,
+                                 text=True, timeout=30).stdout.split()
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out == ["1", "1"] if len(out) == 2 else None
+    return None
+
+
+def test_simd_kernels_compiled_where_the_cpu_has_them():
+    """On an x86-64 CPU with AVX2 + FMA, this build runs the AVX2 (or AVX-512) kernels: a build that
+    left them out (say, a Windows build by cl.exe instead of clang-cl: setup.py) fails here."""
+    import os
+
+    import executorch_numpy_runtime as en
+    has = _cpu_has_avx2_fma()
+    if has is None or os.environ.get("ETNP_CPU"):
+        pytest.skip("not x86-64, CPU features unknown, or ETNP_CPU set")
+    want = ("avx2,fma", "avx512f,avx2,fma") if has else ("generic",)
+    assert en.runtime_info()["cpu_features"] in want

@@ -1,6 +1,8 @@
 #include "os/cpu_id.h"
 
-#if defined(_MSC_VER) && !defined(__clang__) && (defined(_M_X64) || defined(_M_IX86))
+// MSVC's runtime (cl.exe, and clang-cl too) has no __builtin_cpu_supports support code
+// (libgcc's / compiler-rt's __cpu_model): CPUID through <intrin.h> there.
+#if defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
 #include <immintrin.h>
 #include <intrin.h>
 #define ETNP_CPUID_MSVC_X86 1

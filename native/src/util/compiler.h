@@ -5,13 +5,17 @@
 //                           needs none - it accepts every intrinsic in any function - so it
 //                           expands to nothing there; run-time dispatch (kernels/compute/cpu_features.h)
 //                           still decides whether such a function is called. (The x86 kernels
-//                           are compiled under __x86_64__, which MSVC does not define: an MSVC
-//                           build runs the portable kernels.)
+//                           are compiled under __x86_64__: GCC, Clang, and clang-cl - which builds
+//                           the Windows wheel, setup.py - define it; MSVC's cl.exe does not, so a
+//                           cl.exe build runs the portable kernels.)
 //  ETNP_TARGET_INLINE("avx2")  the same, for a helper that must be inlined into its callers.
 //  ETNP_KEEP_IN_REGISTER(v)  an empty asm statement that reads and writes the x86 vector variable
 //                           v in a register: GCC otherwise sometimes keeps a GEMM accumulator in
 //                           memory (a store and a load every step). Nothing elsewhere.
-//  etnp::mul_overflow / etnp::add_overflow  checked integer arithmetic (GCC/Clang builtins).
+//  etnp::mul_overflow / etnp::add_overflow  checked integer arithmetic (GCC/Clang builtins, plain
+//                           C++ under cl.exe; mul_overflow under clang-cl too, since the MSVC
+//                           runtime lacks the compiler-rt helper that Clang may call to multiply
+//                           mixed widths).
 #pragma once
 #include <limits>
 #include <type_traits>
@@ -100,7 +104,7 @@ bool add_overflow_portable(A a, B b, R* out) {
 // *out = a * b; true when the exact product does not fit *out (then *out is unspecified).
 template <class A, class B, class R>
 inline bool mul_overflow(A a, B b, R* out) {
-#if defined(_MSC_VER) && !defined(__clang__)
+#if defined(_MSC_VER)  // (cl.exe and clang-cl)
   return detail::mul_overflow_portable(a, b, out);
 #else
   return __builtin_mul_overflow(a, b, out);

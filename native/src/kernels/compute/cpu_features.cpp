@@ -20,7 +20,7 @@ static int cpu_cap() {
   return cap;
 }
 
-// The x86 kernels are compiled where __x86_64__ is defined (GCC, Clang; not MSVC).
+// The x86 kernels are compiled where __x86_64__ is defined (GCC, Clang, clang-cl; not cl.exe).
 #if defined(__x86_64__) || defined(__i386__)
 bool cpu_has_avx2_fma() {
   static const bool v = cpu_cap() >= 1 && os::cpu_id().avx2 && os::cpu_id().fma;
