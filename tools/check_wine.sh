@@ -49,9 +49,13 @@ echo "== compiling the core for Windows ($CXX $OPT)"
 EXTRA_SOURCES="native_tests/kernel_check.cpp native_tests/leak_harness.cpp native_tests/bench_harness.cpp"
 . tools/cross_objects.sh
 CORE=$(echo "$OBJS" | grep -v '/native_tests_')
+LINK_LOG=$(mktemp)
 for h in kernel_check leak_harness bench_harness; do
-  $MINGW_GXX -static "$OBJ_DIR/native_tests_$h.cpp.o" $CORE -o "$OUT/$h.exe"
+  $MINGW_GXX -static "$OBJ_DIR/native_tests_$h.cpp.o" $CORE -o "$OUT/$h.exe" > "$LINK_LOG" 2>&1 || { cat "$LINK_LOG"; exit 1; }
+  # (not the linker's notes that Clang's and GCC's copies of a type_info name differ in size)
+  grep -v 'duplicate section .* has different size' "$LINK_LOG" || true
 done
+rm -f "$LINK_LOG"
 if [ "$KIND" = gcc ]; then  # aligned 32 / 64-byte memory moves (see above)
   aligned=$(for o in $OBJS; do x86_64-w64-mingw32-objdump -d --no-show-raw-insn "$o"; done |
     grep -E '[[:space:]]v(mova|movdqa|movnt)[a-z0-9]*[[:space:]].*%[yz]mm' | grep -c '(' || true)

@@ -1,5 +1,6 @@
 // Which instruction-set extensions this CPU (and, for the wide registers, the OS) supports.
-// GCC and Clang ask __builtin_cpu_supports; MSVC reads CPUID and XGETBV itself. Arm64 always
+// GCC and Clang ask __builtin_cpu_supports; under MSVC and clang-cl (no libgcc / compiler-rt
+// to support that) os/cpu_id.cpp reads CPUID and XGETBV itself. Arm64 always
 // has NEON (Advanced SIMD is part of the base architecture).
 #pragma once
 
