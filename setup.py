@@ -155,6 +155,14 @@ def use_clang_cl(compiler, extensions):
         return
     print(f"compiling with {usable[0]} (clang-cl {versions[usable[0]]})", flush=True)
     compiler.cc = usable[0]
+    # distutils passes the Visual C++ environment's include folders (MSVC's STL and intrinsics
+    # headers, the Windows SDK's) with /I, ahead of clang's own headers: MSVC's <immintrin.h>
+    # would stand in for clang's. As INCLUDE they are clang-cl's system folders, searched after
+    # its own, as in a Developer Command Prompt. (distutils keeps them on the class.)
+    vc_include = list(getattr(type(compiler), "include_dirs", None) or [])
+    if vc_include:
+        type(compiler).include_dirs = []
+        os.environ["INCLUDE"] = os.pathsep.join(vc_include)
     for name in ("compile_options", "compile_options_debug"):
         setattr(compiler, name, [o for o in getattr(compiler, name, []) if o != "/GL"])
     for ext in extensions:
