@@ -34,12 +34,13 @@ namespace etnp {
 struct PackedQB4 {
   int64_t K = 0, N = 0, bs = 0;  // input channels, output channels, block size (the last may be shorter)
   int64_t nb = 0, chunks = 0;    // blocks, chunks a whole block
+  int64_t last_chunks = 0;       // the last block's chunks
   int64_t panels = 0;
   bool f32_scales = false;
   int64_t pair_bytes = 0;   // a whole pair of blocks: its scales and chunks
   int64_t panel_bytes = 0;  // Z, then the pairs (the last may be shorter)
   PackedArray<uint8_t, UninitAllocator<uint8_t>> data;  // (a view where a weight cache file holds it)
-  int64_t block_chunks(int64_t b) const { return b + 1 < nb ? chunks : (K - b * bs + 7) / 8; }
+  int64_t block_chunks(int64_t b) const { return b + 1 < nb ? chunks : last_chunks; }
   int64_t scale_bytes() const { return f32_scales ? 128 : 64; }
   // Sets the derived fields from K, N, bs and f32_scales (N, K > 0; bs 1..1024).
   void set_layout();
@@ -48,6 +49,7 @@ struct PackedQB4 {
 inline void PackedQB4::set_layout() {
   nb = (K + bs - 1) / bs;
   chunks = (bs + 7) / 8;
+  last_chunks = (K - (nb - 1) * bs + 7) / 8;
   panels = (N + 15) / 16;
   pair_bytes = scale_bytes() + 2 * chunks * 64;
   const int64_t last_pair = scale_bytes() + (nb % 2 == 0 ? chunks * 64 : 0) + block_chunks(nb - 1) * 64;

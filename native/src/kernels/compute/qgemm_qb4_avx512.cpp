@@ -18,12 +18,12 @@ namespace {
 constexpr int kMaxRows = (int)kTileRowsVnni;  // 12: 12 int32 + 12 float accumulators, the nibbles, constants
 constexpr int64_t kAhead = 1024;  // one row: how far ahead of the chunk in use the stream is prefetched
 
-// block b's 16 column scales, from its pair's (64-byte aligned)
-ETNP_TARGET_INLINE("avx512f") __m512 block_scales(const PackedQB4& w, const uint8_t* pair, int64_t b) {
-  if (w.f32_scales) return _mm512_loadu_ps(pair + (b % 2) * 64);
+// the 16 column scales of the even (odd false) or odd block of a pair, from its scales
+ETNP_TARGET_INLINE("avx512f") __m512 block_scales(bool f32, const uint8_t* pair, bool odd) {
+  if (f32) return _mm512_loadu_ps(pair + (odd ? 64 : 0));
   const __m512i v = _mm512_loadu_si512(pair);
-  return _mm512_castsi512_ps(b % 2 == 0 ? _mm512_slli_epi32(v, 16)
-                                        : _mm512_and_si512(v, _mm512_set1_epi32((int)0xFFFF0000u)));
+  return _mm512_castsi512_ps(odd ? _mm512_and_si512(v, _mm512_set1_epi32((int)0xFFFF0000u))
+                                 : _mm512_slli_epi32(v, 16));
 }
 
 inline int32_t load4(const int8_t* p) {
@@ -32,10 +32,11 @@ inline int32_t load4(const int8_t* p) {
   return v;
 }
 
-// acc[i] += chunk c's products for rows i (the tile's activations of the block at x)
+// acc[i] += chunk c's products for rows i (the tile's activations of the block at x); one row
+// sums the high nibbles' products in hi[0] (two dependency chains), more rows in acc
 template <int R, bool PREFETCH>
 ETNP_TARGET_INLINE("avx512f,avx512bw,avx512vnni")
-void chunk_sums(__m512i* acc, const uint8_t* d, int64_t c, const int8_t* x) {
+void chunk_sums(__m512i* acc, __m512i* hi, const uint8_t* d, int64_t c, const int8_t* x) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   if (PREFETCH) _mm_prefetch((const char*)(d + c * 64 + kAhead), _MM_HINT_T0);
   const __m512i raw = _mm512_loadu_si512(d + c * 64);
@@ -44,7 +45,8 @@ void chunk_sums(__m512i* acc, const uint8_t* d, int64_t c, const int8_t* x) {
   for (int i = 0; i < R; i++) {
     const int8_t* xi = x + (c * R + i) * 8;
     acc[i] = _mm512_dpbusd_epi32(acc[i], l, _mm512_set1_epi32(load4(xi)));
-    acc[i] = _mm512_dpbusd_epi32(acc[i], h, _mm512_set1_epi32(load4(xi + 4)));
+    __m512i& ah = R == 1 ? hi[0] : acc[i];
+    ah = _mm512_dpbusd_epi32(ah, h, _mm512_set1_epi32(load4(xi + 4)));
   }
 }
 
@@ -52,12 +54,14 @@ void chunk_sums(__m512i* acc, const uint8_t* d, int64_t c, const int8_t* x) {
 template <int R, int CH, bool PREFETCH>
 ETNP_TARGET_INLINE("avx512f,avx512bw,avx512vnni")
 void block_sums(__m512i* acc, const uint8_t* d, int64_t ch, const int8_t* x) {
+  __m512i hi[1] = {_mm512_setzero_si512()};
   if (CH > 0) {
 #pragma GCC unroll 8
-    for (int c = 0; c < CH; c++) chunk_sums<R, PREFETCH>(acc, d, c, x);
+    for (int c = 0; c < CH; c++) chunk_sums<R, PREFETCH>(acc, hi, d, c, x);
   } else {
-    for (int64_t c = 0; c < ch; c++) chunk_sums<R, PREFETCH>(acc, d, c, x);
+    for (int64_t c = 0; c < ch; c++) chunk_sums<R, PREFETCH>(acc, hi, d, c, x);
   }
+  if (R == 1) acc[0] = _mm512_add_epi32(acc[0], hi[0]);
 }
 
 // tile t (R rows) x panel p, over the pass's blocks
@@ -77,22 +81,27 @@ void tile(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, Pass ps, cons
 #pragma GCC unroll 12
     for (int i = 0; i < R; i++) F[i] = _mm512_maskz_loadu_ps(mask, o.C + (m0 + i) * o.ldc + n0);
   }
-  const int8_t* xt = a.q + a.tile_at[t];
-  for (int64_t b = ps.b0; b < ps.b1; b++) {
-    const uint8_t* pair = pair_at(w, panel, b);
-    const uint8_t* d = pair + w.scale_bytes() + (b % 2) * w.chunks * 64;
+  // walking the pairs: block b's scales at pair, its chunks at pair + sb (even) or + sb + cb (odd)
+  const bool f32 = w.f32_scales;
+  const int64_t sb = w.scale_bytes(), cb = w.chunks * 64, nb = w.nb, full = w.chunks;
+  const uint8_t* pair = pair_at(w, panel, ps.b0);
+  const int8_t* x = a.q + a.tile_at[t] + ps.b0 * w.chunks * 8 * R;
+  const int32_t* corr = a.corr + m0 * nb;
+  for (int64_t b = ps.b0; b < ps.b1; b++, x += full * 8 * R) {
+    const bool odd = b & 1;
+    const uint8_t* d = pair + sb + (odd ? cb : 0);
     __m512i acc[R];
 #pragma GCC unroll 12
-    for (int i = 0; i < R; i++) acc[i] = _mm512_set1_epi32(a.corr[(m0 + i) * w.nb + b]);
-    const int64_t ch = w.block_chunks(b);
-    const int8_t* x = xt + b * w.chunks * 8 * R;
+    for (int i = 0; i < R; i++) acc[i] = _mm512_set1_epi32(corr[i * nb + b]);
+    const int64_t ch = b + 1 < nb ? full : w.last_chunks;
     if (ch == 4) block_sums<R, 4, PREFETCH>(acc, d, 4, x);  // (blocks of 32, torchao's default)
     else block_sums<R, 0, PREFETCH>(acc, d, ch, x);
-    const __m512 sw = block_scales(w, pair, b);
+    const __m512 sw = block_scales(f32, pair, odd);
 #pragma GCC unroll 12
     for (int i = 0; i < R; i++) F[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i]), sw, F[i]);
+    if (odd) pair += w.pair_bytes;
   }
-  if (ps.b1 < w.nb) {
+  if (ps.b1 < nb) {
 #pragma GCC unroll 12
     for (int i = 0; i < R; i++) _mm512_mask_storeu_ps(o.C + (m0 + i) * o.ldc + n0, mask, F[i]);
     return;

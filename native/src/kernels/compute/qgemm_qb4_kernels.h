@@ -46,21 +46,21 @@ struct Pass {
 inline const uint8_t* panel_at(const PackedQB4& w, int64_t p) { return w.data.data() + p * w.panel_bytes; }
 // the scales of block b's pair, and block b's first chunk
 inline const uint8_t* pair_at(const PackedQB4& w, const uint8_t* panel, int64_t b) {
-  return panel + 64 + (b / 2) * w.pair_bytes;
+  return panel + 64 + (b >> 1) * w.pair_bytes;
 }
 inline const uint8_t* chunks_at(const PackedQB4& w, const uint8_t* panel, int64_t b) {
-  return pair_at(w, panel, b) + w.scale_bytes() + (b % 2) * w.chunks * 64;
+  return pair_at(w, panel, b) + w.scale_bytes() + (b & 1) * w.chunks * 64;
 }
 // column j's scale of block b (the portable path's reading of the pair)
 inline float scale_of(const PackedQB4& w, const uint8_t* panel, int64_t b, int64_t j) {
   const uint8_t* s = pair_at(w, panel, b);
   float f;
   if (w.f32_scales) {
-    std::memcpy(&f, s + (b % 2) * 64 + j * 4, 4);
+    std::memcpy(&f, s + (b & 1) * 64 + j * 4, 4);
   } else {
     uint32_t u;
     std::memcpy(&u, s + j * 4, 4);
-    u = b % 2 == 0 ? u << 16 : u & 0xFFFF0000u;
+    u = (b & 1) == 0 ? u << 16 : u & 0xFFFF0000u;
     std::memcpy(&f, &u, 4);
   }
   return f;
