@@ -116,14 +116,15 @@ PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale)
           std::memcpy(pair + j * 4 + (b % 2) * 2, &h, 2);
         }
         if (n >= N) continue;
-        int64_t wsum = 0;
-        for (int64_t k = k0; k < k1; k++) {
-          const int64_t r = k - k0, c = r / 8, t = r % 8;
-          uint8_t& byte = d[c * 64 + j * 4 + (t & 3)];
-          const uint8_t v = (uint8_t)(nibble(k, n) & 15);
-          wsum += (int64_t)v - 8;
-          byte = t < 4 ? (uint8_t)((byte & 0xF0) | v) : (uint8_t)((byte & 0x0F) | (v << 4));
-        }
+        int64_t wsum = 0;  // (each byte written once: the nibbles of k and k + 4, 8 past the block's K)
+        for (int64_t c = 0, ch = p.block_chunks(b); c < ch; c++)
+          for (int64_t t = 0; t < 4; t++) {
+            const int64_t k = k0 + c * 8 + t;
+            const uint8_t lo = k < k1 ? (uint8_t)(nibble(k, n) & 15) : 8;
+            const uint8_t hi = k + 4 < k1 ? (uint8_t)(nibble(k + 4, n) & 15) : 8;
+            wsum += (int64_t)lo + hi - 16;
+            d[c * 64 + j * 4 + t] = (uint8_t)(lo | (hi << 4));
+          }
         Z[j] += (double)s * (double)wsum;
       }
     }
