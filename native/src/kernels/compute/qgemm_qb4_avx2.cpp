@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/compute/avx2_lanes.h"
 #include "kernels/compute/qgemm_qb4_kernels.h"
 #include "util/compiler.h"
 
@@ -56,17 +57,12 @@ ETNP_TARGET("avx2,fma") void tile(const Acts& a, const PackedQB4& w, int64_t t, 
   const int64_t m0 = a.tile_m0[t];
   const uint8_t* panel = panel_at(w, p);
   const int64_t n0 = p * 16 + hf * 8, cols = std::min<int64_t>(8, w.N - n0);
+  const __m256i lanes = first_lanes_avx2(cols);  // (the columns past N: neither read nor written)
   __m256 F[R];
 #pragma GCC unroll 4
-  for (int i = 0; i < R; i++) {
-    if (ps.first()) {
-      F[i] = _mm256_mul_ps(_mm256_set1_ps(a.nza[m0 + i]), _mm256_loadu_ps((const float*)panel + hf * 8));
-    } else {
-      alignas(32) float tmp[8] = {};
-      std::memcpy(tmp, o.C + (m0 + i) * o.ldc + n0, (size_t)cols * sizeof(float));
-      F[i] = _mm256_load_ps(tmp);
-    }
-  }
+  for (int i = 0; i < R; i++)
+    F[i] = ps.first() ? _mm256_mul_ps(_mm256_set1_ps(a.nza[m0 + i]), _mm256_loadu_ps((const float*)panel + hf * 8))
+                      : _mm256_maskload_ps(o.C + (m0 + i) * o.ldc + n0, lanes);
   const int8_t* xt = a.q + a.tile_at[t];
   for (int64_t b = ps.b0; b < ps.b1; b++) {
     const uint8_t* pair = pair_at(w, panel, b);
@@ -90,25 +86,13 @@ ETNP_TARGET("avx2,fma") void tile(const Acts& a, const PackedQB4& w, int64_t t, 
     for (int i = 0; i < R; i++) F[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[i]), sw, F[i]);
   }
   const bool last = ps.b1 == w.nb;
-  __m256 bv = _mm256_setzero_ps();
-  if (last && o.bias) {
-    alignas(32) float tmp[8] = {};
-    std::memcpy(tmp, o.bias + n0, (size_t)cols * sizeof(float));
-    bv = _mm256_load_ps(tmp);
-  }
+  const __m256 bv = last && o.bias ? _mm256_maskload_ps(o.bias + n0, lanes) : _mm256_setzero_ps();
   const __m256 vlo = _mm256_set1_ps(o.lo), vhi = _mm256_set1_ps(o.hi);
 #pragma GCC unroll 4
   for (int i = 0; i < R; i++) {
     const __m256 r =
         last ? _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_fmadd_ps(F[i], _mm256_set1_ps(a.sa[m0 + i]), bv))) : F[i];
-    float* c = o.C + (m0 + i) * o.ldc + n0;
-    if (cols >= 8) {
-      _mm256_storeu_ps(c, r);
-    } else {
-      alignas(32) float tmp[8];
-      _mm256_store_ps(tmp, r);
-      std::memcpy(c, tmp, (size_t)cols * sizeof(float));
-    }
+    _mm256_maskstore_ps(o.C + (m0 + i) * o.ldc + n0, lanes, r);
   }
 }
 
