@@ -69,6 +69,10 @@ constexpr bool kQb4Used =
 // bs: 1..1024.
 template <class Nibble, class Scale>
 PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale);
+// The same from the nibbles as programs store them: column n's K nibbles two a byte, k's in the
+// low half for k even, from rows + n * row_bytes.
+template <class Scale>
+PackedQB4 pack_qb4_bytes(int64_t K, int64_t N, int64_t bs, const uint8_t* rows, int64_t row_bytes, Scale scale);
 
 // C[m][n] (row stride ldc) = the product above for the M rows of codes x[m * ldx + k] = q + 128
 // (k < K), row scale sa[m] and zero point za[m]; bias (N values) or none; clamp [lo, hi].
@@ -85,8 +89,10 @@ inline uint16_t bf16_bits(float f, bool& exact) {
 }
 }  // namespace qb4_detail
 
-template <class Nibble, class Scale>
-PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale) {
+// The layout around the chunks; fill(n, k0, k1, ch, col) writes column n's bytes of the block
+// [k0, k1) (ch chunks: byte t of chunk c at col + c * 64 + t) and returns the sum of its weights.
+template <class Fill, class Scale>
+PackedQB4 pack_qb4_columns(int64_t K, int64_t N, int64_t bs, Fill fill, Scale scale) {
   PackedQB4 p;
   p.K = K, p.N = N, p.bs = bs;
   const int64_t nb = (K + bs - 1) / bs;
@@ -115,17 +121,7 @@ PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale)
           const uint16_t h = qb4_detail::bf16_bits(s, e);
           std::memcpy(pair + j * 4 + (b % 2) * 2, &h, 2);
         }
-        if (n >= N) continue;
-        int64_t wsum = 0;  // (each byte written once: the nibbles of k and k + 4, 8 past the block's K)
-        for (int64_t c = 0, ch = p.block_chunks(b); c < ch; c++)
-          for (int64_t t = 0; t < 4; t++) {
-            const int64_t k = k0 + c * 8 + t;
-            const uint8_t lo = k < k1 ? (uint8_t)(nibble(k, n) & 15) : 8;
-            const uint8_t hi = k + 4 < k1 ? (uint8_t)(nibble(k + 4, n) & 15) : 8;
-            wsum += (int64_t)lo + hi - 16;
-            d[c * 64 + j * 4 + t] = (uint8_t)(lo | (hi << 4));
-          }
-        Z[j] += (double)s * (double)wsum;
+        if (n < N) Z[j] += (double)s * (double)fill(n, k0, k1, p.block_chunks(b), d + j * 4);
       }
     }
     for (int64_t j = 0; j < 16; j++) {
@@ -134,6 +130,53 @@ PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale)
     }
   }
   return p;
+}
+
+template <class Nibble, class Scale>
+PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale) {
+  auto fill = [&](int64_t n, int64_t k0, int64_t k1, int64_t ch, uint8_t* col) {
+    int64_t wsum = 0;  // (each byte written once: the nibbles of k and k + 4, 8 past the block's K)
+    for (int64_t c = 0; c < ch; c++)
+      for (int64_t t = 0; t < 4; t++) {
+        const int64_t k = k0 + c * 8 + t;
+        const uint8_t lo = k < k1 ? (uint8_t)(nibble(k, n) & 15) : 8;
+        const uint8_t hi = k + 4 < k1 ? (uint8_t)(nibble(k + 4, n) & 15) : 8;
+        wsum += (int64_t)lo + hi - 16;
+        col[c * 64 + t] = (uint8_t)(lo | (hi << 4));
+      }
+    return wsum;
+  };
+  return pack_qb4_columns(K, N, bs, fill, scale);
+}
+
+template <class Scale>
+PackedQB4 pack_qb4_bytes(int64_t K, int64_t N, int64_t bs, const uint8_t* rows, int64_t row_bytes, Scale scale) {
+  auto nibble = [&](int64_t k, int64_t n) {
+    const uint8_t byte = rows[n * row_bytes + k / 2];
+    return (k & 1) ? byte >> 4 : byte & 15;
+  };
+  auto fill = [&](int64_t n, int64_t k0, int64_t k1, int64_t ch, uint8_t* col) {
+    int64_t wsum = 0;
+    for (int64_t c = 0; c < ch; c++) {
+      const int64_t k = k0 + c * 8;
+      if (k % 2 == 0 && k + 8 <= k1) {  // a whole chunk from 4 bytes: k .. k + 3 low halves, k + 4 .. k + 7 high
+        const uint8_t* s = rows + n * row_bytes + k / 2;
+        uint8_t* o = col + c * 64;
+        o[0] = (uint8_t)((s[0] & 15) | (s[2] << 4)), o[1] = (uint8_t)((s[0] >> 4) | (s[2] & 0xF0));
+        o[2] = (uint8_t)((s[1] & 15) | (s[3] << 4)), o[3] = (uint8_t)((s[1] >> 4) | (s[3] & 0xF0));
+        for (int i = 0; i < 4; i++) wsum += (s[i] & 15) + (s[i] >> 4) - 16;
+        continue;
+      }
+      for (int64_t t = 0; t < 4; t++) {
+        const uint8_t lo = k + t < k1 ? (uint8_t)nibble(k + t, n) : 8;
+        const uint8_t hi = k + t + 4 < k1 ? (uint8_t)nibble(k + t + 4, n) : 8;
+        wsum += (int64_t)lo + hi - 16;
+        col[c * 64 + t] = (uint8_t)(lo | (hi << 4));
+      }
+    }
+    return wsum;
+  };
+  return pack_qb4_columns(K, N, bs, fill, scale);
 }
 
 }  // namespace etnp
