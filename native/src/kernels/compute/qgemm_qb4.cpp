@@ -95,30 +95,39 @@ void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const
   tile_m0.push_back(M);
   // the activations as int8, in the tiles' layout (qgemm_qb4_kernels.h), and their per-row terms
   // (on the calling thread: M * K bytes)
-  thread_local std::vector<int8_t> qbuf;
+  thread_local std::vector<int8_t> qbuf, row;
   thread_local std::vector<int32_t> cbuf;
   thread_local std::vector<float> zbuf;
   qbuf.resize((size_t)(M * ldq));
   cbuf.resize((size_t)(M * nb));
   zbuf.resize((size_t)M);
+  row.resize((size_t)(nb * w.bs + 8));
+  const int64_t K = w.K, bs = w.bs, chunks = w.chunks;  // (locals: the int8 stores below may alias w's fields)
   for (size_t t = 0; t + 1 < tile_m0.size(); t++) {
     const int64_t R = tile_m0[t + 1] - tile_m0[t];
     for (int64_t i = 0; i < R; i++) {
       const int64_t m = tile_m0[t] + i;
       zbuf[(size_t)m] = -(float)za[m];
+      // the row as int8, zeros past K (to the end of its last chunk), then each block's sum and
+      // its chunks' 8 bytes to their places in the tile
+      int8_t* r = row.data();
+      const uint8_t* src = x + m * ldx;
+      for (int64_t k = 0; k < K; k++) r[k] = (int8_t)(src[k] ^ 0x80u);
+      std::memset(r + K, 0, 8);
       for (int64_t b = 0; b < nb; b++) {
-        const int64_t k0 = b * w.bs, kb = std::min(w.bs, w.K - k0);
-        const uint8_t* src = x + m * ldx + k0;
-        int8_t* dst = qbuf.data() + tile_at[t] + b * w.chunks * 8 * R + i * 8;
+        const int64_t k0 = b * bs, kb = std::min(bs, K - k0), ch = b + 1 < nb ? chunks : w.last_chunks;
         int32_t sum = 0;
-        for (int64_t c = 0, ch = w.block_chunks(b); c < ch; c++, dst += R * 8) {
-          for (int64_t k = c * 8; k < c * 8 + 8; k++) {
-            const int8_t v = k < kb ? (int8_t)(src[k] ^ 0x80u) : (int8_t)0;
-            dst[k - c * 8] = v;
-            sum += v;
+        for (int64_t k = 0; k < kb; k++) sum += r[k0 + k];
+        cbuf[(size_t)(m * nb + b)] = -8 * sum;
+        int8_t* dst = qbuf.data() + tile_at[t] + b * chunks * 8 * R + i * 8;
+        for (int64_t c = 0; c < ch; c++, dst += R * 8) {
+          if (c * 8 + 8 <= kb) {
+            std::memcpy(dst, r + k0 + c * 8, 8);
+          } else {  // (the block's last, partial chunk: its bytes past the block's K are zeros)
+            std::memset(dst, 0, 8);
+            std::memcpy(dst, r + k0 + c * 8, (size_t)(kb - c * 8));
           }
         }
-        cbuf[(size_t)(m * nb + b)] = -8 * sum;
       }
     }
   }
