@@ -24,9 +24,11 @@ inline int32_t load4(const int8_t* p) {
   return v;
 }
 
-// acc[i] += the block's products for rows i: CH chunks (0: ch), int16 sums of up to 4 chunks
+// acc[i] = corr[i * nb] + the block's products for rows i: CH chunks (0: ch), int16 sums of up
+// to 4 chunks (acc is written after each 4: not live while the chunks go by)
 template <int R, int CH>
-ETNP_TARGET_INLINE("avx2,fma") void block_sums(__m256i* acc, const uint8_t* d, int64_t ch, const int8_t* x) {
+ETNP_TARGET_INLINE("avx2,fma") void block_sums(__m256i* acc, const uint8_t* d, int64_t ch, const int8_t* x,
+                                               const int32_t* corr, int64_t nb) {
   const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   const int64_t n = CH ? CH : ch;
   for (int64_t c0 = 0; c0 < n; c0 += 4) {
@@ -46,7 +48,8 @@ ETNP_TARGET_INLINE("avx2,fma") void block_sums(__m256i* acc, const uint8_t* d, i
       }
     }
 #pragma GCC unroll 4
-    for (int i = 0; i < R; i++) acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(s[i], ones));
+    for (int i = 0; i < R; i++)
+      acc[i] = _mm256_add_epi32(c0 == 0 ? _mm256_set1_epi32(corr[i * nb]) : acc[i], _mm256_madd_epi16(s[i], ones));
   }
 }
 
@@ -68,12 +71,11 @@ ETNP_TARGET("avx2,fma") void tile(const Acts& a, const PackedQB4& w, int64_t t, 
     const uint8_t* pair = pair_at(w, panel, b);
     const uint8_t* d = pair + w.scale_bytes() + (b % 2) * w.chunks * 64 + hf * 32;
     __m256i acc[R];
-#pragma GCC unroll 4
-    for (int i = 0; i < R; i++) acc[i] = _mm256_set1_epi32(a.corr[(m0 + i) * w.nb + b]);
+    const int32_t* corr = a.corr + m0 * w.nb + b;
     const int64_t ch = w.block_chunks(b);
     const int8_t* x = xt + b * w.chunks * 8 * R;
-    if (ch == 4) block_sums<R, 4>(acc, d, 4, x);
-    else block_sums<R, 0>(acc, d, ch, x);
+    if (ch == 4) block_sums<R, 4>(acc, d, 4, x, corr, w.nb);
+    else block_sums<R, 0>(acc, d, ch, x, corr, w.nb);
     __m256 sw;
     if (w.f32_scales) {
       sw = _mm256_loadu_ps((const float*)(pair + (b % 2) * 64) + hf * 8);
