@@ -3,9 +3,9 @@
 // block, the zero point's column constant, fma(F, sa, bias), the clamp) - every CPU path makes
 // exactly these, so each run (ETNP_CPU=native / avx2 / generic) must match it - and, as a check
 // of the formula itself, within a small tolerance of the product computed in double. Ragged K
-// (not a multiple of the block, nor of 8), ragged N, M = 1 and more (row groups, passes over
-// slabs of blocks), bfloat16 and float32 scales, with and without bias and clamp, zero points
-// in and out of qd8's range, one and two threads.
+// (not a multiple of the block, nor of 8), ragged N, M = 1 and more (tiles of rows, row groups),
+// bfloat16 and float32 scales, with and without bias and clamp, zero points in and out of qd8's
+// range, one and two threads.
 #pragma once
 #include <cmath>
 #include <cstring>
@@ -137,8 +137,8 @@ static int check_qgemm_qb4(std::mt19937& rng) {
                                     cases % 4 == 1, rng);
         cases++;
       }
-  // threaded sizes, a decode step's shape, blocks larger than 8 chunks, passes over slabs of
-  // blocks (64 rows of 18 blocks, and of 40 of 48), two row groups, the largest block
+  // threaded sizes, a decode step's shape, blocks larger than 8 chunks, a long K (47 blocks), two
+  // row groups, the largest block
   bad += check_qgemm_qb4_case(&two, 1, 576, 1536, 32, false, false, false, rng);
   bad += check_qgemm_qb4_case(&two, 64, 200, 576, 32, false, true, true, rng);
   bad += check_qgemm_qb4_case(&one, 40, 48, 1500, 32, true, true, false, rng);

@@ -17,7 +17,7 @@ namespace qb4 {
 
 // Portable: per row (tiles of one) and panel, the 16 columns' block sums in int32 and their
 // float steps (the order and FMAs of the vector paths: bit-identical).
-void tiles_generic(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1, Pass ps,
+void tiles_generic(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                    const Out& o) {
   for (int64_t p = p0; p < p1; p++) {
     const uint8_t* panel = panel_at(w, p);
@@ -27,15 +27,11 @@ void tiles_generic(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, in
       float F[16];
       float* c = o.C + m * o.ldc + n0;
       for (int64_t j = 0; j < cols; j++) {
-        if (ps.first()) {
-          float z;
-          std::memcpy(&z, panel + j * 4, 4);
-          F[j] = a.nza[m] * z;
-        } else {
-          F[j] = c[j];
-        }
+        float z;
+        std::memcpy(&z, panel + j * 4, 4);
+        F[j] = a.nza[m] * z;
       }
-      for (int64_t b = ps.b0; b < ps.b1; b++) {
+      for (int64_t b = 0; b < w.nb; b++) {
         const uint8_t* d = chunks_at(w, panel, b);
         const int8_t* x = a.q + a.tile_at[t] + b * w.chunks * 8;
         const int64_t ch = w.block_chunks(b);
@@ -49,9 +45,8 @@ void tiles_generic(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, in
           F[j] = std::fma((float)acc, scale_of(w, panel, b, j), F[j]);
         }
       }
-      const bool last = ps.b1 == w.nb;
       for (int64_t j = 0; j < cols; j++)
-        c[j] = last ? std::min(std::max(std::fma(F[j], a.sa[m], o.bias ? o.bias[n0 + j] : 0.f), o.lo), o.hi) : F[j];
+        c[j] = std::min(std::max(std::fma(F[j], a.sa[m], o.bias ? o.bias[n0 + j] : 0.f), o.lo), o.hi);
     }
   }
 }
@@ -146,9 +141,6 @@ void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const
   auto run = &qb4::tiles_generic;
 #endif
   ThreadPool* tp = gemm_pool(pool, M, w.N, w.K);
-  // passes over slabs of blocks whose activations (the group's rows) stay in L1 while the
-  // panels go by (one pass for a few rows: their panels stream once)
-  const int64_t slab = group <= 4 ? nb : std::max<int64_t>(1, std::min(nb, (24 << 10) / (group * w.chunks * 8)));
   const int64_t panels = w.panels;
   const GemmTasks grid = gemm_tasks(groups, panels, tp);
   const int64_t split = grid.split, per = grid.per;
@@ -156,8 +148,7 @@ void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const
   auto tasks = [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) {
       const int64_t g = t / split, p0 = (t % split) * per, p1 = std::min(panels, p0 + per);
-      for (int64_t b0 = 0; b0 < nb; b0 += slab)
-        run(a, w, gt[g], gt[g + 1], p0, p1, qb4::Pass{b0, std::min(nb, b0 + slab)}, o);
+      run(a, w, gt[g], gt[g + 1], p0, p1, o);
     }
   };
   if (tp) tp->parallel_for(groups * split, 1, tasks);

@@ -53,10 +53,9 @@ ETNP_TARGET_INLINE("avx2,fma") void block_sums(__m256i* acc, const uint8_t* d, i
   }
 }
 
-// tile t (R rows) x the 8 columns of half hf of panel p, over the pass's blocks
+// tile t (R rows) x the 8 columns of half hf of panel p
 template <int R>
-ETNP_TARGET("avx2,fma") void tile(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, int hf, Pass ps,
-                                  const Out& o) {
+ETNP_TARGET("avx2,fma") void tile(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, int hf, const Out& o) {
   const int64_t m0 = a.tile_m0[t];
   const uint8_t* panel = panel_at(w, p);
   const int64_t n0 = p * 16 + hf * 8, cols = std::min<int64_t>(8, w.N - n0);
@@ -64,10 +63,9 @@ ETNP_TARGET("avx2,fma") void tile(const Acts& a, const PackedQB4& w, int64_t t, 
   __m256 F[R];
 #pragma GCC unroll 4
   for (int i = 0; i < R; i++)
-    F[i] = ps.first() ? _mm256_mul_ps(_mm256_set1_ps(a.nza[m0 + i]), _mm256_loadu_ps((const float*)panel + hf * 8))
-                      : _mm256_maskload_ps(o.C + (m0 + i) * o.ldc + n0, lanes);
+    F[i] = _mm256_mul_ps(_mm256_set1_ps(a.nza[m0 + i]), _mm256_loadu_ps((const float*)panel + hf * 8));
   const int8_t* xt = a.q + a.tile_at[t];
-  for (int64_t b = ps.b0; b < ps.b1; b++) {
+  for (int64_t b = 0; b < w.nb; b++) {
     const uint8_t* pair = pair_at(w, panel, b);
     const uint8_t* d = pair + w.scale_bytes() + (b % 2) * w.chunks * 64 + hf * 32;
     __m256i acc[R];
@@ -87,27 +85,25 @@ ETNP_TARGET("avx2,fma") void tile(const Acts& a, const PackedQB4& w, int64_t t, 
 #pragma GCC unroll 4
     for (int i = 0; i < R; i++) F[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[i]), sw, F[i]);
   }
-  const bool last = ps.b1 == w.nb;
-  const __m256 bv = last && o.bias ? _mm256_maskload_ps(o.bias + n0, lanes) : _mm256_setzero_ps();
+  const __m256 bv = o.bias ? _mm256_maskload_ps(o.bias + n0, lanes) : _mm256_setzero_ps();
   const __m256 vlo = _mm256_set1_ps(o.lo), vhi = _mm256_set1_ps(o.hi);
 #pragma GCC unroll 4
   for (int i = 0; i < R; i++) {
-    const __m256 r =
-        last ? _mm256_min_ps(vhi, _mm256_max_ps(vlo, _mm256_fmadd_ps(F[i], _mm256_set1_ps(a.sa[m0 + i]), bv))) : F[i];
-    _mm256_maskstore_ps(o.C + (m0 + i) * o.ldc + n0, lanes, r);
+    const __m256 r = _mm256_fmadd_ps(F[i], _mm256_set1_ps(a.sa[m0 + i]), bv);
+    _mm256_maskstore_ps(o.C + (m0 + i) * o.ldc + n0, lanes, _mm256_min_ps(vhi, _mm256_max_ps(vlo, r)));
   }
 }
 
-using Tile = void (*)(const Acts&, const PackedQB4&, int64_t, int64_t, int, Pass, const Out&);
+using Tile = void (*)(const Acts&, const PackedQB4&, int64_t, int64_t, int, const Out&);
 const Tile kTiles[kMaxRows] = {&tile<1>, &tile<2>, &tile<3>, &tile<4>};
 
 }  // namespace
 
-void tiles_avx2(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1, Pass ps,
+void tiles_avx2(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                 const Out& o) {
   for (int64_t p = p0; p < p1; p++)
     for (int hf = 0; hf < 2 && p * 16 + hf * 8 < w.N; hf++)
-      for (int64_t t = t0; t < t1; t++) kTiles[a.rows(t) - 1](a, w, t, p, hf, ps, o);
+      for (int64_t t = t0; t < t1; t++) kTiles[a.rows(t) - 1](a, w, t, p, hf, o);
 }
 
 }  // namespace etnp::qb4

@@ -64,30 +64,25 @@ void block_sums(__m512i* acc, const uint8_t* d, int64_t ch, const int8_t* x) {
   if (R == 1) acc[0] = _mm512_add_epi32(acc[0], hi[0]);
 }
 
-// tile t (R rows) x panel p, over the pass's blocks
+// tile t (R rows) x panel p
 template <int R, bool PREFETCH>
 ETNP_TARGET("avx512f,avx512bw,avx512vnni")
-void tile(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, Pass ps, const Out& o) {
+void tile(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, const Out& o) {
   const int64_t m0 = a.tile_m0[t];
   const uint8_t* panel = panel_at(w, p);
   const int64_t n0 = p * 16, cols = std::min<int64_t>(16, w.N - n0);
   const __mmask16 mask = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
   __m512 F[R];
-  if (ps.first()) {
-    const __m512 z = _mm512_loadu_ps(panel);
+  const __m512 z = _mm512_loadu_ps(panel);
 #pragma GCC unroll 12
-    for (int i = 0; i < R; i++) F[i] = _mm512_mul_ps(_mm512_set1_ps(a.nza[m0 + i]), z);
-  } else {
-#pragma GCC unroll 12
-    for (int i = 0; i < R; i++) F[i] = _mm512_maskz_loadu_ps(mask, o.C + (m0 + i) * o.ldc + n0);
-  }
+  for (int i = 0; i < R; i++) F[i] = _mm512_mul_ps(_mm512_set1_ps(a.nza[m0 + i]), z);
   // walking the pairs: block b's scales at pair, its chunks at pair + sb (even) or + sb + cb (odd)
   const bool f32 = w.f32_scales;
   const int64_t sb = w.scale_bytes(), cb = w.chunks * 64, nb = w.nb, full = w.chunks;
-  const uint8_t* pair = pair_at(w, panel, ps.b0);
-  const int8_t* x = a.q + a.tile_at[t] + ps.b0 * w.chunks * 8 * R;
+  const uint8_t* pair = panel + 64;
+  const int8_t* x = a.q + a.tile_at[t];
   const int32_t* corr = a.corr + m0 * nb;
-  for (int64_t b = ps.b0; b < ps.b1; b++, x += full * 8 * R) {
+  for (int64_t b = 0; b < nb; b++, x += full * 8 * R) {
     const bool odd = b & 1;
     const uint8_t* d = pair + sb + (odd ? cb : 0);
     __m512i acc[R];
@@ -101,11 +96,6 @@ void tile(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, Pass ps, cons
     for (int i = 0; i < R; i++) F[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i]), sw, F[i]);
     if (odd) pair += w.pair_bytes;
   }
-  if (ps.b1 < nb) {
-#pragma GCC unroll 12
-    for (int i = 0; i < R; i++) _mm512_mask_storeu_ps(o.C + (m0 + i) * o.ldc + n0, mask, F[i]);
-    return;
-  }
   const __m512 bv = o.bias ? _mm512_maskz_loadu_ps(mask, o.bias + n0) : _mm512_setzero_ps();
   const __m512 vlo = _mm512_set1_ps(o.lo), vhi = _mm512_set1_ps(o.hi);
 #pragma GCC unroll 12
@@ -115,22 +105,22 @@ void tile(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, Pass ps, cons
   }
 }
 
-using Tile = void (*)(const Acts&, const PackedQB4&, int64_t, int64_t, Pass, const Out&);
+using Tile = void (*)(const Acts&, const PackedQB4&, int64_t, int64_t, const Out&);
 const Tile kTiles[kMaxRows] = {&tile<1, false>, &tile<2, false>, &tile<3, false>,  &tile<4, false>,
                                &tile<5, false>, &tile<6, false>, &tile<7, false>,  &tile<8, false>,
                                &tile<9, false>, &tile<10, false>, &tile<11, false>, &tile<12, false>};
 
 }  // namespace
 
-void tiles_vnni(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1, Pass ps,
+void tiles_vnni(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                 const Out& o) {
   if (t1 - t0 == 1 && a.rows(t0) == 1) {  // a decode step: the panels streamed one after another
-    for (int64_t p = p0; p < p1; p++) tile<1, true>(a, w, t0, p, ps, o);
+    for (int64_t p = p0; p < p1; p++) tile<1, true>(a, w, t0, p, o);
     return;
   }
-  // panel by panel, every tile (a panel's slab stays in L1 across them)
+  // panel by panel, every tile (the panel's weights stay in L1 across them)
   for (int64_t p = p0; p < p1; p++)
-    for (int64_t t = t0; t < t1; t++) kTiles[a.rows(t) - 1](a, w, t, p, ps, o);
+    for (int64_t t = t0; t < t1; t++) kTiles[a.rows(t) - 1](a, w, t, p, o);
 }
 
 }  // namespace etnp::qb4

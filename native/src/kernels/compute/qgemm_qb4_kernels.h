@@ -36,13 +36,6 @@ struct Out {
   int64_t ldc = 0;
 };
 
-// A pass over blocks [b0, b1) of K: F starts at nza * Z where b0 is 0, else at what the pass
-// before left in C; the last pass (b1 = nb) writes clamp(fma(F, sa, bias)), the others F itself.
-struct Pass {
-  int64_t b0 = 0, b1 = 0;
-  bool first() const { return b0 == 0; }
-};
-
 inline const uint8_t* panel_at(const PackedQB4& w, int64_t p) { return w.data.data() + p * w.panel_bytes; }
 // the scales of block b's pair, and block b's first chunk
 inline const uint8_t* pair_at(const PackedQB4& w, const uint8_t* panel, int64_t b) {
@@ -66,13 +59,14 @@ inline float scale_of(const PackedQB4& w, const uint8_t* panel, int64_t b, int64
   return f;
 }
 
-// Tiles [t0, t1) x panels [p0, p1) over the pass's blocks. The AVX2 and VNNI ones are defined on
-// x86-64 only (the caller checks the CPU).
-void tiles_generic(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1, Pass ps,
+// Tiles [t0, t1) x panels [p0, p1), panel by panel, every tile of a panel while its part of
+// the weights is in L1. The AVX2 and VNNI ones are defined on x86-64 only (the caller checks
+// the CPU).
+void tiles_generic(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                    const Out& o);
-void tiles_avx2(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1, Pass ps,
+void tiles_avx2(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                 const Out& o);
-void tiles_vnni(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1, Pass ps,
+void tiles_vnni(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                 const Out& o);
 
 }  // namespace etnp::qb4
