@@ -1,15 +1,18 @@
 // Kernel check (included by kernel_check.cpp): the qd8 x qb4w GEMM on 4-bit weights (qgemm_qb4)
-// against the per-block path it replaces - one qgemm_q8 per block of K on the blocks' int8 values,
-// accumulating into the output (bias with the first block, clamp after the last) - bit for bit:
-// ragged K (not a multiple of the block, nor of 8), ragged N, M = 1 and more, bfloat16 and float32
-// scales, with and without bias and clamp, one and two threads.
+// bit for bit against a scalar model of qgemm_qb4.h's float steps (int32 block sums, one FMA a
+// block, the zero point's column constant, fma(F, sa, bias), the clamp) - every CPU path makes
+// exactly these, so each run (ETNP_CPU=native / avx2 / generic) must match it - and, as a check
+// of the formula itself, within a small tolerance of the product computed in double. Ragged K
+// (not a multiple of the block, nor of 8), ragged N, M = 1 and more (tiles of rows, row groups),
+// bfloat16 and float32 scales, with and without bias and clamp, zero points in and out of qd8's
+// range, one and two threads.
 #pragma once
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
-#include "kernels/compute/qgemm.h"
 #include "kernels/compute/qgemm_qb4.h"
 
 static int check_qgemm_qb4_case(etnp::ThreadPool* pool, int64_t M, int64_t N, int64_t K, int64_t bs, bool f32_scales,
@@ -34,42 +37,71 @@ static int check_qgemm_qb4_case(etnp::ThreadPool* pool, int64_t M, int64_t N, in
   for (auto& b : bias) b = bv(rng);
   std::vector<int32_t> zp((size_t)M);
   for (auto& z : zp) z = zpd(rng);
-  if (M == 5) zp[2] = 300;  // (a zero point out of range: not qd8's, the integer paths then)
+  if (M == 5) zp[2] = 300;  // (a zero point out of qd8's range)
   const int64_t ldx = K + 5;
   std::vector<uint8_t> X((size_t)(M * ldx));
   for (auto& x : X) x = (uint8_t)code(rng);
   const float lo = clamp ? -0.5f : -std::numeric_limits<float>::infinity();
   const float hi = clamp ? 0.5f : std::numeric_limits<float>::infinity();
   const float* b = with_bias ? bias.data() : nullptr;
-  // the per-block path
-  std::vector<float> want((size_t)(M * N), 7.f), got((size_t)(M * N), 9.f);
-  for (int64_t blk = 0; blk < nb; blk++) {
-    const int64_t k0 = blk * bs, Kb = std::min(bs, K - k0), Kp = (Kb + 3) / 4 * 4;
-    std::vector<int8_t> q((size_t)(N * Kb));
-    std::vector<float> s((size_t)N);
-    for (int64_t n = 0; n < N; n++) {
-      s[(size_t)n] = S[(size_t)(n * nb + blk)];
-      for (int64_t k = 0; k < Kb; k++) q[(size_t)(n * Kb + k)] = (int8_t)(W[(size_t)(n * K + k0 + k)] - 8);
+  std::vector<float> want((size_t)(M * N)), got((size_t)(M * N), 9.f);
+  int bad_math = 0;
+  for (int64_t n = 0; n < N; n++) {
+    double zd = 0;
+    for (int64_t blk = 0; blk < nb; blk++) {
+      int64_t ws = 0;
+      for (int64_t k = blk * bs; k < std::min(K, blk * bs + bs); k++) ws += (int64_t)W[(size_t)(n * K + k)] - 8;
+      zd += (double)S[(size_t)(n * nb + blk)] * (double)ws;
     }
-    const PackedQ8 p = pack_q8(Kb, N, q.data(), 1, Kb, s.data());
-    std::vector<uint8_t> xa((size_t)(M * p.Kp), 0);
-    for (int64_t m = 0; m < M; m++) std::memcpy(xa.data() + m * p.Kp, X.data() + m * ldx + k0, (size_t)Kb);
-    (void)Kp;
-    QActivations qa{xa.data(), sa.data(), zp.data()};
-    qa.scale_rows_first = false;
-    QOutput out;
-    out.C = want.data();
-    out.ldc = N;
-    out.accumulate = blk > 0;
-    const bool last = blk + 1 == nb;
-    qgemm_q8(pool, M, qa, p, blk == 0 ? b : nullptr, last ? lo : -std::numeric_limits<float>::infinity(),
-             last ? hi : std::numeric_limits<float>::infinity(), out);
+    const float Z = (float)zd;
+    for (int64_t m = 0; m < M; m++) {
+      const uint8_t* x = X.data() + m * ldx;
+      float F = -(float)zp[(size_t)m] * Z;
+      double exact = 0, mag = 0;  // the product in double, and the sum of its terms' magnitudes
+      for (int64_t blk = 0; blk < nb; blk++) {
+        int32_t acc = 0;
+        double t = 0, ta = 0;
+        for (int64_t k = blk * bs; k < std::min(K, blk * bs + bs); k++) {
+          const int32_t q = (int32_t)x[k] - 128, wv = (int32_t)W[(size_t)(n * K + k)] - 8;
+          acc += q * wv;
+          t += (double)(q - zp[(size_t)m]) * wv;
+          ta += std::fabs((double)q * wv) + std::fabs((double)zp[(size_t)m] * wv);
+        }
+        const float s = S[(size_t)(n * nb + blk)];
+        F = std::fma((float)acc, s, F);
+        exact += t * s;
+        mag += ta * s;
+      }
+      const float bn = b ? b[n] : 0.f;
+      want[(size_t)(m * N + n)] = std::min(std::max(std::fma(F, sa[(size_t)m], bn), lo), hi);
+      const double e = std::min(std::max(exact * sa[(size_t)m] + bn, (double)lo), (double)hi);
+      // (a rounding a float step, each within half an ulp of the terms' magnitudes)
+      const double tol = (double)(nb + 3) * 6e-8 * (mag * sa[(size_t)m] + std::fabs(bn)) + 1e-30;
+      if (std::fabs(e - want[(size_t)(m * N + n)]) > tol) bad_math++;
+    }
+  }
+  if (bad_math) {
+    std::printf("qgemm_qb4 M=%ld N=%ld K=%ld bs=%ld: the model is off the exact product in %d places\n", (long)M,
+                (long)N, (long)K, (long)bs, bad_math);
+    return 1;
   }
   const PackedQB4 p4 = pack_qb4(K, N, bs, [&](int64_t k, int64_t n) { return W[(size_t)(n * K + k)]; },
                                 [&](int64_t n, int64_t blk) { return S[(size_t)(n * nb + blk)]; });
   if (p4.f32_scales != f32_scales) {
     std::printf("qgemm_qb4: scales packed as %s\n", p4.f32_scales ? "float32" : "bfloat16");
     return 1;
+  }
+  {  // packed from a program's bytes (two nibbles a byte, rows of (K + 1) / 2 bytes): the same bytes
+    const int64_t rb = (K + 1) / 2;
+    std::vector<uint8_t> rows((size_t)(N * rb), 0);
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t k = 0; k < K; k++) rows[(size_t)(n * rb + k / 2)] |= (uint8_t)(W[(size_t)(n * K + k)] << (4 * (k & 1)));
+    const PackedQB4 pb = pack_qb4_bytes(K, N, bs, rows.data(), rb,
+                                        [&](int64_t n, int64_t blk) { return S[(size_t)(n * nb + blk)]; });
+    if (pb.data.size() != p4.data.size() || std::memcmp(pb.data.data(), p4.data.data(), pb.data.size()) != 0) {
+      std::printf("qgemm_qb4 N=%ld K=%ld bs=%ld: pack_qb4_bytes differs from pack_qb4\n", (long)N, (long)K, (long)bs);
+      return 1;
+    }
   }
   qgemm_qb4(pool, M, X.data(), ldx, sa.data(), zp.data(), p4, b, lo, hi, got.data(), N);
   if (std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0) {
@@ -87,13 +119,13 @@ static int check_qgemm_qb4_case(etnp::ThreadPool* pool, int64_t M, int64_t N, in
 
 // Returns the number of mismatching cases.
 static int check_qgemm_qb4(std::mt19937& rng) {
-  if (!etnp::kQb4Used) {  // (not bit-identical to the NEON per-block path yet: not used there)
+  if (!etnp::kQb4Used) {
     std::printf("qgemm_qb4: not used on this architecture (the int8 blocks are): skipped\n");
     return 0;
   }
   etnp::ThreadPool one(1), two(2);
   int bad = 0, cases = 0;
-  const int64_t Ms[] = {1, 2, 3, 5, 8, 9, 17, 64};
+  const int64_t Ms[] = {1, 2, 3, 5, 8, 9, 13, 17, 64};
   const int64_t Ns[] = {1, 15, 16, 17, 40, 64, 70};
   const int64_t Ks[] = {7, 32, 33, 64, 100, 130, 256};
   const int64_t Bs[] = {32, 32, 16, 12, 64};
@@ -105,10 +137,14 @@ static int check_qgemm_qb4(std::mt19937& rng) {
                                     cases % 4 == 1, rng);
         cases++;
       }
-  // threaded sizes, a decode step's shape, and a block larger than 8 chunks
+  // threaded sizes, a decode step's shape, blocks larger than 8 chunks, a long K (47 blocks), two
+  // row groups, the largest block
   bad += check_qgemm_qb4_case(&two, 1, 576, 1536, 32, false, false, false, rng);
   bad += check_qgemm_qb4_case(&two, 64, 200, 576, 32, false, true, true, rng);
+  bad += check_qgemm_qb4_case(&one, 40, 48, 1500, 32, true, true, false, rng);
   bad += check_qgemm_qb4_case(&two, 3, 100, 600, 128, true, true, false, rng);
-  std::printf("qgemm_qb4: %d cases, %d mismatches\n", cases + 3, bad);
+  bad += check_qgemm_qb4_case(&two, 130, 33, 96, 32, false, true, false, rng);
+  bad += check_qgemm_qb4_case(&one, 2, 20, 2100, 1024, false, false, false, rng);
+  std::printf("qgemm_qb4: %d cases, %d mismatches\n", cases + 6, bad);
   return bad;
 }

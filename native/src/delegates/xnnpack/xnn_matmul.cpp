@@ -243,10 +243,7 @@ bool prepare_fc_qb4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_
         nibbles = v >= -8 && v <= 7;
       }
   if (nibbles && w.qraw) {
-    n.qb4 = pack_qb4(IC, OC, bs, [&](int64_t k, int64_t oc) {
-      const uint8_t byte = w.qraw[oc * row_bytes + k / 2];
-      return (k & 1) ? byte >> 4 : byte & 15;
-    }, scale);
+    n.qb4 = pack_qb4_bytes(IC, OC, bs, w.qraw, row_bytes, scale);
     return true;
   }
   if (nibbles) {

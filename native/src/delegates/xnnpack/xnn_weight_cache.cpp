@@ -134,13 +134,9 @@ bool get_node(Reader& r, Node& n) {
   if (!r.ok || !dims_ok(b.K, b.N) || !dims_ok(b.bs, 0) || f32 > 1 || (b.N > 0 && b.bs == 0)) return false;
   uint64_t qb4_bytes = 0;
   if (b.N > 0 && b.K > 0) {  // (the derived fields as pack_qb4 sets them)
+    if (b.bs > 1024) return false;
     b.f32_scales = f32 == 1;
-    b.nb = (b.K + b.bs - 1) / b.bs;
-    b.chunks = (b.bs + 7) / 8;
-    b.panels = panels(b.N);
-    const int64_t sbytes = b.f32_scales ? 64 : 32;
-    b.block_bytes = b.chunks * 64 + sbytes;
-    b.panel_bytes = (b.nb - 1) * b.block_bytes + b.block_chunks(b.nb - 1) * 64 + sbytes;
+    b.set_layout();
     qb4_bytes = (uint64_t)(b.panels * b.panel_bytes);
   } else if (b.N != 0 || b.K != 0) {
     return false;

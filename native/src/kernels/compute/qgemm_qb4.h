@@ -1,45 +1,63 @@
 // int8 x 4-bit GEMM for dynamically quantized activations x blockwise 4-bit weights (XNNPACK's
 // qd8 x qb4w FullyConnected, torchao 8da4w): the weights stay two nibbles a byte and are unpacked
-// in registers, one pass over K per output tile. Each block of K (its own scale per column) is
-// summed exactly in int32, then
-//   C = clamp(sum over blocks b, in order, of (float)(acc_b - (128 + za) * colsum_b) * (sa * sw_b)
-//             (+ bias with block 0))
-// with the float operations, their rounding and order exactly those of one qgemm_q8 per block
-// accumulating into C (QActivations::scale_rows_first = false: the product of the scales; FMA
-// where the vector paths use it, a multiply and an add on the portable path), so results are
-// bit-identical to that on every CPU path.
+// in registers. With activations q (int8) of row scale sa and zero point za, weights w (-8..7)
+// of per-block, per-column scales sw_b, each block's integer sum
+//   acc_b = sum over the block's k of q * w                      (exact in int32)
+// is turned into float and scaled by one FMA a block, the zero point's term by one constant a
+// column, Z = sum over blocks of sw_b * (sum over the block's k of w) (float, made at packing):
+//   F = (-za) * Z;  F = fma((float)acc_b, sw_b, F) for b = 0, 1, ...;  C = clamp(fma(F, sa, bias))
+// (bias 0 where there is none; XNNPACK's qb4w kernels take the same route: an int32 block sum,
+// one float FMA with the block's scales). Every path (portable, AVX2, AVX-512 VNNI) makes these
+// float operations in this order, so results are bit-identical across them.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
-#include "util/packed_array.h"
-
 #include "threadpool/threadpool.h"
+#include "util/float_buffer.h"
+#include "util/packed_array.h"
 
 namespace etnp {
 
-// Packed once, per 16-column panel p (columns past N: weight 0, scale 0), per block b:
-//   chunks (ceil(block K / 8)) of 64 bytes: byte j * 4 + t of chunk c holds, for column 16p + j,
-//   the nibble of k = b * bs + 8c + t in its low half and of k + 4 in its high half (nibble
-//   w + 8, the program's; 8 - a weight of 0 - past the block's K);
-//   then the block's 16 column scales: bfloat16 (f32_scales false: every scale is one exactly)
-//   or float32.
+// Packed once, per 16-column panel p (columns past N: weight 0, scale 0), 64-byte aligned pieces:
+//   Z of the panel's 16 columns (float32, 64 bytes);
+//   then per pair of blocks (2i, 2i + 1; the last pair may hold one):
+//     the pair's scales: bfloat16 (f32_scales false: every scale is one exactly), 16 words each
+//       holding column j's scale of block 2i in its low half, of block 2i + 1 in its high half
+//       (64 bytes), or float32, block 2i's 16 then block 2i + 1's (128 bytes);
+//     block 2i's chunks, then block 2i + 1's: a block has ceil(its K / 8) chunks of 64 bytes, byte
+//       j * 4 + t of chunk c holding, for column 16p + j, the nibble w + 8 of k = 8c + t (of the
+//       block) in its low half and of k + 4 in its high half (8 - a weight of 0 - past the K).
 struct PackedQB4 {
   int64_t K = 0, N = 0, bs = 0;  // input channels, output channels, block size (the last may be shorter)
   int64_t nb = 0, chunks = 0;    // blocks, chunks a whole block
+  int64_t last_chunks = 0;       // the last block's chunks
   int64_t panels = 0;
   bool f32_scales = false;
-  int64_t block_bytes = 0, panel_bytes = 0;
-  PackedArray<uint8_t> data;  // (a view where a weight cache file holds it)
-  int64_t block_chunks(int64_t b) const { return b + 1 < nb ? chunks : (K - b * bs + 7) / 8; }
+  int64_t pair_bytes = 0;   // a whole pair of blocks: its scales and chunks
+  int64_t panel_bytes = 0;  // Z, then the pairs (the last may be shorter)
+  PackedArray<uint8_t, UninitAllocator<uint8_t>> data;  // (a view where a weight cache file holds it)
+  int64_t block_chunks(int64_t b) const { return b + 1 < nb ? chunks : last_chunks; }
+  int64_t scale_bytes() const { return f32_scales ? 128 : 64; }
+  // Sets the derived fields from K, N, bs and f32_scales (N, K > 0; bs 1..1024).
+  void set_layout();
 };
 
-// Whether this build uses it: x86-64 only for now. Its portable path replays the scalar per-block
-// epilogue as written; on aarch64 GCC contracts the per-block path's (NEON) float operations into
-// FMAs differently, so the results are not yet bit-identical there (tools/check_aarch64.sh's
-// kernel_check: 228 of 395 cases off by an ulp) - aarch64 keeps the int8 blocks (n.qblocks).
+inline void PackedQB4::set_layout() {
+  nb = (K + bs - 1) / bs;
+  chunks = (bs + 7) / 8;
+  last_chunks = (K - (nb - 1) * bs + 7) / 8;
+  panels = (N + 15) / 16;
+  pair_bytes = scale_bytes() + 2 * chunks * 64;
+  const int64_t last_pair = scale_bytes() + (nb % 2 == 0 ? chunks * 64 : 0) + block_chunks(nb - 1) * 64;
+  panel_bytes = 64 + (nb - 1) / 2 * pair_bytes + last_pair;
+}
+
+// Whether this build uses it: x86-64 only for now (aarch64 keeps the int8 blocks, n.qblocks,
+// on its NEON int8 GEMM until a NEON kernel of this product exists).
 constexpr bool kQb4Used =
 #if defined(__x86_64__) || defined(_M_X64)
     true;
@@ -51,8 +69,12 @@ constexpr bool kQb4Used =
 // bs: 1..1024.
 template <class Nibble, class Scale>
 PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale);
+// The same from the nibbles as programs store them: column n's K nibbles two a byte, k's in the
+// low half for k even, from rows + n * row_bytes.
+template <class Scale>
+PackedQB4 pack_qb4_bytes(int64_t K, int64_t N, int64_t bs, const uint8_t* rows, int64_t row_bytes, Scale scale);
 
-// C[m][n] (row stride ldc) = the product above for the M rows of codes x[m * ldx + k] = qa + 128
+// C[m][n] (row stride ldc) = the product above for the M rows of codes x[m * ldx + k] = q + 128
 // (k < K), row scale sa[m] and zero point za[m]; bias (N values) or none; clamp [lo, hi].
 void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const float* sa, const int32_t* za,
                const PackedQB4& w, const float* bias, float lo, float hi, float* C, int64_t ldc);
@@ -67,55 +89,94 @@ inline uint16_t bf16_bits(float f, bool& exact) {
 }
 }  // namespace qb4_detail
 
-template <class Nibble, class Scale>
-PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale) {
+// The layout around the chunks; fill(n, k0, k1, ch, col) writes column n's bytes of the block
+// [k0, k1) (ch chunks: byte t of chunk c at col + c * 64 + t) and returns the sum of its weights.
+template <class Fill, class Scale>
+PackedQB4 pack_qb4_columns(int64_t K, int64_t N, int64_t bs, Fill fill, Scale scale) {
   PackedQB4 p;
   p.K = K, p.N = N, p.bs = bs;
-  p.nb = (K + bs - 1) / bs;
-  p.chunks = (bs + 7) / 8;
-  p.panels = (N + 15) / 16;
+  const int64_t nb = (K + bs - 1) / bs;
   bool exact = true;
   for (int64_t n = 0; n < N && exact; n++)
-    for (int64_t b = 0; b < p.nb && exact; b++) qb4_detail::bf16_bits(scale(n, b), exact);
+    for (int64_t b = 0; b < nb && exact; b++) qb4_detail::bf16_bits(scale(n, b), exact);
   p.f32_scales = !exact;
-  const int64_t sbytes = p.f32_scales ? 64 : 32;
-  p.block_bytes = p.chunks * 64 + sbytes;
-  // (the last block: its own chunks, then its scales)
-  const int64_t last = p.block_chunks(p.nb - 1) * 64 + sbytes;
-  p.panel_bytes = (p.nb - 1) * p.block_bytes + last;
+  p.set_layout();
   p.data.assign((size_t)(p.panels * p.panel_bytes), 0x88);  // (nibbles of 0: the padding)
+  const int64_t sbytes = p.scale_bytes();
   for (int64_t pn = 0; pn < p.panels; pn++) {
-    uint8_t* d = p.data.data() + pn * p.panel_bytes;
-    for (int64_t b = 0; b < p.nb; b++, d += p.block_bytes) {
-      const int64_t ch = p.block_chunks(b), k0 = b * bs, k1 = std::min(K, k0 + bs);
+    uint8_t* panel = p.data.data() + pn * p.panel_bytes;
+    double Z[16] = {};  // (exact products, summed in double, rounded once)
+    for (int64_t b = 0; b < nb; b++) {
+      uint8_t* pair = panel + 64 + (b / 2) * p.pair_bytes;
+      uint8_t* d = pair + sbytes + (b % 2) * p.chunks * 64;
+      if (b % 2 == 0) std::memset(pair, 0, (size_t)sbytes);
+      const int64_t k0 = b * bs, k1 = std::min(K, k0 + bs);
       for (int64_t j = 0; j < 16; j++) {
         const int64_t n = pn * 16 + j;
-        if (n >= N) {
-          for (int64_t c = 0; c < ch; c++) *reinterpret_cast<uint32_t*>(d + c * 64 + j * 4) = 0x88888888u;
-          continue;
-        }
-        for (int64_t k = k0; k < k1; k++) {
-          const int64_t r = k - k0, c = r / 8, t = r % 8;
-          uint8_t& byte = d[c * 64 + j * 4 + (t & 3)];
-          const uint8_t v = (uint8_t)(nibble(k, n) & 15);
-          byte = t < 4 ? (uint8_t)((byte & 0xF0) | v) : (uint8_t)((byte & 0x0F) | (v << 4));
-        }
-      }
-      uint8_t* s = d + ch * 64;
-      for (int64_t j = 0; j < 16; j++) {
-        const int64_t n = pn * 16 + j;
-        const float f = n < N ? scale(n, b) : 0.f;
+        const float s = n < N ? scale(n, b) : 0.f;
         if (p.f32_scales) {
-          std::memcpy(s + j * 4, &f, 4);
+          std::memcpy(pair + (b % 2) * 64 + j * 4, &s, 4);
         } else {
           bool e = true;
-          const uint16_t h = qb4_detail::bf16_bits(f, e);
-          std::memcpy(s + j * 2, &h, 2);
+          const uint16_t h = qb4_detail::bf16_bits(s, e);
+          std::memcpy(pair + j * 4 + (b % 2) * 2, &h, 2);
         }
+        if (n < N) Z[j] += (double)s * (double)fill(n, k0, k1, p.block_chunks(b), d + j * 4);
       }
+    }
+    for (int64_t j = 0; j < 16; j++) {
+      const float z = (float)Z[j];
+      std::memcpy(panel + j * 4, &z, 4);
     }
   }
   return p;
+}
+
+template <class Nibble, class Scale>
+PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale) {
+  auto fill = [&](int64_t n, int64_t k0, int64_t k1, int64_t ch, uint8_t* col) {
+    int64_t wsum = 0;  // (each byte written once: the nibbles of k and k + 4, 8 past the block's K)
+    for (int64_t c = 0; c < ch; c++)
+      for (int64_t t = 0; t < 4; t++) {
+        const int64_t k = k0 + c * 8 + t;
+        const uint8_t lo = k < k1 ? (uint8_t)(nibble(k, n) & 15) : 8;
+        const uint8_t hi = k + 4 < k1 ? (uint8_t)(nibble(k + 4, n) & 15) : 8;
+        wsum += (int64_t)lo + hi - 16;
+        col[c * 64 + t] = (uint8_t)(lo | (hi << 4));
+      }
+    return wsum;
+  };
+  return pack_qb4_columns(K, N, bs, fill, scale);
+}
+
+template <class Scale>
+PackedQB4 pack_qb4_bytes(int64_t K, int64_t N, int64_t bs, const uint8_t* rows, int64_t row_bytes, Scale scale) {
+  auto nibble = [&](int64_t k, int64_t n) {
+    const uint8_t byte = rows[n * row_bytes + k / 2];
+    return (k & 1) ? byte >> 4 : byte & 15;
+  };
+  auto fill = [&](int64_t n, int64_t k0, int64_t k1, int64_t ch, uint8_t* col) {
+    int64_t wsum = 0;
+    for (int64_t c = 0; c < ch; c++) {
+      const int64_t k = k0 + c * 8;
+      if (k % 2 == 0 && k + 8 <= k1) {  // a whole chunk from 4 bytes: k .. k + 3 low halves, k + 4 .. k + 7 high
+        const uint8_t* s = rows + n * row_bytes + k / 2;
+        uint8_t* o = col + c * 64;
+        o[0] = (uint8_t)((s[0] & 15) | (s[2] << 4)), o[1] = (uint8_t)((s[0] >> 4) | (s[2] & 0xF0));
+        o[2] = (uint8_t)((s[1] & 15) | (s[3] << 4)), o[3] = (uint8_t)((s[1] >> 4) | (s[3] & 0xF0));
+        for (int i = 0; i < 4; i++) wsum += (s[i] & 15) + (s[i] >> 4) - 16;
+        continue;
+      }
+      for (int64_t t = 0; t < 4; t++) {
+        const uint8_t lo = k + t < k1 ? (uint8_t)nibble(k + t, n) : 8;
+        const uint8_t hi = k + t + 4 < k1 ? (uint8_t)nibble(k + t + 4, n) : 8;
+        wsum += (int64_t)lo + hi - 16;
+        col[c * 64 + t] = (uint8_t)(lo | (hi << 4));
+      }
+    }
+    return wsum;
+  };
+  return pack_qb4_columns(K, N, bs, fill, scale);
 }
 
 }  // namespace etnp

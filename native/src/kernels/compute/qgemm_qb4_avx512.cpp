@@ -1,0 +1,127 @@
+// qgemm_qb4's AVX-512 VNNI path: tiles of up to 12 rows x one 16-column panel. Per 64-byte chunk
+// (8 k of the panel's 16 columns) the low and the high nibbles are masked out once (u8 0..15) and
+// multiplied into each row's int32 block sum by vpdpbusd against that row's 4 int8 activations,
+// broadcast from memory; per block one conversion and one FMA a row turn the sum into the float
+// accumulator (qgemm_qb4.h's order). One row (a decode step) streams the panels once, prefetched.
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/compute/qgemm_qb4_kernels.h"
+#include "util/compiler.h"
+
+namespace etnp::qb4 {
+namespace {
+
+constexpr int kMaxRows = (int)kTileRowsVnni;  // 12: 12 int32 + 12 float accumulators, the nibbles, constants
+constexpr int64_t kAhead = 1024;  // one row: how far ahead of the chunk in use the stream is prefetched
+
+// the 16 column scales of the even (odd false) or odd block of a pair, from its scales
+ETNP_TARGET_INLINE("avx512f") __m512 block_scales(bool f32, const uint8_t* pair, bool odd) {
+  if (f32) return _mm512_loadu_ps(pair + (odd ? 64 : 0));
+  const __m512i v = _mm512_loadu_si512(pair);
+  return _mm512_castsi512_ps(odd ? _mm512_and_si512(v, _mm512_set1_epi32((int)0xFFFF0000u))
+                                 : _mm512_slli_epi32(v, 16));
+}
+
+inline int32_t load4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// acc[i] += chunk c's products for rows i (the tile's activations of the block at x); one row
+// sums the high nibbles' products in hi[0] (two dependency chains), more rows in acc
+template <int R, bool PREFETCH>
+ETNP_TARGET_INLINE("avx512f,avx512bw,avx512vnni")
+void chunk_sums(__m512i* acc, __m512i* hi, const uint8_t* d, int64_t c, const int8_t* x) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  if (PREFETCH) _mm_prefetch((const char*)(d + c * 64 + kAhead), _MM_HINT_T0);
+  const __m512i raw = _mm512_loadu_si512(d + c * 64);
+  const __m512i l = _mm512_and_si512(raw, m4), h = _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4);
+#pragma GCC unroll 12
+  for (int i = 0; i < R; i++) {
+    const int8_t* xi = x + (c * R + i) * 8;
+    acc[i] = _mm512_dpbusd_epi32(acc[i], l, _mm512_set1_epi32(load4(xi)));
+    __m512i& ah = R == 1 ? hi[0] : acc[i];
+    ah = _mm512_dpbusd_epi32(ah, h, _mm512_set1_epi32(load4(xi + 4)));
+  }
+}
+
+// the block's ch chunks (CH: a count known at compile time, unrolled)
+template <int R, int CH, bool PREFETCH>
+ETNP_TARGET_INLINE("avx512f,avx512bw,avx512vnni")
+void block_sums(__m512i* acc, const uint8_t* d, int64_t ch, const int8_t* x) {
+  __m512i hi[1] = {_mm512_setzero_si512()};
+  if (CH > 0) {
+#pragma GCC unroll 8
+    for (int c = 0; c < CH; c++) chunk_sums<R, PREFETCH>(acc, hi, d, c, x);
+  } else {
+    for (int64_t c = 0; c < ch; c++) chunk_sums<R, PREFETCH>(acc, hi, d, c, x);
+  }
+  if (R == 1) acc[0] = _mm512_add_epi32(acc[0], hi[0]);
+}
+
+// tile t (R rows) x panel p
+template <int R, bool PREFETCH>
+ETNP_TARGET("avx512f,avx512bw,avx512vnni")
+void tile(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, const Out& o) {
+  const int64_t m0 = a.tile_m0[t];
+  const uint8_t* panel = panel_at(w, p);
+  const int64_t n0 = p * 16, cols = std::min<int64_t>(16, w.N - n0);
+  const __mmask16 mask = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
+  __m512 F[R];
+  const __m512 z = _mm512_loadu_ps(panel);
+#pragma GCC unroll 12
+  for (int i = 0; i < R; i++) F[i] = _mm512_mul_ps(_mm512_set1_ps(a.nza[m0 + i]), z);
+  // walking the pairs: block b's scales at pair, its chunks at pair + sb (even) or + sb + cb (odd)
+  const bool f32 = w.f32_scales;
+  const int64_t sb = w.scale_bytes(), cb = w.chunks * 64, nb = w.nb, full = w.chunks;
+  const uint8_t* pair = panel + 64;
+  const int8_t* x = a.q + a.tile_at[t];
+  const int32_t* corr = a.corr + m0 * nb;
+  for (int64_t b = 0; b < nb; b++, x += full * 8 * R) {
+    const bool odd = b & 1;
+    const uint8_t* d = pair + sb + (odd ? cb : 0);
+    __m512i acc[R];
+#pragma GCC unroll 12
+    for (int i = 0; i < R; i++) acc[i] = _mm512_set1_epi32(corr[i * nb + b]);
+    const int64_t ch = b + 1 < nb ? full : w.last_chunks;
+    if (ch == 4) block_sums<R, 4, PREFETCH>(acc, d, 4, x);  // (blocks of 32, torchao's default)
+    else block_sums<R, 0, PREFETCH>(acc, d, ch, x);
+    const __m512 sw = block_scales(f32, pair, odd);
+#pragma GCC unroll 12
+    for (int i = 0; i < R; i++) F[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i]), sw, F[i]);
+    if (odd) pair += w.pair_bytes;
+  }
+  const __m512 bv = o.bias ? _mm512_maskz_loadu_ps(mask, o.bias + n0) : _mm512_setzero_ps();
+  const __m512 vlo = _mm512_set1_ps(o.lo), vhi = _mm512_set1_ps(o.hi);
+#pragma GCC unroll 12
+  for (int i = 0; i < R; i++) {
+    const __m512 r = _mm512_fmadd_ps(F[i], _mm512_set1_ps(a.sa[m0 + i]), bv);
+    _mm512_mask_storeu_ps(o.C + (m0 + i) * o.ldc + n0, mask, _mm512_min_ps(vhi, _mm512_max_ps(vlo, r)));
+  }
+}
+
+using Tile = void (*)(const Acts&, const PackedQB4&, int64_t, int64_t, const Out&);
+const Tile kTiles[kMaxRows] = {&tile<1, false>, &tile<2, false>, &tile<3, false>,  &tile<4, false>,
+                               &tile<5, false>, &tile<6, false>, &tile<7, false>,  &tile<8, false>,
+                               &tile<9, false>, &tile<10, false>, &tile<11, false>, &tile<12, false>};
+
+}  // namespace
+
+void tiles_vnni(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
+                const Out& o) {
+  if (t1 - t0 == 1 && a.rows(t0) == 1) {  // a decode step: the panels streamed one after another
+    for (int64_t p = p0; p < p1; p++) tile<1, true>(a, w, t0, p, o);
+    return;
+  }
+  // panel by panel, every tile (the panel's weights stay in L1 across them)
+  for (int64_t p = p0; p < p1; p++)
+    for (int64_t t = t0; t < t1; t++) kTiles[a.rows(t) - 1](a, w, t, p, o);
+}
+
+}  // namespace etnp::qb4
+#endif
