@@ -539,6 +539,14 @@ full("full_llama_qwen3_0_6b_8da4w", "llama-flow-8da4w-sdpa-xnn", stateful=True, 
 full("full_llama_smollm135_8da4w_ctx2k", "llama-flow-8da4w-sdpa-xnn", stateful=True, export=export_llama_flow,
      params=SMOLLM135, max_seq=2048, flags=["-kv", "--use_sdpa_with_kv_cache", "-X", "-qmode", "8da4w", "-G", "32"])(
     lambda: dict(calls=llama_calls(prefill=1984, decode=4)))
+# their twins without the llama::* custom ops, which both runtimes run (see full_llama_smollm135_8da4w_nosdpa;
+# the masked attention there reads the whole max_seq cache at every position)
+full("full_llama_qwen3_0_6b_8da4w_nosdpa", "llama-flow-8da4w-xnn", stateful=True, export=export_llama_flow,
+     params=QWEN3_0_6B, max_seq=256, seed_as="full_llama_qwen3_0_6b_8da4w", flags=QWEN3_FLAGS)(
+    lambda: dict(calls=llama_calls(vocab=151936)))
+full("full_llama_smollm135_8da4w_ctx2k_nosdpa", "llama-flow-8da4w-xnn", stateful=True, export=export_llama_flow,
+     params=SMOLLM135, max_seq=2048, seed_as="full_llama_smollm135_8da4w_ctx2k",
+     flags=["-kv", "-X", "-qmode", "8da4w", "-G", "32"])(lambda: dict(calls=llama_calls(prefill=1984, decode=4)))
 
 
 
