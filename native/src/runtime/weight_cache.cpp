@@ -16,7 +16,7 @@ constexpr char kMagic[8] = {'E', 'T', 'N', 'P', 'W', 'C', '\r', '\n'};
 constexpr uint32_t kFormatVersion = 1;
 // Bumped whenever a packed layout (gemm.h, qgemm.h, qgemm_qb4.h, depthwise_q8.h) or what a
 // delegate stores in its section changes: files written by other builds are then misses.
-constexpr uint32_t kPackingVersion = 1;
+constexpr uint32_t kPackingVersion = 2;
 constexpr uint32_t kByteOrder = 0x01020304u;
 
 struct Header {  // 64 bytes, at offset 0

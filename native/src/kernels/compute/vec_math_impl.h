@@ -157,18 +157,22 @@ inline typename S::V gelu_xnn(typename S::V x) {
 template <class S, class F>
 inline void map(const float* x, float* y, int64_t n, F f) {
   constexpr int W = S::W;
-  int64_t i = 0;
-  for (; i + 2 * W <= n; i += 2 * W) {  // two independent vectors a step
-    const auto a = f(S::load(x + i)), b = f(S::load(x + i + W));
-    S::store(y + i, a);
-    S::store(y + i + W, b);
-  }
-  for (; i + W <= n; i += W) S::store(y + i, f(S::load(x + i)));
-  if (i < n) {
-    float buf[W] = {};
-    std::memcpy(buf, x + i, (size_t)(n - i) * sizeof(float));
-    S::store(buf, f(S::load(buf)));
-    std::memcpy(y + i, buf, (size_t)(n - i) * sizeof(float));
+  if constexpr (W == 1) {  // the portable path: a plain loop, for the compiler's auto-vectoriser
+    for (int64_t i = 0; i < n; i++) y[i] = f(x[i]);
+  } else {
+    int64_t i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {  // two independent vectors a step
+      const auto a = f(S::load(x + i)), b = f(S::load(x + i + W));
+      S::store(y + i, a);
+      S::store(y + i + W, b);
+    }
+    for (; i + W <= n; i += W) S::store(y + i, f(S::load(x + i)));
+    if (i < n) {
+      float buf[W] = {};
+      std::memcpy(buf, x + i, (size_t)(n - i) * sizeof(float));
+      S::store(buf, f(S::load(buf)));
+      std::memcpy(y + i, buf, (size_t)(n - i) * sizeof(float));
+    }
   }
 }
 
