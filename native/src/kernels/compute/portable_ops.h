@@ -35,4 +35,11 @@ inline float clamp_f32(float v, float lo, float hi) {
   return select_f32(hi < t, hi, t);
 }
 
+// std::nearbyint for |x| < 2^22 (round half to even; -0 for (-0.5, 0]; NaN stays NaN): by adding
+// and subtracting 1.5 * 2^23 (SSE2 has no rounding instruction), the sign copied back
+inline float nearbyint_f32(float x) {
+  const float r = (x + 12582912.f) - 12582912.f;
+  return bits_float((float_bits(r) & 0x7fffffffu) | (float_bits(x) & 0x80000000u));
+}
+
 }  // namespace etnp

@@ -466,8 +466,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
         if (tmp.size() < (size_t)((m1 - m0) * cols)) tmp.resize((size_t)((m1 - m0) * cols));
         rows(tmp.data(), cols, false);
         for (int64_t m = m0; m < m1; m++)
-          for (int64_t n = n0; n < n1; n++)
-            out.codes[m * out.ldc + n] = grid_code(tmp[(size_t)((m - m0) * cols + n - n0)], *out.grid, out.code_shift);
+          grid_codes(*out.grid, out.code_shift, tmp.data() + (m - m0) * cols, out.codes + m * out.ldc + n0, cols);
         continue;
       }
       rows(out.C + m0 * out.ldc + n0, out.ldc, out.accumulate);
