@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/compute/cpu_features.h"
 #include "kernels/compute/portable_ops.h"
@@ -174,6 +175,9 @@ void pixels_generic(const DepthwiseGeom& g, const Taps& t, const PackedDwQ8& w, 
                     const float* bias, const QOutput& out, int64_t o, int64_t step, int64_t xstep) {
   constexpr int CB = 8;
   const float pz = (float)x.pad_code;
+  thread_local std::vector<float> results;  // the P pixels' clamped results, stored a pixel at a time
+  if (results.size() < (size_t)(P * g.C)) results.resize((size_t)(P * g.C));
+  float* r = results.data();
   for (int64_t c0 = 0; c0 < g.C; c0 += CB) {
     float acc[P][CB] = {};
     for (int64_t k = 0; k < t.n; k++) {
@@ -188,12 +192,10 @@ void pixels_generic(const DepthwiseGeom& g, const Taps& t, const PackedDwQ8& w, 
     for (int64_t l = 0; l < cols; l++) s[l] = x.scale * w.scale[(size_t)(c0 + l)];
     if (bias)
       for (int64_t l = 0; l < cols; l++) b[l] = bias[c0 + l];
-    for (int p = 0; p < P; p++) {
-      float r[CB];
-      for (int64_t l = 0; l < cols; l++) r[l] = clamp_f32(acc[p][l] * s[l] + b[l], g.lo, g.hi);
-      store_q8_row(out, o + p * step + c0, r, cols);
-    }
+    for (int p = 0; p < P; p++)
+      for (int64_t l = 0; l < cols; l++) r[p * g.C + c0 + l] = clamp_f32(acc[p][l] * s[l] + b[l], g.lo, g.hi);
   }
+  for (int p = 0; p < P; p++) store_q8_row(out, o + p * step, r + p * g.C, g.C);
 }
 
 using PixelsFn = void (*)(const DepthwiseGeom&, const Taps&, const PackedDwQ8&, const DwQ8Input&, const float*,

@@ -185,6 +185,16 @@ void snap_to_grid(const Int8Grid& g, const float* x, float* y, int64_t n) {
 
 void grid_codes(const Int8Grid& g, int32_t shift, const float* x, uint8_t* codes, int64_t n) {
   const float inv = g.inv, lo = g.lo, hi = g.hi, sh = (float)shift;
+  if (lo + sh >= 0.f && hi + sh <= 255.f) {  // the grid's codes all bytes (as they are): no clamp to [0, 255]
+    for (int64_t i = 0; i < n; i++) {
+      float t = x[i] * inv;
+      t = select_f32(t >= lo, t, lo);
+      t = select_f32(t > hi, hi, t);
+      // t + 1.5 * 2^23 holds t rounded to nearest even in its low bits (two's complement below 0)
+      codes[i] = (uint8_t)(float_bits(t + 12582912.f) + (uint32_t)shift);
+    }
+    return;
+  }
   for (int64_t i = 0; i < n; i++) {  // (grid_code's formula, selects as bit blends)
     float t = x[i] * inv;
     t = select_f32(t >= lo, t, lo);
@@ -202,14 +212,21 @@ void grid_table_lookup(const Int8Grid& g, const float* table, const float* x, fl
   static const bool avx2 = cpu_has_avx2_fma();
   if (avx2) i = lookup_avx2(g, table, x, y, n);
 #endif
-  const float inv = g.inv, lo = g.lo, hi = g.hi;
-  const int32_t first = (int32_t)g.lo;
-  for (; i < n; i++) {  // (no branches: the index arithmetic vectorises)
-    float t = x[i] * inv;
-    t = select_f32(t < lo, lo, t);
-    t = select_f32(hi < t, hi, t);
-    const float index = select_f32(x[i] != x[i], 256.f, nearbyint_f32(t) - (float)first);  // (NaN: table[256])
-    y[i] = table[(int32_t)index];
+  // blocks of indices (arithmetic without branches: a loop the compiler vectorises), then their
+  // reads one at a time (SSE2 has no gather)
+  const float inv = g.inv, lo = g.lo, hi = g.hi, first = (float)(int32_t)g.lo;
+  while (i < n) {
+    const int64_t m = std::min<int64_t>(256, n - i);
+    int32_t index[256];
+    for (int64_t j = 0; j < m; j++) {
+      const float v = x[i + j];
+      float t = v * inv;
+      t = select_f32(t < lo, lo, t);
+      t = select_f32(hi < t, hi, t);
+      index[j] = (int32_t)select_f32(v != v, 256.f, nearbyint_f32(t) - first);  // (NaN: table[256])
+    }
+    for (int64_t j = 0; j < m; j++) y[i + j] = table[index[j]];
+    i += m;
   }
 }
 
