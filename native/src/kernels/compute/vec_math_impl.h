@@ -228,8 +228,8 @@ inline void softmax_row(const float* x, float* y, int64_t n) {
 // with FMAs (0 below the denormal cutoff), summed in its order - blocks of 4 vectors into two
 // accumulators (the first and third vector into one, the second and fourth into the other), the
 // two added, then whole vectors, then the zero-padded tail, then the lanes by S::hsum_f32 (halves
-// added pairwise) - which is the AVX-512 kernel's (u64_acc2) with 16 lanes, the AVX2 one's
-// (u32_acc2) with 8 and the scalar one's (u4_acc2) with 1. Rows whose maximum is not finite go
+// added pairwise) - which is the AVX-512 kernel's (u64_acc2) with 16 lanes (the portable path's
+// too) and the AVX2 one's (u32_acc2) with 8. Rows whose maximum is not finite go
 // through softmax_row's scalar definition.
 template <class S>
 inline typename S::V exp_minus_max_xnn(typename S::V x) {
