@@ -11,6 +11,7 @@
 #include "kernels/compute/gemm_generic.h"
 #include "kernels/compute/gemm_neon.h"
 #include "kernels/compute/gemm_tasks.h"
+#include "kernels/compute/portable_ops.h"
 #include "util/compiler.h"
 
 #if defined(__x86_64__)
@@ -27,7 +28,8 @@ void add_residual(const GemmEpilogue& ep, float* C, int64_t ldc, int64_t m0, int
   for (int64_t i = 0; i < rows; i++) {
     float* c = C + (m0 + i) * ldc + n0;
     const float* r = ep.residual + (m0 + i) * ep.ldr + n0;
-    for (int64_t j = 0; j < cols; j++) c[j] = std::min(std::max(c[j] + r[j], ep.res_min), ep.res_max);
+    const float lo = ep.res_min, hi = ep.res_max;
+    for (int64_t j = 0; j < cols; j++) c[j] = clamp_f32(c[j] + r[j], lo, hi);  // (a loop that vectorises)
   }
 }
 
