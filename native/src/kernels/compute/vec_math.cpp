@@ -75,6 +75,9 @@ struct Portable {
   static M gt(V a, V b) { return a > b; }
   static M isnan(V a) { return a != a; }
   static V select(M m, V a, V b) { return select_f32(m, a, b); }
+  static float hmax(V a) { return a; }
+  static float hsum_f32(V a) { return a; }
+  static double hsum(V a) { return a; }
 };
 
 // Portable with the multiply-add in double, rounded once to float: the product of two floats is
@@ -86,62 +89,80 @@ struct Fused : Portable {
   static V fmadd(V a, V b, V c) { return (float)((double)a * (double)b + (double)c); }
 };
 
-// 16 lanes of floats as an array (each operation a loop over them): softmax rows, whose sums the
-// AVX-512 path adds in 16 lanes - in the same order here (16 floats, then halves added pairwise),
-// so the two differ only by the multiply-adds of e^x.
-struct Lanes16 {
-  static constexpr int W = 16;
-  struct V { float v[W]; };
-  struct M { bool v[W]; };
-  template <class F>
-  static V each(F f) {
-    V r;
-    for (int i = 0; i < W; i++) r.v[i] = f(i);
-    return r;
+// Softmax rows on the portable path, summed in the AVX-512 path's order (16 lanes; then the lanes
+// as _mm512_reduce_add_ps / that path's double sum adds them), so the two differ only by the
+// multiply-adds inside e^x. Each e^(x - max) is one loop over the row (the map's), the sums loops
+// over 16-float arrays: all vectorise.
+constexpr int kLanes = 16;
+
+// The largest of x[0, n) (-inf for n = 0; a NaN may or may not be passed over, as the vector paths')
+float row_max_portable(const float* x, int64_t n) {
+  float m[kLanes];
+  for (int l = 0; l < kLanes; l++) m[l] = -INFINITY;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; l++) m[l] = max_f32(m[l], x[i + l]);
+  float r = m[0];
+  for (int l = 1; l < kLanes; l++) r = max_f32(m[l], r);
+  for (; i < n; i++) r = x[i] > r ? x[i] : r;
+  return r;
+}
+
+// a[0] + ... + a[15] as _mm512_reduce_add_ps: halves added pairwise (8, 4, 2, 1 apart)
+float lanes_sum_f32(float* a) {
+  for (int h = kLanes / 2; h >= 1; h /= 2)
+    for (int l = 0; l < h; l++) a[l] += a[l + h];
+  return a[0];
+}
+
+void softmax_portable(const float* x, float* y, int64_t n) {
+  if (n <= 0) return;
+  const float m = row_max_portable(x, n);
+  if (std::isnan(m) || std::isinf(m)) {  // (the scalar definition)
+    vec_impl::softmax_row<Portable>(x, y, n);
+    return;
   }
-  static V set1(float x) { return each([&](int) { return x; }); }
-  static V load(const float* p) { return each([&](int i) { return p[i]; }); }
-  static void store(float* p, V v) { for (int i = 0; i < W; i++) p[i] = v.v[i]; }
-  static V add(V a, V b) { return each([&](int i) { return a.v[i] + b.v[i]; }); }
-  static V sub(V a, V b) { return each([&](int i) { return a.v[i] - b.v[i]; }); }
-  static V mul(V a, V b) { return each([&](int i) { return a.v[i] * b.v[i]; }); }
-  static V fmadd(V a, V b, V c) { return each([&](int i) { return Portable::fmadd(a.v[i], b.v[i], c.v[i]); }); }
-  static V fnmadd(V a, V b, V c) { return each([&](int i) { return Portable::fnmadd(a.v[i], b.v[i], c.v[i]); }); }
-  static V min(V a, V b) { return each([&](int i) { return min_f32(a.v[i], b.v[i]); }); }
-  static V max(V a, V b) { return each([&](int i) { return max_f32(a.v[i], b.v[i]); }); }
-  static V round(V a) { return each([&](int i) { return Portable::round(a.v[i]); }); }
-  static V shl23(V a) { return each([&](int i) { return Portable::shl23(a.v[i]); }); }
-  static V pow2(V k) { return each([&](int i) { return Portable::pow2(k.v[i]); }); }
-  static M lt(V a, V b) {
-    M r;
-    for (int i = 0; i < W; i++) r.v[i] = a.v[i] < b.v[i];
-    return r;
+  for (int64_t i = 0; i < n; i++) y[i] = vec_impl::exp_full<Portable>(x[i] - m);
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; l++) acc[l] += y[i + l];
+  double d[8];  // the lanes in double: i and i + 8, then halves pairwise; then the tail one by one
+  for (int l = 0; l < 8; l++) d[l] = (double)acc[l] + (double)acc[l + 8];
+  for (int h = 4; h >= 1; h /= 2)
+    for (int l = 0; l < h; l++) d[l] += d[l + h];
+  double sum = d[0];
+  for (; i < n; i++) sum += y[i];
+  const float inv = (float)(1.0 / sum);
+  for (i = 0; i < n; i++) y[i] *= inv;
+}
+
+void softmax_xnn_portable(const float* x, float* y, int64_t n) {
+  if (n <= 0) return;
+  const float m = row_max_portable(x, n);
+  if (std::isnan(m) || std::isinf(m)) {
+    vec_impl::softmax_row<Portable>(x, y, n);
+    return;
   }
-  static M gt(V a, V b) { return lt(b, a); }
-  static M isnan(V a) {
-    M r;
-    for (int i = 0; i < W; i++) r.v[i] = a.v[i] != a.v[i];
-    return r;
-  }
-  static V select(M m, V a, V b) { return each([&](int i) { return select_f32(m.v[i], a.v[i], b.v[i]); }); }
-  static float hmax(V a) {  // (the maximum, whatever the order)
-    float m = a.v[0];
-    for (int i = 1; i < W; i++) m = max_f32(a.v[i], m);
-    return m;
-  }
-  static float hsum_f32(V a) {  // halves added pairwise (8, 4, 2, 1 apart), as _mm512_reduce_add_ps
-    for (int h = W / 2; h >= 1; h /= 2)
-      for (int i = 0; i < h; i++) a.v[i] += a.v[i + h];
-    return a.v[0];
-  }
-  static double hsum(V a) {  // the AVX-512 path's: lanes i and i + 8 in double, then halves pairwise
-    double d[8];
-    for (int i = 0; i < 8; i++) d[i] = (double)a.v[i] + (double)a.v[i + 8];
-    for (int h = 4; h >= 1; h /= 2)
-      for (int i = 0; i < h; i++) d[i] += d[i + h];
-    return d[0];
-  }
-};
+  for (int64_t i = 0; i < n; i++) y[i] = vec_impl::exp_minus_max_xnn<Portable>(x[i] - m);
+  // blocks of 4 vectors into two accumulators (1st and 3rd, 2nd and 4th), the two added, whole
+  // vectors, the tail (its padding lanes add e^-inf = 0), the lanes
+  float a0[kLanes] = {}, a1[kLanes] = {};
+  int64_t i = 0;
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes)
+    for (int l = 0; l < kLanes; l++) {
+      a0[l] += y[i + l];
+      a1[l] += y[i + kLanes + l];
+      a0[l] += y[i + 2 * kLanes + l];
+      a1[l] += y[i + 3 * kLanes + l];
+    }
+  for (int l = 0; l < kLanes; l++) a0[l] += a1[l];
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; l++) a0[l] += y[i + l];
+  for (int l = 0; i + l < n; l++) a0[l] += y[i + l];
+  const float scale = 1.f / lanes_sum_f32(a0);
+  for (i = 0; i < n; i++) y[i] *= scale;
+}
 
 using Fn = void (*)(const float*, float*, int64_t);
 struct Table { Fn exp, sigmoid, tanh, gelu, softmax, hardswish, gelu_xnn, softmax_xnn; };
@@ -149,9 +170,8 @@ struct Table { Fn exp, sigmoid, tanh, gelu, softmax, hardswish, gelu_xnn, softma
 const Table& table() {
   static const Table t = [] {
     using P = vec_impl::Path<Portable>;
-    using R = vec_impl::Path<Lanes16>;
     using F = vec_impl::Path<Fused>;
-    Table s{P::exp, P::sigmoid, P::tanh, F::gelu, R::softmax, F::hardswish, P::gelu_xnn, R::softmax_xnn};
+    Table s{P::exp, P::sigmoid, P::tanh, F::gelu, softmax_portable, F::hardswish, P::gelu_xnn, softmax_xnn_portable};
 #if defined(__x86_64__)
     if (cpu_has_avx512f()) s = {vec_exp_avx512, vec_sigmoid_avx512, vec_tanh_avx512, vec_gelu_avx512, vec_softmax_avx512,
                                   vec_hardswish_avx512, vec_gelu_xnn_avx512, vec_softmax_xnn_avx512};
