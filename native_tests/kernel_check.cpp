@@ -390,6 +390,21 @@ static void check_codes(std::mt19937& rng) {
       if (got[(size_t)i] != want && failures++ < 5)
         std::printf("codes n=%ld i=%ld x=%g: %d != %d\n", (long)n, (long)i, x[(size_t)i], got[(size_t)i], want);
     }
+    // grid_codes (the portable kernels' rows of codes) against grid_code, on grids whose codes are
+    // all bytes (signed, unsigned) and one whose shift pushes codes past 255 (the clamped loop);
+    // with infinities and halves of the grid's step (nearest even: odd and even shifts)
+    std::vector<float> y(x);
+    for (int64_t i = 0; i < n; i += 7) y[(size_t)i] = i % 2 ? INFINITY : -INFINITY;
+    for (const Int8Grid g : {Int8Grid{8.f, -128.f, 127.f, 0.125f}, Int8Grid{8.f, -3.f, 252.f, 0.125f},
+                             Int8Grid{0.5f, -128.f, 127.f, 2.f}})
+      for (const int32_t shift : {128, 3, 131, 200}) {
+        std::vector<uint8_t> c((size_t)n);
+        grid_codes(g, shift, y.data(), c.data(), n);
+        for (int64_t i = 0; i < n; i++)
+          if (c[(size_t)i] != grid_code(y[(size_t)i], g, shift) && failures++ < 5)
+            std::printf("grid_codes shift %d x=%g: %d != %d\n", (int)shift, y[(size_t)i], c[(size_t)i],
+                        grid_code(y[(size_t)i], g, shift));
+      }
   }
 }
 

@@ -12,6 +12,10 @@
 //  ETNP_KEEP_IN_REGISTER(v)  an empty asm statement that reads and writes the x86 vector variable
 //                           v in a register: GCC otherwise sometimes keeps a GEMM accumulator in
 //                           memory (a store and a load every step). Nothing elsewhere.
+//  ETNP_SLP_ONLY            a portable register-tile kernel that GCC's loop vectoriser would
+//                           vectorise across its k loop (transposing 4 rows of B each step, 10x
+//                           slower): GCC then vectorises the tile's straight-line body only (SLP).
+//                           Nothing elsewhere (Clang and MSVC vectorise such a body as written).
 //  etnp::mul_overflow / etnp::add_overflow  checked integer arithmetic (GCC/Clang builtins, plain
 //                           C++ under cl.exe; mul_overflow under clang-cl too, since the MSVC
 //                           runtime lacks the compiler-rt helper that Clang may call to multiply
@@ -32,6 +36,12 @@
 #else
 #define ETNP_KEEP_IN_REGISTER(v) ((void)0)
 #endif
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define ETNP_SLP_ONLY __attribute__((optimize("no-tree-loop-vectorize")))
+#else
+#define ETNP_SLP_ONLY
 #endif
 
 namespace etnp {

@@ -29,7 +29,8 @@ void put_array(SectionWriter& w, const A& a) {
 }
 
 void put_q8(SectionWriter& w, const PackedQ8& q) {
-  w.put<int64_t>(q.K), w.put<int64_t>(q.N), w.put<int64_t>(q.Kp), w.put<uint64_t>(q.pairs);
+  w.put<int64_t>(q.K), w.put<int64_t>(q.N), w.put<int64_t>(q.Kp);
+  w.put<uint64_t>(q.pairs ? 1 : q.columns ? 2 : 0);  // the layout
   put_array(w, q.data), put_array(w, q.col_sum), put_array(w, q.scale);
 }
 
@@ -90,9 +91,10 @@ int64_t panels(int64_t N) { return (N + 15) / 16; }
 
 bool get_q8(Reader& r, PackedQ8& q) {
   q.K = r.get<int64_t>(), q.N = r.get<int64_t>(), q.Kp = r.get<int64_t>();
-  const uint64_t pairs = r.get<uint64_t>();
-  if (!r.ok || !dims_ok(q.K, q.N) || q.Kp != (q.K + 3) / 4 * 4 || pairs > 1) return false;
-  q.pairs = pairs == 1;
+  const uint64_t layout = r.get<uint64_t>();
+  if (!r.ok || !dims_ok(q.K, q.N) || q.Kp != (q.K + 3) / 4 * 4 || layout > 2) return false;
+  q.pairs = layout == 1;
+  q.columns = layout == 2;
   r.array(q.data, (uint64_t)(panels(q.N) * 16 * q.Kp));
   r.array(q.col_sum, (uint64_t)(panels(q.N) * 16));
   r.array(q.scale, (uint64_t)(panels(q.N) * 16));

@@ -1,8 +1,10 @@
 #include "kernels/compute/add_q8.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/compute/cpu_features.h"
+#include "kernels/compute/portable_ops.h"
 #include "util/compiler.h"
 
 #if defined(__x86_64__)
@@ -12,13 +14,29 @@
 namespace etnp {
 namespace {
 
-inline float operand(const Q8Operand& x, int64_t i) {
-  return x.codes ? (float)((int32_t)x.codes[i] - x.shift) * x.scale : x.values[i];
+// m operands from element i as float32: codes dequantized, or the values
+void operands(const Q8Operand& x, int64_t i, int64_t m, float* r) {
+  if (x.codes) {
+    const int32_t shift = x.shift;
+    const float scale = x.scale;
+    for (int64_t j = 0; j < m; j++) r[j] = (float)((int32_t)x.codes[i + j] - shift) * scale;
+  } else {
+    std::memcpy(r, x.values + i, (size_t)m * sizeof(float));
+  }
 }
 
+// blocks of 256: the operands, their clamped sums, stored (loops the compiler vectorises)
 void add_generic(const Q8Operand& a, const Q8Operand& b, float lo, float hi, const QOutput& out, int64_t begin,
                  int64_t end) {
-  for (int64_t i = begin; i < end; i++) store_q8(out, i, std::min(std::max(operand(a, i) + operand(b, i), lo), hi));
+  float r[256], v[256];
+  for (int64_t i = begin; i < end;) {
+    const int64_t m = std::min<int64_t>(256, end - i);
+    operands(a, i, m, r);
+    operands(b, i, m, v);
+    for (int64_t j = 0; j < m; j++) r[j] = clamp_f32(r[j] + v[j], lo, hi);
+    store_q8_row(out, i, r, m);
+    i += m;
+  }
 }
 
 #if defined(__x86_64__)

@@ -1,11 +1,13 @@
 #include "kernels/compute/depthwise.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "kernels/compute/avx2_lanes.h"
 #include "kernels/compute/cpu_features.h"
+#include "kernels/compute/portable_ops.h"
 #include "util/compiler.h"
 
 #if defined(__x86_64__)
@@ -27,25 +29,46 @@ inline void tap_range(int64_t o, int64_t stride, int64_t pad, int64_t dil, int64
   if (first > last) first = last;
 }
 
+// One output pixel's CB channels (the portable path), unclamped: its in-range taps [i0, i1) x [j0, j1)
+// summed into CB accumulators - a local array the compiler keeps in vector registers across the tap
+// loops (GCC vectorises the loop over the block's channels; copying the taps to local arrays first,
+// or ETNP_SLP_ONLY, made it split the accumulators into misaligned pieces); x + base: the
+// pixel's tap (0, 0) (maybe outside the input: only in-range taps are read); wb, bb: the filter and
+// the bias (zeros where there is none); all at the block's first channel.
+template <int CB>
+void pixel_channels_generic(const float* x, int64_t base, const float* wb, const float* bb, float* out, int64_t i0,
+                            int64_t i1, int64_t j0, int64_t j1, int64_t step_h, int64_t step_w, int64_t KW, int64_t C) {
+  float acc[CB];
+  for (int l = 0; l < CB; l++) acc[l] = bb[l];
+  for (int64_t i = i0; i < i1; i++)
+    for (int64_t j = j0; j < j1; j++) {
+      const float* xp = x + (base + i * step_h + j * step_w);
+      const float* kp = wb + (i * KW + j) * C;
+      for (int l = 0; l < CB; l++) acc[l] += xp[l] * kp[l];
+    }
+  for (int l = 0; l < CB; l++) out[l] = acc[l];  // (clamped by the caller, over the whole pixel)
+}
+
 void row_generic(const DepthwiseGeom& g, const float* x, const float* w, const float* bias, float* y, int64_t bn,
                  int64_t oh, int64_t ow_begin, int64_t ow_end) {
   int64_t i0, i1;
   tap_range(oh, g.sh, g.pad_top, g.dh, g.KH, g.H, i0, i1);
+  const int64_t C = g.C, step_h = g.dh * g.W * C, step_w = g.dw * C;
   for (int64_t ow = ow_begin; ow < ow_end; ow++) {
     int64_t j0, j1;
     tap_range(ow, g.sw, g.pad_left, g.dw, g.KW, g.W, j0, j1);
-    float* out = y + ((bn * g.OH + oh) * g.OW + ow) * g.C;
-    for (int64_t c = 0; c < g.C; c++) out[c] = bias ? bias[c] : 0.f;
-    for (int64_t i = i0; i < i1; i++) {
-      int64_t ih = oh * g.sh - g.pad_top + i * g.dh;
-      for (int64_t j = j0; j < j1; j++) {
-        int64_t iw = ow * g.sw - g.pad_left + j * g.dw;
-        const float* xp = x + ((bn * g.H + ih) * g.W + iw) * g.C;
-        const float* kp = w + (i * g.KW + j) * g.C;
-        for (int64_t c = 0; c < g.C; c++) out[c] += xp[c] * kp[c];
-      }
-    }
-    for (int64_t c = 0; c < g.C; c++) out[c] = std::min(std::max(out[c], g.lo), g.hi);
+    float* out = y + ((bn * g.OH + oh) * g.OW + ow) * C;
+    const int64_t base = ((bn * g.H + oh * g.sh - g.pad_top) * g.W + (ow * g.sw - g.pad_left)) * C;
+    static const float zeros[16] = {};
+    auto block = [&](auto cb, int64_t c) {
+      pixel_channels_generic<decltype(cb)::value>(x, base + c, w + c, bias ? bias + c : zeros, out + c, i0, i1, j0, j1,
+                                                  step_h, step_w, g.KW, C);
+    };
+    int64_t c = 0;
+    for (; c + 16 <= C; c += 16) block(std::integral_constant<int, 16>(), c);
+    for (; c + 4 <= C; c += 4) block(std::integral_constant<int, 4>(), c);
+    for (; c < C; c++) block(std::integral_constant<int, 1>(), c);
+    for (c = 0; c < C; c++) out[c] = clamp_f32(out[c], g.lo, g.hi);  // (NaN stays NaN)
   }
 }
 

@@ -8,8 +8,10 @@
 
 #include "kernels/compute/avx2_lanes.h"
 #include "kernels/compute/cpu_features.h"
+#include "kernels/compute/gemm_generic.h"
 #include "kernels/compute/gemm_neon.h"
 #include "kernels/compute/gemm_tasks.h"
+#include "kernels/compute/portable_ops.h"
 #include "util/compiler.h"
 
 #if defined(__x86_64__)
@@ -26,21 +28,9 @@ void add_residual(const GemmEpilogue& ep, float* C, int64_t ldc, int64_t m0, int
   for (int64_t i = 0; i < rows; i++) {
     float* c = C + (m0 + i) * ldc + n0;
     const float* r = ep.residual + (m0 + i) * ep.ldr + n0;
-    for (int64_t j = 0; j < cols; j++) c[j] = std::min(std::max(c[j] + r[j], ep.res_min), ep.res_max);
+    const float lo = ep.res_min, hi = ep.res_max;
+    for (int64_t j = 0; j < cols; j++) c[j] = clamp_f32(c[j] + r[j], lo, hi);  // (a loop that vectorises)
   }
-}
-
-// acc[MR][NR] = sum_k a[k*MR + i] * b[k*NR + j]
-void micro_generic(int64_t K, const float* a, const float* b, float* acc) {
-  float c[MR][NR] = {};
-  for (int64_t k = 0; k < K; k++) {
-    const float* bk = b + k * NR;
-    for (int i = 0; i < MR; i++) {
-      float av = a[k * MR + i];
-      for (int j = 0; j < NR; j++) c[i][j] += av * bk[j];
-    }
-  }
-  std::memcpy(acc, c, sizeof(c));
 }
 
 #if defined(__x86_64__)
@@ -328,13 +318,14 @@ void rows_avx512(int64_t R, int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, co
 
 using Micro = void (*)(int64_t, const float*, const float*, float*);
 
+// The packed-A micro-kernel of this CPU path, or null for the portable tiles (gemm_generic.h).
 Micro pick_micro() {
 #if defined(__x86_64__)
   if (cpu_has_avx2_fma()) return &micro_avx2;
 #elif defined(__aarch64__)
   if (cpu_has_neon()) return &sgemm_micro_neon_6x16;
 #endif
-  return &micro_generic;
+  return nullptr;
 }
 
 }  // namespace
@@ -450,7 +441,7 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
   auto tasks = [&](int64_t b, int64_t e) {
     alignas(32) float acc[MR * NR];
     thread_local std::vector<float> pa;  // this thread's packed A panel, grows only
-    if (pa.size() < (size_t)(MR * K)) pa.resize((size_t)(MR * K));
+    if (micro && pa.size() < (size_t)(MR * K)) pa.resize((size_t)(MR * K));
     int64_t last_pm = -1;
     for (int64_t t = b; t < e; t++) {
       int64_t pm = t / col_split, cs = t % col_split;
@@ -472,6 +463,16 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
         continue;
       }
 #endif
+      if (!micro) {  // the portable tiles, reading A in place (any strides)
+        for (int64_t pn = pn0; pn < pn1; pn++) {
+          const int64_t n0 = pn * NR, nn = std::min<int64_t>(NR, N - n0);
+          sgemm_tile_generic(K, mm, nn, A + m0 * rsa, rsa, csa, B.data.data() + pn * NR * K, C + m0 * ldc + n0, ldc,
+                             ep.bias_row ? ep.bias_row + m0 : nullptr, ep.bias_col ? ep.bias_col + n0 : nullptr,
+                             ep.accumulate, ep.min, ep.max);
+          if (ep.residual) add_residual(ep, C, ldc, m0, mm, n0, nn);
+        }
+        continue;
+      }
       if (pm != last_pm) {
         for (int64_t k = 0; k < K; k++)
           for (int i = 0; i < MR; i++) pa[k * MR + i] = i < mm ? A[(m0 + i) * rsa + k * csa] : 0.f;

@@ -2,7 +2,7 @@
 // arbitrary strides for A and B and the runtime's thread pool. B is packed into 16-column
 // panels (once, for weights). Kernels chosen at run time: AVX-512F R x 32 / 2R x 16 tiles
 // reading row-major A in place (also indirectly, for convolutions), AVX2+FMA 6x16 tiles,
-// a portable fallback.
+// portable tiles (gemm_generic.h).
 #pragma once
 #include <cstdint>
 #include <vector>

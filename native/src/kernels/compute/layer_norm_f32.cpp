@@ -84,18 +84,30 @@ inline void add_moments_vec(int64_t m0_add, const float* m1_add, const float* m2
   a.m0 = n;
 }
 
-// Welford over `m0` vectors of one chunk, from zero (UpdateMomentsVec's loop)
-void chunk_portable(const float* x, int64_t m0, float* m1, float* m2) {
-  for (int l = 0; l < kLanes; l++) m1[l] = m2[l] = 0.f;
+// Welford over `m0` vectors of K chunks side by side, each from zero (UpdateMomentsVec's loop):
+// chunk k starts at x + k * kChunk * kLanes. The lanes are arrays (loops the compiler vectorises),
+// the K chunks independent chains (one chunk's Welford waits on itself every step).
+template <int K>
+void chunks_portable(const float* x, int64_t m0, float (*m1)[kLanes], float (*m2)[kLanes]) {
+  float a1[K][kLanes] = {}, a2[K][kLanes] = {};
   for (int64_t j = 0; j < m0; j++) {
     const float c = kCoeffs.c[j];
-    for (int l = 0; l < kLanes; l++) {
-      const float xv = x[j * kLanes + l];
-      const float d = xv - m1[l];
-      m1[l] = m1[l] + d * c;
-      m2[l] = m2[l] + d * (xv - m1[l]);
-    }
+    for (int k = 0; k < K; k++)
+      for (int l = 0; l < kLanes; l++) {
+        const float xv = x[(k * kChunk + j) * kLanes + l];
+        const float d = xv - a1[k][l];
+        a1[k][l] = a1[k][l] + d * c;
+        a2[k][l] = a2[k][l] + d * (xv - a1[k][l]);
+      }
   }
+  for (int k = 0; k < K; k++)
+    for (int l = 0; l < kLanes; l++) m1[k][l] = a1[k][l], m2[k][l] = a2[k][l];
+}
+
+void chunks_portable(int k, const float* x, int64_t m0, float (*m1)[kLanes], float (*m2)[kLanes]) {
+  for (; k >= 3; k -= 3, x += 3 * kChunk * kLanes, m1 += 3, m2 += 3) chunks_portable<3>(x, m0, m1, m2);
+  if (k == 2) chunks_portable<2>(x, m0, m1, m2);
+  if (k == 1) chunks_portable<1>(x, m0, m1, m2);
 }
 
 #if defined(__x86_64__)
@@ -171,8 +183,8 @@ void row_moments(const float* X, int64_t N, bool simd, float& mean, float& var) 
 #endif
     {
       (void)simd;
-      for (int k = 0; k < g; k++)
-        chunk_portable(xg + k * kChunk * kLanes, k < full ? kChunk : last_m0, r1[k], r2[k]);
+      if (full) chunks_portable(full, xg, kChunk, r1, r2);
+      if (full < g) chunks_portable(1, xg + full * kChunk * kLanes, last_m0, r1 + full, r2 + full);
     }
     for (int k = 0; k < g; k++) {
       const int64_t i = i0 + k;

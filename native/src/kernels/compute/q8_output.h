@@ -37,6 +37,13 @@ inline void store_q8(const QOutput& out, int64_t i, float r) {
   else out.C[i] = out.grid ? snap_to_grid(r, *out.grid) : r;
 }
 
+// n results r[0, n) for elements i.. (the portable kernels: loops the compiler vectorises)
+inline void store_q8_row(const QOutput& out, int64_t i, const float* r, int64_t n) {
+  if (out.grid && out.codes) grid_codes(*out.grid, out.code_shift, r, out.codes + i, n);
+  else if (out.grid) snap_to_grid(*out.grid, r, out.C + i, n);
+  else std::memcpy(out.C + i, r, (size_t)n * sizeof(float));
+}
+
 #if defined(__x86_64__)
 // The clamp [lo, hi] of results and the output grid's as one (the vector stores): for a grid output,
 // bounds in grid units - r * inv clamped to lo * inv and hi * inv each clamped into [grid.lo,

@@ -7,6 +7,7 @@
 
 #include "kernels/compute/cpu_features.h"
 #include "kernels/compute/gemm_tasks.h"
+#include "kernels/compute/qgemm_generic.h"
 #include "kernels/compute/qgemm_neon.h"
 #include "os/cpu_id.h"
 #include "util/compiler.h"
@@ -25,31 +26,9 @@ void snap_block(float* C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0, int64
   for (int64_t m = m0; m < m1; m++) snap_to_grid(g, C + m * ldc + n0, n1 - n0);
 }
 
-// The zero-point offset of uint8 codes (q + 128): 128 + zp, in wrapping int32 arithmetic as the
-// vector paths' (a corrupt zero point is not undefined behaviour)
-inline int32_t code_offset(int32_t zp) { return (int32_t)((uint32_t)zp + 128u); }
-
-// Float epilogue of one accumulator row: (acc - (128 + za) * col_sum) * sa * sw + bias, clamped
-// (rows_first: QActivations::scale_rows_first). With `prior` (QOutput::accumulate: C's value),
-// added before the clamp.
-inline float finish(int32_t acc, int32_t offset, int32_t col_sum, float sa, float sw, float bias, float lo, float hi,
-                    const float* prior, bool rows_first) {
-  // (wrapping int32 arithmetic, as the vector paths': corrupt zero points are not undefined behaviour)
-  const int32_t q = (int32_t)((uint32_t)acc - (uint32_t)offset * (uint32_t)col_sum);
-  float v;
-  if (rows_first) {
-    const float t = (float)q * sa;
-    v = fma_exact(t, sw, bias);  // (as the vector paths' FMA)
-  } else {
-    v = (float)q * (sa * sw) + bias;
-  }
-  if (prior) v += *prior;
-  return std::min(std::max(v, lo), hi);
-}
-
-// Rows [m0, m1) x panels [p0, p1); C points at row m0, column p0 * NR.
+// Rows [m0, m1) x panels [p0, p1) on weights in groups of 4; C points at row m0, column p0 * NR.
 // (on aarch64 with NEON, each panel's inner loop is q8_row_panel_neon)
-void rows_generic(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivations& a, const PackedQ8& w,
+void rows_groups4(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivations& a, const PackedQ8& w,
                   const float* bias, float lo, float hi, float* C, int64_t ldc, bool accumulate) {
   const int64_t G = w.Kp / 4;
 #if defined(__aarch64__)
@@ -57,7 +36,7 @@ void rows_generic(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivat
 #endif
   for (int64_t m = m0; m < m1; m++) {
     const uint8_t* x = a.data + m * w.Kp;
-    const int32_t offset = code_offset(a.zero_point[m]);
+    const int32_t offset = q8_code_offset(a.zero_point[m]);
     for (int64_t p = p0; p < p1; p++) {
       int32_t acc[NR] = {};
       const int8_t* b = w.data.data() + p * G * NR * 4;
@@ -70,8 +49,8 @@ void rows_generic(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivat
           for (int t = 0; t < 4; t++) acc[j] += (int32_t)x[g * 4 + t] * (int32_t)b[j * 4 + t];
       for (int64_t j = 0, n = p * NR; j < NR && n < w.N; j++, n++) {
         float& c = C[(m - m0) * ldc + n - p0 * NR];
-        c = finish(acc[j], offset, w.col_sum[n], a.scale[m], w.scale[n], bias ? bias[n] : 0.f, lo, hi,
-                   accumulate ? &c : nullptr, a.scale_rows_first);
+        c = q8_finish(acc[j], offset, w.col_sum[n], a.scale[m], w.scale[n], bias ? bias[n] : 0.f, lo, hi,
+                      accumulate ? &c : nullptr, a.scale_rows_first);
       }
     }
   }
@@ -93,7 +72,7 @@ ETNP_TARGET_INLINE("avx512f,avx512vnni") __m512i acc_start(int64_t m0, int64_t n
                                                          const PackedQ8& w) {
   if (!U) return _mm512_setzero_si512();
   const __m512i cs = _mm512_loadu_si512(w.col_sum.data() + n0);  // (zero-padded to whole panels)
-  return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_mullo_epi32(_mm512_set1_epi32(code_offset(a.zero_point[m0])), cs));
+  return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_mullo_epi32(_mm512_set1_epi32(q8_code_offset(a.zero_point[m0])), cs));
 }
 
 // The epilogue of one panel's ROWS accumulator rows (rows m0.., columns n0..n0 + 15, those below
@@ -118,7 +97,7 @@ ETNP_TARGET_INLINE("avx512f,avx512vnni") void finish_panel(const __m512i* acc, i
     if (U) {
       r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), s0, bv);
     } else {
-      q = _mm512_sub_epi32(q, _mm512_mullo_epi32(_mm512_set1_epi32(code_offset(a.zero_point[m0 + i])), cs));
+      q = _mm512_sub_epi32(q, _mm512_mullo_epi32(_mm512_set1_epi32(q8_code_offset(a.zero_point[m0 + i])), cs));
       const __m512 sa = _mm512_set1_ps(a.scale[m0 + i]), f = _mm512_cvtepi32_ps(q);
       r = rows_first ? _mm512_fmadd_ps(_mm512_mul_ps(f, sa), sw, bv) : _mm512_fmadd_ps(f, _mm512_mul_ps(sa, sw), bv);
     }
@@ -262,7 +241,7 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, const int16_t* x,
       if (U) {
         r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), sw, bv);
       } else {
-        const __m256i off = _mm256_set1_epi32(code_offset(a.zero_point[m0 + i]));
+        const __m256i off = _mm256_set1_epi32(q8_code_offset(a.zero_point[m0 + i]));
         q = _mm256_sub_epi32(q, _mm256_mullo_epi32(off, cs));
         const __m256 sa = _mm256_set1_ps(a.scale[m0 + i]), f = _mm256_cvtepi32_ps(q);
         r = a.scale_rows_first ? _mm256_fmadd_ps(_mm256_mul_ps(f, sa), sw, bv)
@@ -350,6 +329,16 @@ bool pair_layout() {
 #endif
 }
 
+// the portable rows' layout (columns), where no SIMD kernel of ours runs (VNNI, AVX2, NEON)
+bool columns_layout() {
+#if defined(__x86_64__)
+  static const bool columns = !cpu_has_vnni() && !cpu_has_avx2_fma();
+#else
+  static const bool columns = !cpu_has_neon();
+#endif
+  return columns;
+}
+
 }  // namespace
 
 PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw, const float* scales) {
@@ -358,14 +347,16 @@ PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw
   p.N = N;
   p.Kp = (K + 3) / 4 * 4;
   p.pairs = pair_layout();
+  p.columns = columns_layout();
   const int64_t G = p.Kp / 4, J = p.Kp / 2, panels = (N + NR - 1) / NR;
   p.data.assign((size_t)(panels * G * NR * 4), 0);
   p.col_sum.assign((size_t)(panels * NR), 0);  // padded to whole panels with zeros (vector loads)
   p.scale.assign((size_t)(panels * NR), 0.f);
   std::copy(scales, scales + N, p.scale.begin());
   // w(k, n) goes to panel n / NR, group of `per` k's k / per, lane n % NR, slot k % per (per: 4
-  // for the VNNI / portable layout, 2 for AVX2's pairs): stepped, not divided, per element
-  const int64_t per = p.pairs ? 2 : 4, groups = p.pairs ? J : G;
+  // for the VNNI / NEON layout, 2 for AVX2's pairs, Kp - one group - for the portable columns):
+  // stepped, not divided, per element
+  const int64_t per = p.pairs ? 2 : p.columns ? p.Kp : 4, groups = p.pairs ? J : p.columns ? 1 : G;
   int8_t* data = p.data.data();
   for (int64_t n = 0; n < N; n++) {
     int8_t* col = data + ((n / NR) * groups * NR + n % NR) * per;  // group 0, lane n % NR
@@ -415,7 +406,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
       for (int64_t n = 0; n < panels * NR; n++) {
         // (wrapping int32 arithmetic, as the per-row epilogue's vpmulld: a corrupt zero point
         // must not be undefined behaviour)
-        uni_corr[(size_t)n] = (int32_t)((uint32_t)code_offset(a.zero_point[0]) * (uint32_t)w.col_sum[(size_t)n]);
+        uni_corr[(size_t)n] = (int32_t)((uint32_t)q8_code_offset(a.zero_point[0]) * (uint32_t)w.col_sum[(size_t)n]);
         uni_scale[(size_t)n] = a.scale[0] * w.scale[(size_t)n];
       }
     }
@@ -465,17 +456,20 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
       }
 #endif
       const int64_t n0 = p0 * NR, n1 = std::min(w.N, p1 * NR);
+      auto rows = [&](float* c, int64_t ldc, bool accumulate) {
+        if (w.columns) q8_rows_columns(m0, m1, p0, p1, a, w, bias, lo, hi, c, ldc, accumulate);
+        else rows_groups4(m0, m1, p0, p1, a, w, bias, lo, hi, c, ldc, accumulate);
+      };
       if (codes) {  // float results of the rows into this thread's buffer, then their codes
         thread_local std::vector<float> tmp;
         const int64_t cols = n1 - n0;
         if (tmp.size() < (size_t)((m1 - m0) * cols)) tmp.resize((size_t)((m1 - m0) * cols));
-        rows_generic(m0, m1, p0, p1, a, w, bias, lo, hi, tmp.data(), cols, false);
+        rows(tmp.data(), cols, false);
         for (int64_t m = m0; m < m1; m++)
-          for (int64_t n = n0; n < n1; n++)
-            out.codes[m * out.ldc + n] = grid_code(tmp[(size_t)((m - m0) * cols + n - n0)], *out.grid, out.code_shift);
+          grid_codes(*out.grid, out.code_shift, tmp.data() + (m - m0) * cols, out.codes + m * out.ldc + n0, cols);
         continue;
       }
-      rows_generic(m0, m1, p0, p1, a, w, bias, lo, hi, out.C + m0 * out.ldc + n0, out.ldc, out.accumulate);
+      rows(out.C + m0 * out.ldc + n0, out.ldc, out.accumulate);
       if (out.grid) snap_block(out.C, out.ldc, m0, m1, n0, n1, *out.grid);
     }
   };

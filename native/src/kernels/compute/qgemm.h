@@ -2,7 +2,8 @@
 // qd8 x qc8w FullyConnected): C[m][n] = clamp(sa[m] * sw[n] * sum_k (qa[m][k] - za[m]) * qw[k][n]
 // + bias[n]), accumulated exactly in int32. Activations enter as uint8 (qa + 128) so that the
 // AVX-512 VNNI kernel (vpdpbusd: u8 x s8 dot products of 4) applies; the column sums of the
-// weights remove the +128 and the zero points afterwards. A portable kernel covers other CPUs.
+// weights remove the +128 and the zero points afterwards. A portable kernel (qgemm_generic.h)
+// covers other CPUs.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -16,12 +17,13 @@ namespace etnp {
 
 constexpr int64_t kQ8PanelCols = 16;  // the columns of a packed panel
 
-// Weights packed once: 16-column panels, K zero padded to Kp, in groups of 4 (VNNI, NEON, portable):
+// Weights packed once: 16-column panels, K zero padded to Kp, in groups of 4 (VNNI, NEON):
 // for panel p, group g, column j, element t: data[((p * G + g) * 16 + j) * 4 + t] = w(4g + t, 16p + j),
-// or, where the AVX2 kernel runs (`pairs`), in pairs: data[((p * J + i) * 16 + j) * 2 + t] = w(2i + t, 16p + j).
+// or, where the AVX2 kernel runs (`pairs`), in pairs: data[((p * J + i) * 16 + j) * 2 + t] = w(2i + t, 16p + j),
+// or, for the portable kernel (`columns`), a column's Kp weights in a row: data[(16p + j) * Kp + k] = w(k, 16p + j).
 struct PackedQ8 {
   int64_t K = 0, N = 0, Kp = 0;    // Kp: K rounded up to a multiple of 4
-  bool pairs = false;
+  bool pairs = false, columns = false;
   PackedArray<int8_t> data;       // (PackedArray: a view where a weight cache file holds it)
   PackedArray<int32_t> col_sum;    // sum_k w(k, n), zero-padded to whole 16-column panels
   PackedArray<float> scale;        // per output column, zero-padded likewise

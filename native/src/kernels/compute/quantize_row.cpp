@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/compute/cpu_features.h"
+#include "kernels/compute/portable_ops.h"
 #include "util/fma_exact.h"
 #include "util/compiler.h"
 
@@ -17,15 +18,17 @@ namespace {
 
 // The qd8 code of one element (quantize_row.h): t = x * m rounded to float, clamped to the codes'
 // range [lo, hi] = [-128 - zp, 127 - zp] (NaN stays NaN), rounded to nearest even.
+// (selects as bit blends and rounding by nearbyint_f32, so that the loop vectorises)
 void row_generic(const float* x, int64_t b, int64_t n, const Qd8Params& p, float* grid, uint8_t* u8) {
-  const float lo = (float)(-128 - p.zp), hi = (float)(127 - p.zp);
+  const float lo = (float)(-128 - p.zp), hi = (float)(127 - p.zp), mult = p.mult, scale = p.scale;
+  const float shift = (float)(p.zp + 128);
   for (int64_t i = b; i < n; i++) {
-    float t = x[i] * p.mult;
-    t = t < lo ? lo : t;
-    t = t > hi ? hi : t;
-    t = std::nearbyint(t);
-    grid[i] = t * p.scale;
-    u8[i] = t == t ? (uint8_t)((int32_t)t + p.zp + 128) : (uint8_t)0;
+    float t = x[i] * mult;
+    t = select_f32(t < lo, lo, t);
+    t = select_f32(t > hi, hi, t);
+    t = nearbyint_f32(t);
+    grid[i] = t * scale;
+    u8[i] = (uint8_t)(int32_t)select_f32(t == t, t + shift, 0.f);  // (NaN: 0)
   }
 }
 
@@ -169,7 +172,38 @@ void snap_to_grid(const Int8Grid& g, const float* x, float* y, int64_t n) {
   static const bool avx2 = cpu_has_avx2_fma();
   if (avx2) i = snap_avx2(g, x, y, n);
 #endif
-  for (; i < n; i++) y[i] = snap_to_grid(x[i], g);
+  // (snap_to_grid's formula with its selects as bit blends, so that the loop vectorises; the
+  // parameters in locals, which the stores to y could otherwise alias)
+  const float inv = g.inv, lo = g.lo, hi = g.hi, scale = g.scale;
+  for (; i < n; i++) {
+    float t = x[i] * inv;
+    t = select_f32(t < lo, lo, t);
+    t = select_f32(t > hi, hi, t);
+    y[i] = ((t + 12582912.f) - 12582912.f) * scale;
+  }
+}
+
+void grid_codes(const Int8Grid& g, int32_t shift, const float* x, uint8_t* codes, int64_t n) {
+  const float inv = g.inv, lo = g.lo, hi = g.hi, sh = (float)shift;
+  if (lo + sh >= 0.f && hi + sh <= 255.f) {  // the grid's codes all bytes (as they are): no clamp to [0, 255]
+    for (int64_t i = 0; i < n; i++) {
+      float t = x[i] * inv;
+      t = select_f32(t >= lo, t, lo);
+      t = select_f32(t > hi, hi, t);
+      // t + 1.5 * 2^23 holds t rounded to nearest even in its low bits (two's complement below 0)
+      codes[i] = (uint8_t)(float_bits(t + 12582912.f) + (uint32_t)shift);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {  // (grid_code's formula, selects as bit blends)
+    float t = x[i] * inv;
+    t = select_f32(t >= lo, t, lo);
+    t = select_f32(t > hi, hi, t);
+    float c = ((t + 12582912.f) - 12582912.f) + sh;
+    c = select_f32(c < 0.f, 0.f, c);
+    c = select_f32(c > 255.f, 255.f, c);
+    codes[i] = (uint8_t)(int32_t)c;
+  }
 }
 
 void grid_table_lookup(const Int8Grid& g, const float* table, const float* x, float* y, int64_t n) {
@@ -178,14 +212,21 @@ void grid_table_lookup(const Int8Grid& g, const float* table, const float* x, fl
   static const bool avx2 = cpu_has_avx2_fma();
   if (avx2) i = lookup_avx2(g, table, x, y, n);
 #endif
-  for (; i < n; i++) {
-    if (x[i] != x[i]) {
-      y[i] = table[256];
-      continue;
+  // blocks of indices (arithmetic without branches: a loop the compiler vectorises), then their
+  // reads one at a time (SSE2 has no gather)
+  const float inv = g.inv, lo = g.lo, hi = g.hi, first = (float)(int32_t)g.lo;
+  while (i < n) {
+    const int64_t m = std::min<int64_t>(256, n - i);
+    int32_t index[256];
+    for (int64_t j = 0; j < m; j++) {
+      const float v = x[i + j];
+      float t = v * inv;
+      t = select_f32(t < lo, lo, t);
+      t = select_f32(hi < t, hi, t);
+      index[j] = (int32_t)select_f32(v != v, 256.f, nearbyint_f32(t) - first);  // (NaN: table[256])
     }
-    float t = x[i] * g.inv;
-    t = std::min(std::max(t, g.lo), g.hi);
-    y[i] = table[(int32_t)std::nearbyint(t) - (int32_t)g.lo];
+    for (int64_t j = 0; j < m; j++) y[i + j] = table[index[j]];
+    i += m;
   }
 }
 
@@ -197,9 +238,9 @@ void float_to_codes(const float* x, int64_t n, float inv, float shift, uint8_t* 
 #endif
   for (; i < n; i++) {
     float t = fma_exact(x[i], inv, shift);  // (as the AVX2 path's FMA)
-    t = t > 0.f ? t : 0.f;  // (NaN -> 0)
-    t = t < 255.f ? t : 255.f;
-    codes[i] = (uint8_t)std::nearbyint(t);
+    t = select_f32(t > 0.f, t, 0.f);  // (NaN -> 0)
+    t = select_f32(t < 255.f, t, 255.f);
+    codes[i] = (uint8_t)(int32_t)nearbyint_f32(t);
   }
 }
 
@@ -210,6 +251,22 @@ void row_min_max(const float* x, int64_t n, float& mn, float& mx) {
   if (avx512) i = min_max_avx512(x, n, mn, mx);
   else if (avx2) i = min_max_avx2(x, n, mn, mx);
 #endif
+  // 16 lanes of minima and maxima (a loop the compiler vectorises: a float min / max reduction it
+  // would not reorder), then the lanes, then the tail; min / max are exact, so the order changes
+  // nothing (NaN elements are passed over: the comparisons are false)
+  if (n - i >= 16) {
+    float lmn[16], lmx[16];
+    for (int l = 0; l < 16; l++) lmn[l] = mn, lmx[l] = mx;
+    for (; i + 16 <= n; i += 16)
+      for (int l = 0; l < 16; l++) {
+        lmn[l] = select_f32(x[i + l] < lmn[l], x[i + l], lmn[l]);
+        lmx[l] = select_f32(x[i + l] > lmx[l], x[i + l], lmx[l]);
+      }
+    for (int l = 0; l < 16; l++) {
+      mn = std::min(mn, lmn[l]);
+      mx = std::max(mx, lmx[l]);
+    }
+  }
   for (; i < n; i++) {
     mn = std::min(mn, x[i]);
     mx = std::max(mx, x[i]);

@@ -48,8 +48,10 @@ inline uint8_t grid_code(float x, const Int8Grid& g, int32_t shift) {
   const float c = t + (float)shift;
   return (uint8_t)(c < 0.f ? 0.f : c > 255.f ? 255.f : c);
 }
-// y = snapped x (vectorised on AVX2; the same results as the scalar formula)
+// y = snapped x (vectorised on AVX2, and by the compiler elsewhere; the same results as the scalar formula)
 void snap_to_grid(const Int8Grid& g, const float* x, float* y, int64_t n);
+// codes[i] = grid_code(x[i], g, shift), as a loop the compiler vectorises
+void grid_codes(const Int8Grid& g, int32_t shift, const float* x, uint8_t* codes, int64_t n);
 inline void snap_to_grid(const Int8Grid& g, float* d, int64_t n) { snap_to_grid(g, d, d, n); }
 
 // y[i] = table[index of x[i] on grid g]: x[i] = t * g.scale (t in [g.lo, g.hi], an integer) reads

@@ -157,18 +157,22 @@ inline typename S::V gelu_xnn(typename S::V x) {
 template <class S, class F>
 inline void map(const float* x, float* y, int64_t n, F f) {
   constexpr int W = S::W;
-  int64_t i = 0;
-  for (; i + 2 * W <= n; i += 2 * W) {  // two independent vectors a step
-    const auto a = f(S::load(x + i)), b = f(S::load(x + i + W));
-    S::store(y + i, a);
-    S::store(y + i + W, b);
-  }
-  for (; i + W <= n; i += W) S::store(y + i, f(S::load(x + i)));
-  if (i < n) {
-    float buf[W] = {};
-    std::memcpy(buf, x + i, (size_t)(n - i) * sizeof(float));
-    S::store(buf, f(S::load(buf)));
-    std::memcpy(y + i, buf, (size_t)(n - i) * sizeof(float));
+  if constexpr (W == 1) {  // the portable path: a plain loop, for the compiler's auto-vectoriser
+    for (int64_t i = 0; i < n; i++) y[i] = f(x[i]);
+  } else {
+    int64_t i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {  // two independent vectors a step
+      const auto a = f(S::load(x + i)), b = f(S::load(x + i + W));
+      S::store(y + i, a);
+      S::store(y + i + W, b);
+    }
+    for (; i + W <= n; i += W) S::store(y + i, f(S::load(x + i)));
+    if (i < n) {
+      float buf[W] = {};
+      std::memcpy(buf, x + i, (size_t)(n - i) * sizeof(float));
+      S::store(buf, f(S::load(buf)));
+      std::memcpy(y + i, buf, (size_t)(n - i) * sizeof(float));
+    }
   }
 }
 
@@ -224,8 +228,8 @@ inline void softmax_row(const float* x, float* y, int64_t n) {
 // with FMAs (0 below the denormal cutoff), summed in its order - blocks of 4 vectors into two
 // accumulators (the first and third vector into one, the second and fourth into the other), the
 // two added, then whole vectors, then the zero-padded tail, then the lanes by S::hsum_f32 (halves
-// added pairwise) - which is the AVX-512 kernel's (u64_acc2) with 16 lanes, the AVX2 one's
-// (u32_acc2) with 8 and the scalar one's (u4_acc2) with 1. Rows whose maximum is not finite go
+// added pairwise) - which is the AVX-512 kernel's (u64_acc2) with 16 lanes (the portable path's
+// too) and the AVX2 one's (u32_acc2) with 8. Rows whose maximum is not finite go
 // through softmax_row's scalar definition.
 template <class S>
 inline typename S::V exp_minus_max_xnn(typename S::V x) {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/compute/cpu_features.h"
+#include "kernels/compute/portable_ops.h"
 #include "util/compiler.h"
 
 #if defined(__x86_64__)
@@ -12,9 +13,20 @@
 namespace etnp {
 namespace {
 
-// channels [c0, C) of each; the comparison `v > m ? v : m` passes a NaN v over
+// Channels [c0, C) of each, 16 at a time into local arrays (loops the compiler vectorises), then
+// one at a time; the comparison `v > m ? v : m` passes a NaN v over.
 void max_generic(const float* const* x, int64_t taps, int64_t c0, int64_t C, float* y) {
-  for (int64_t c = c0; c < C; c++) {
+  int64_t c = c0;
+  for (; c + 16 <= C; c += 16) {
+    float m[16];
+    for (int l = 0; l < 16; l++) m[l] = -INFINITY;
+    for (int64_t t = 0; t < taps; t++) {
+      const float* v = x[t] + c;
+      for (int l = 0; l < 16; l++) m[l] = select_f32(v[l] > m[l], v[l], m[l]);
+    }
+    for (int l = 0; l < 16; l++) y[c + l] = m[l];
+  }
+  for (; c < C; c++) {
     float m = -INFINITY;
     for (int64_t t = 0; t < taps; t++) {
       const float v = x[t][c];
@@ -25,7 +37,14 @@ void max_generic(const float* const* x, int64_t taps, int64_t c0, int64_t C, flo
 }
 
 void mean_generic(const float* const* x, int64_t taps, int64_t c0, int64_t C, float divisor, float* y) {
-  for (int64_t c = c0; c < C; c++) {
+  int64_t c = c0;
+  for (; c + 16 <= C; c += 16) {  // (each channel's sum in tap order, as below)
+    float s[16] = {};
+    for (int64_t t = 0; t < taps; t++)
+      for (int l = 0; l < 16; l++) s[l] += x[t][c + l];
+    for (int l = 0; l < 16; l++) y[c + l] = s[l] / divisor;
+  }
+  for (; c < C; c++) {
     float s = 0.f;
     for (int64_t t = 0; t < taps; t++) s += x[t][c];
     y[c] = s / divisor;
@@ -88,13 +107,12 @@ void window_max(const float* const* x, int64_t taps, int64_t C, float* y) {
 
 void window_max_u8(const uint8_t* const* x, int64_t taps, int64_t C, uint8_t* y) {
   int64_t c = 0;
-#if defined(__x86_64__)
-  for (; c + 16 <= C; c += 16) {  // (SSE2: every x86-64)
-    __m128i m = _mm_setzero_si128();
-    for (int64_t t = 0; t < taps; t++) m = _mm_max_epu8(m, _mm_loadu_si128((const __m128i*)(x[t] + c)));
-    _mm_storeu_si128((__m128i*)(y + c), m);
+  for (; c + 16 <= C; c += 16) {  // (16 codes a step: one vector of bytes; the compiler's byte max)
+    uint8_t m[16] = {};
+    for (int64_t t = 0; t < taps; t++)
+      for (int l = 0; l < 16; l++) m[l] = x[t][c + l] > m[l] ? x[t][c + l] : m[l];
+    for (int l = 0; l < 16; l++) y[c + l] = m[l];
   }
-#endif
   for (; c < C; c++) {
     uint8_t m = 0;
     for (int64_t t = 0; t < taps; t++) m = x[t][c] > m ? x[t][c] : m;
