@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/compute/qgemm_qb4.h"
+#include "util/fma_exact.h"
 
 static int check_qgemm_qb4_case(etnp::ThreadPool* pool, int64_t M, int64_t N, int64_t K, int64_t bs, bool f32_scales,
                                 bool with_bias, bool clamp, std::mt19937& rng) {
@@ -68,12 +69,12 @@ static int check_qgemm_qb4_case(etnp::ThreadPool* pool, int64_t M, int64_t N, in
           ta += std::fabs((double)q * wv) + std::fabs((double)zp[(size_t)m] * wv);
         }
         const float s = S[(size_t)(n * nb + blk)];
-        F = std::fma((float)acc, s, F);
+        F = fma_exact((float)acc, s, F);
         exact += t * s;
         mag += ta * s;
       }
       const float bn = b ? b[n] : 0.f;
-      want[(size_t)(m * N + n)] = std::min(std::max(std::fma(F, sa[(size_t)m], bn), lo), hi);
+      want[(size_t)(m * N + n)] = std::min(std::max(fma_exact(F, sa[(size_t)m], bn), lo), hi);
       const double e = std::min(std::max(exact * sa[(size_t)m] + bn, (double)lo), (double)hi);
       // (a rounding a float step, each within half an ulp of the terms' magnitudes)
       const double tol = (double)(nb + 3) * 6e-8 * (mag * sa[(size_t)m] + std::fabs(bn)) + 1e-30;

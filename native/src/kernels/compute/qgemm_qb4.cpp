@@ -10,6 +10,7 @@
 #include "kernels/compute/cpu_features.h"
 #include "kernels/compute/gemm_tasks.h"
 #include "kernels/compute/qgemm_qb4_kernels.h"
+#include "util/fma_exact.h"
 #include "os/cpu_id.h"
 
 namespace etnp {
@@ -42,11 +43,11 @@ void tiles_generic(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, in
               const uint8_t byte = d[ci * 64 + j * 4 + i];
               acc += (int32_t)x[ci * 8 + i] * (byte & 15) + (int32_t)x[ci * 8 + 4 + i] * (byte >> 4);
             }
-          F[j] = std::fma((float)acc, scale_of(w, panel, b, j), F[j]);
+          F[j] = fma_exact((float)acc, scale_of(w, panel, b, j), F[j]);
         }
       }
       for (int64_t j = 0; j < cols; j++)
-        c[j] = std::min(std::max(std::fma(F[j], a.sa[m], o.bias ? o.bias[n0 + j] : 0.f), o.lo), o.hi);
+        c[j] = std::min(std::max(fma_exact(F[j], a.sa[m], o.bias ? o.bias[n0 + j] : 0.f), o.lo), o.hi);
     }
   }
 }
