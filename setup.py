@@ -1,13 +1,17 @@
+import hashlib
 import os
 import pathlib
 import platform
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 import sysconfig
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
+from setuptools.errors import CompileError, ExecError
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -24,6 +28,11 @@ def _make_deps(path):
     return deps.split()
 
 
+def _is_native_source(path):
+    """Whether PATH (a source or an include folder) belongs to the native core under native/."""
+    return os.path.relpath(os.path.abspath(path), HERE).split(os.sep)[0] == "native"
+
+
 def _up_to_date(obj, src, command):
     """Whether OBJ was built from SRC by COMMAND and no file it depends on changed since."""
     try:
@@ -35,6 +44,71 @@ def _up_to_date(obj, src, command):
         return deps is not None and all(os.path.getmtime(d) <= built for d in [src] + deps)
     except OSError:
         return False
+
+
+def _native_tree_digest(root):
+    """SHA-256 over every source and header of the native core (paths and contents): with the compile
+    command, the key of a shared object-cache entry (any edit anywhere in native/ misses the cache)."""
+    digest = hashlib.sha256()
+    base = os.path.join(root, "native")
+    for folder, dirs, files in sorted(os.walk(base)):
+        dirs.sort()
+        for name in sorted(files):
+            if os.path.splitext(name)[1] in (".h", ".hpp", ".c", ".cc", ".cpp", ".inc"):
+                path = os.path.join(folder, name)
+                digest.update(os.path.relpath(path, root).replace(os.sep, "/").encode() + b"\0")
+                with open(path, "rb") as fh:
+                    digest.update(hashlib.sha256(fh.read()).digest())
+    return digest.hexdigest()
+
+
+def _compiler_identity(argv):
+    """The compiler's `--version` text: part of the object-cache key (another compiler misses)."""
+    try:
+        return subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+class ObjectCache:
+    """ETNP_OBJECT_CACHE=DIR: objects of the native core shared between builds in other folders or
+    for other interpreters (CI's editable install, its sdist -> wheel build, its PyPy install), keyed
+    by the compile command, the compiler's identity and the digest of the whole native/ tree. Off
+    unless the variable is set; a miss or an unreadable entry just compiles."""
+
+    def __init__(self, folder, root):
+        self.folder = folder
+        self.tree = _native_tree_digest(root)
+        self.identities = {}
+        os.makedirs(folder, exist_ok=True)
+
+    def key(self, argv, command):
+        compiler = tuple(argv)
+        if compiler not in self.identities:
+            self.identities[compiler] = _compiler_identity(list(argv))
+        if self.identities[compiler] is None:
+            return None
+        text = "\0".join([self.identities[compiler], command, self.tree])
+        return os.path.join(self.folder, hashlib.sha256(text.encode()).hexdigest())
+
+    @staticmethod
+    def fetch(key, obj):
+        try:
+            shutil.copyfile(key + ".o", obj + ".tmp")
+            shutil.copyfile(key + ".d", obj + ".d")
+            os.replace(obj + ".tmp", obj)
+            return True
+        except OSError:
+            return False
+
+    @staticmethod
+    def store(key, obj):
+        try:
+            for src, dst in ((obj + ".d", key + ".d"), (obj, key + ".o")):  # the object last: it marks the entry whole
+                shutil.copyfile(src, dst + ".%d.tmp" % os.getpid())
+                os.replace(dst + ".%d.tmp" % os.getpid(), dst)
+        except OSError:
+            pass
 
 
 class ParallelBuildExt(build_ext):
@@ -75,30 +149,64 @@ class ParallelBuildExt(build_ext):
         macros, objects, extra_postargs, pp_opts, build = compiler._setup_compile(
             output_dir, macros, include_dirs, sources, depends, extra_postargs)
         cc_args = compiler._get_cc_args(pp_opts, debug, extra_preargs)
+        native_argv, native_args = self._native_command(compiler, include_dirs, extra_preargs)
+        cache_dir = os.environ.get("ETNP_OBJECT_CACHE")
+        cache = ObjectCache(cache_dir, HERE) if cache_dir else None
         todo = []
         for obj in objects:
             if obj not in build:
                 continue
             src, ext = build[obj]
-            command = "\0".join(compiler.compiler_so + cc_args + [src] + list(extra_postargs))
+            native = native_argv is not None and _is_native_source(src)
+            argv, args = (native_argv, native_args) if native else (compiler.compiler_so, cc_args)
+            command = "\0".join(argv + args + [src] + list(extra_postargs))
             if not (self.rebuild_all or _up_to_date(obj, src, command)):
-                todo.append((obj, src, ext, command))
+                key = cache.key(argv, command) if cache and _is_native_source(src) else None
+                todo.append((obj, src, ext, argv, args, command, key))
 
         def one(job):
-            obj, src, ext, command = job
+            obj, src, ext, argv, args, command, key = job
             for stale in (obj, obj + ".cmd"):
                 if os.path.exists(stale):
                     os.remove(stale)
-            compiler._compile(obj, src, ext, cc_args, list(extra_postargs) + ["-MMD", "-MF", obj + ".d"], pp_opts)
+            if not (key and os.path.exists(key + ".o") and ObjectCache.fetch(key, obj)):
+                deps = ["-MMD", "-MF", obj + ".d"]
+                if argv is compiler.compiler_so:
+                    compiler._compile(obj, src, ext, args, list(extra_postargs) + deps, pp_opts)
+                else:  # the native core's own command (no shared compiler state changed: jobs run in threads)
+                    try:
+                        compiler.spawn(argv + args + [src, "-o", obj] + list(extra_postargs) + deps)
+                    except ExecError as exc:
+                        raise CompileError(exc)
+                if key:
+                    ObjectCache.store(key, obj)
             with open(obj + ".cmd", "w") as fh:
                 fh.write(command)
 
         if todo:
-            print(f"compiling {len(todo)} of {len(objects)} sources ({self.parallel} jobs)", flush=True)
+            cached = f", shared object cache {cache.folder}" if cache else ""
+            print(f"compiling {len(todo)} of {len(objects)} sources ({self.parallel} jobs{cached})", flush=True)
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(max(1, int(self.parallel))) as pool:
             list(pool.map(one, todo))  # (re-raises the first compile error)
         return objects
+
+    @staticmethod
+    def _native_command(compiler, include_dirs, extra_preargs):
+        """Linux: the native core (no Python headers) compiles with the same command whatever the
+        interpreter - the compiler (CC), CPython's usual release flags (-DNDEBUG -fwrapv -Wall
+        -Wsign-compare -fPIC: what a CPython build gave the core so far), the user's CFLAGS /
+        CPPFLAGS and the core's own include folders - so that PyPy, other CPython versions and
+        the wheel build share one object cache. None elsewhere (macOS's interpreter flags carry
+        the target architectures and SDK; the interpreter's command is kept there)."""
+        if not sys.platform.startswith("linux"):
+            return None, None
+        so = list(compiler.compiler_so)
+        n = next((i for i, a in enumerate(so) if a.startswith("-")), len(so))
+        argv = so[:n] + ["-DNDEBUG", "-fwrapv", "-Wall", "-Wsign-compare", "-fPIC"]
+        argv += shlex.split(os.environ.get("CFLAGS", "")) + shlex.split(os.environ.get("CPPFLAGS", ""))
+        includes = ["-I" + d for d in (include_dirs or []) if _is_native_source(d)]
+        return argv, includes + ["-c"] + list(extra_preargs or [])
 
 
 # clang-cl 19 is the first whose <immintrin.h> declares every intrinsic whatever the command line
