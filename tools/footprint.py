@@ -11,7 +11,7 @@ in a fresh process pinned to ``--cpus`` (taskset: the reference has no thread se
     reference loads lazily: both are timed as load + first call) and makes the first call,
  3. makes 3 more calls and reads the steady RSS and the peak since step 2 (VmHWM).
 Reported per program and runtime: net peak RSS and net steady RSS over the baseline, load + first
-call time, and for ours the breakdown the core reports (``Method.memory_stats()``: program bytes
+call time (wall, and the process's CPU time: steadier where other work shares the machine), and for ours the breakdown the core reports (``Method.memory_stats()``: program bytes
 resident, packed weights, constant copies, the planned arena, delegate value buffers, scratch) when
 the build has it. Ratios are ours / reference. Whole-process figures, one process per cell: run
 ``--rounds 3`` and the minimum of each figure is kept.
@@ -48,6 +48,7 @@ try:
 except OSError:
     pass
 t0 = time.perf_counter()
+c0 = time.process_time()
 rt = en.Runtime.get()
 prog = rt.load_program(path, mmap=True) if use_mmap else rt.load_program(path)
 t1 = time.perf_counter()
@@ -55,6 +56,7 @@ m = prog.load_method("forward")
 t2 = time.perf_counter()
 m(ins)
 t3 = time.perf_counter()
+c3 = time.process_time()
 first = status()
 for _ in range(3):
     m(ins)
@@ -64,7 +66,7 @@ if hasattr(m, "memory_stats"):
     stats = m.memory_stats()
 print("FOOTPRINT " + json.dumps(dict(base=base, peak=s["VmHWM"] - base, steady=s["VmRSS"] - base,
                                      after_first=first["VmRSS"] - base, load=t1 - t0, method=t2 - t1,
-                                     first_call=t3 - t2, total=t3 - t0, stats=stats)))
+                                     first_call=t3 - t2, total=t3 - t0, cpu_total=c3 - c0, stats=stats)))
 """
 
 
@@ -85,7 +87,7 @@ def best(rows):
     if not ok:
         return rows[0]
     out = dict(ok[0])
-    for k in ("peak", "steady", "after_first", "load", "method", "first_call", "total"):
+    for k in ("peak", "steady", "after_first", "load", "method", "first_call", "total", "cpu_total"):
         out[k] = min(r[k] for r in ok)
     return out
 
@@ -112,8 +114,8 @@ def main(argv=None) -> int:
     env.pop("PYTHONPATH", None)  # the reference must import its own package
     rows = []
     print("| program | file MB | ours peak MB | ref peak MB | peak ratio | ours steady MB | ref steady MB | "
-          "ours load+1st s | ref load+1st s | time ratio | ours breakdown MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "ours load+1st s | ref load+1st s | time ratio | ours CPU s | ref CPU s | CPU ratio | ours breakdown MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
         path = os.path.join(args.zoo, name + ".pte")
         ours = best([measure(args.python, path, args.cpus, args.mmap) for _ in range(args.rounds)])
@@ -128,11 +130,12 @@ def main(argv=None) -> int:
         brk = ", ".join(f"{k} {v / 2 ** 20:.0f}" for k, v in st.items() if isinstance(v, (int, float)) and v >= 2 ** 19)
         if "error" in ref:
             print(f"| {name} | {size:.0f} | {mb(ours['peak'])} | - | - | {mb(ours['steady'])} | - | "
-                  f"{ours['total']:.2f} | - | - | {brk} |")
+                  f"{ours['total']:.2f} | - | - | {ours['cpu_total']:.2f} | - | - | {brk} |")
             continue
         print(f"| {name} | {size:.0f} | {mb(ours['peak'])} | {mb(ref['peak'])} | {ours['peak'] / max(ref['peak'], 1):.2f}x | "
               f"{mb(ours['steady'])} | {mb(ref['steady'])} | {ours['total']:.2f} | {ref['total']:.2f} | "
-              f"{ours['total'] / max(ref['total'], 1e-9):.2f}x | {brk} |", flush=True)
+              f"{ours['total'] / max(ref['total'], 1e-9):.2f}x | {ours['cpu_total']:.2f} | {ref['cpu_total']:.2f} | "
+              f"{ours['cpu_total'] / max(ref['cpu_total'], 1e-9):.2f}x | {brk} |", flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)
