@@ -7,10 +7,10 @@
 // padded to a multiple of 16 with zeros. Per block, TDPBSSD (int8 x int8 -> int32, exact) gives
 // the 16 x 16 block sums acc_b = sum q * w directly (the VNNI path's sum q * nibble + corr, the
 // same integers); they are stored to a small buffer, converted and scaled by one FMA a row in
-// qgemm_qb4.h's order, so results are bit-identical to every other path. Two accumulator tiles
-// alternate, so that one block's multiply runs while the previous block's sums are scaled.
-// Tile numbers: 0, 1 the block sums; 2, 3 an A / B pair of 64 bytes of K (8 chunks); 4, 5 the
-// pair for a block's remaining chunks (blocks not a multiple of 8 chunks).
+// qgemm_qb4.h's order, so results are bit-identical to every other path.
+// Four accumulator tiles rotate, so that three blocks' multiplies run while a block's sums are
+// scaled. Tile numbers: 0 .. 3 the block sums; 4, 5 an A / B pair of 64 bytes of K (8 chunks);
+// 6, 7 the pair for a block's remaining chunks (blocks not a multiple of 8 chunks).
 #if defined(__x86_64__)
 #include <immintrin.h>
 
@@ -30,10 +30,10 @@ constexpr int64_t kRows = 16;  // a tile's rows
 
 AmxTileConfig tile_config(int64_t rem) {  // rem: a block's chunks past its whole 64-byte pieces
   AmxTileConfig c;
-  for (int t = 0; t < 4; t++) c.set(t, 16, 64);
+  for (int t = 0; t < 6; t++) c.set(t, 16, 64);
   if (rem > 0) {
-    c.set(4, 16, rem * 8);  // A: 16 rows of rem * 8 k
-    c.set(5, rem * 2, 64);  // B: rem * 2 rows of 4 k x 16 columns
+    c.set(6, 16, rem * 8);  // A: 16 rows of rem * 8 k
+    c.set(7, rem * 2, 64);  // B: rem * 2 rows of 4 k x 16 columns
   }
   return c;
 }
@@ -78,32 +78,79 @@ ETNP_TARGET_INLINE("avx512f") __m512 block_scales(bool f32, const uint8_t* pair,
                                  : _mm512_slli_epi32(v, 16));
 }
 
-// block sums tile CT = the block's activations a (16 rows, stride ldq) x its weights b
+// the tile intrinsics want their tile numbers as literals
+template <int CT>
+ETNP_TARGET_INLINE("amx-tile,amx-int8") void acc_zero() {
+  if constexpr (CT == 0) _tile_zero(0);
+  else if constexpr (CT == 1) _tile_zero(1);
+  else if constexpr (CT == 2) _tile_zero(2);
+  else _tile_zero(3);
+}
+template <int CT, bool REM>  // tile CT += A x B (tiles 4, 5; REM: 6, 7)
+ETNP_TARGET_INLINE("amx-tile,amx-int8") void acc_dot() {
+  if constexpr (REM) {
+    if constexpr (CT == 0) _tile_dpbssd(0, 6, 7);
+    else if constexpr (CT == 1) _tile_dpbssd(1, 6, 7);
+    else if constexpr (CT == 2) _tile_dpbssd(2, 6, 7);
+    else _tile_dpbssd(3, 6, 7);
+  } else {
+    if constexpr (CT == 0) _tile_dpbssd(0, 4, 5);
+    else if constexpr (CT == 1) _tile_dpbssd(1, 4, 5);
+    else if constexpr (CT == 2) _tile_dpbssd(2, 4, 5);
+    else _tile_dpbssd(3, 4, 5);
+  }
+}
+template <int CT>
+ETNP_TARGET_INLINE("amx-tile,amx-int8") void acc_store(int32_t* buf) {
+  if constexpr (CT == 0) _tile_stored(0, buf, 64);
+  else if constexpr (CT == 1) _tile_stored(1, buf, 64);
+  else if constexpr (CT == 2) _tile_stored(2, buf, 64);
+  else _tile_stored(3, buf, 64);
+}
+
+// What a 16-row tile's blocks read: its activations (block b at a + b * astep, rows ldq apart),
+// the panel's unpacked weights (block b at wb + b * bstep) and scales.
+struct TileBlocks {
+  const int8_t* a;
+  const int8_t* wb;
+  const uint8_t* panel;
+  int64_t ldq, astep, bstep, full, rem, nb, pair_bytes;
+  bool f32;
+};
+// block b's scales (qgemm_qb4_kernels.h's pair_at)
+inline const uint8_t* pair_at_b(const uint8_t* panel, int64_t b, const TileBlocks& t) {
+  return panel + 64 + (b >> 1) * t.pair_bytes;
+}
+
+// block sums tile CT = block b's activations x its weights (whole 64-byte pieces, then the rest)
 template <int CT>
 ETNP_TARGET_INLINE("amx-tile,amx-int8")
-void block_dot(const int8_t* a, int64_t ldq, const int8_t* b, int64_t full, int64_t rem) {
-  if (CT == 0) _tile_zero(0);
-  else _tile_zero(1);
-  for (int64_t i = 0; i < full; i++) {
-    _tile_loadd(2, a + i * 64, ldq);
-    _tile_loadd(3, b + i * 1024, 64);
-    if (CT == 0) _tile_dpbssd(0, 2, 3);
-    else _tile_dpbssd(1, 2, 3);
+void block_dot(const TileBlocks& t, int64_t b) {
+  const int8_t* a = t.a + b * t.astep;
+  const int8_t* w = t.wb + b * t.bstep;
+  acc_zero<CT>();
+  for (int64_t i = 0; i < t.full; i++) {
+    _tile_loadd(4, a + i * 64, t.ldq);
+    _tile_loadd(5, w + i * 1024, 64);
+    acc_dot<CT, false>();
   }
-  if (rem > 0) {
-    _tile_loadd(4, a + full * 64, ldq);
-    _tile_loadd(5, b + full * 1024, 64);
-    if (CT == 0) _tile_dpbssd(0, 4, 5);
-    else _tile_dpbssd(1, 4, 5);
+  if (t.rem > 0) {
+    _tile_loadd(6, a + t.full * 64, t.ldq);
+    _tile_loadd(7, w + t.full * 1024, 64);
+    acc_dot<CT, true>();
   }
 }
 
-// F[i] = fma((float)sums of row i, sw, F[i]) from block sums tile CT (through buf)
+// Block b (in tile CT): block b + 3's product issued (into tile (CT + 3) % 4, free since block
+// b - 1's sums were scaled), then F[i] = fma((float)sums of row i, scales, F[i]) from tile CT
+// (through buf). Four tiles in flight: the multiplies run while earlier blocks are scaled.
 template <int CT>
 ETNP_TARGET_INLINE("avx512f,amx-tile,amx-int8")
-void block_scale(int32_t* buf, __m512 sw, __m512* F) {
-  if (CT == 0) _tile_stored(0, buf, 64);
-  else _tile_stored(1, buf, 64);
+void block_step(const TileBlocks& t, int64_t b, int32_t* buf, __m512* F) {
+  if (b >= t.nb) return;
+  if (b + 3 < t.nb) block_dot<(CT + 3) % 4>(t, b + 3);
+  acc_store<CT>(buf);
+  const __m512 sw = block_scales(t.f32, pair_at_b(t.panel, b, t), b & 1);
 #pragma GCC unroll 16
   for (int i = 0; i < kRows; i++)
     F[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(buf + i * 16)), sw, F[i]);
@@ -119,20 +166,20 @@ void tile(const Job& j, int64_t m0, int64_t p, const int8_t* wb) {
   const __m512 z = _mm512_loadu_ps(panel);
 #pragma GCC unroll 16
   for (int i = 0; i < kRows; i++) F[i] = _mm512_mul_ps(_mm512_set1_ps(j.nza[m0 + i]), z);
-  alignas(64) int32_t buf[2][kRows * 16];
-  const bool f32 = w.f32_scales;
-  const int64_t nb = w.nb, ldq = j.ldq, full = j.full, rem = j.rem;
-  const int64_t astep = w.chunks * 8, bstep = w.chunks * 128;
-  const int8_t* a = j.q + m0 * ldq;
-  // block b's product issued into tile b % 2 before block b - 1's sums are scaled
-  block_dot<0>(a, ldq, wb, full, rem);
-  for (int64_t b = 0; b < nb; b += 2) {
-    if (b + 1 < nb) block_dot<1>(a + (b + 1) * astep, ldq, wb + (b + 1) * bstep, full, rem);
-    block_scale<0>(buf[0], block_scales(f32, pair_at(w, panel, b), false), F);
-    if (b + 1 < nb) {
-      if (b + 2 < nb) block_dot<0>(a + (b + 2) * astep, ldq, wb + (b + 2) * bstep, full, rem);
-      block_scale<1>(buf[1], block_scales(f32, pair_at(w, panel, b + 1), true), F);
-    }
+  alignas(64) int32_t buf[4][kRows * 16];
+  TileBlocks t;
+  t.a = j.q + m0 * j.ldq, t.wb = wb, t.panel = panel;
+  t.ldq = j.ldq, t.astep = w.chunks * 8, t.bstep = w.chunks * 128, t.full = j.full, t.rem = j.rem, t.nb = w.nb;
+  t.pair_bytes = w.pair_bytes, t.f32 = w.f32_scales;
+  // blocks 0, 1, 2 issued; then each step issues the block 3 ahead and scales its own
+  block_dot<0>(t, 0);
+  if (t.nb > 1) block_dot<1>(t, 1);
+  if (t.nb > 2) block_dot<2>(t, 2);
+  for (int64_t b = 0; b < t.nb; b += 4) {
+    block_step<0>(t, b, buf[0], F);
+    block_step<1>(t, b + 1, buf[1], F);
+    block_step<2>(t, b + 2, buf[2], F);
+    block_step<3>(t, b + 3, buf[3], F);
   }
   const __mmask16 mask = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
   const __m512 bv = j.o.bias ? _mm512_maskz_loadu_ps(mask, j.o.bias + n0) : _mm512_setzero_ps();
