@@ -5,7 +5,10 @@
 // of the formula itself, within a small tolerance of the product computed in double. Ragged K
 // (not a multiple of the block, nor of 8), ragged N, M = 1 and more (tiles of rows, row groups),
 // bfloat16 and float32 scales, with and without bias and clamp, zero points in and out of qd8's
-// range, one and two threads.
+// range, one and two threads. Where the CPU has AMX-INT8 (and ETNP_CPU allows it), 16 rows and
+// more take the tile path (qgemm_qb4_amx.cpp): rows, columns and K ragged against its tiles,
+// blocks of fewer than, exactly and more than 8 chunks (one 64-byte tile piece), and several
+// row groups.
 #pragma once
 #include <cmath>
 #include <cstring>
@@ -13,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/compute/cpu_features.h"
 #include "kernels/compute/qgemm_qb4.h"
 #include "util/fma_exact.h"
 
@@ -146,6 +150,28 @@ static int check_qgemm_qb4(std::mt19937& rng) {
   bad += check_qgemm_qb4_case(&two, 3, 100, 600, 128, true, true, false, rng);
   bad += check_qgemm_qb4_case(&two, 130, 33, 96, 32, false, true, false, rng);
   bad += check_qgemm_qb4_case(&one, 2, 20, 2100, 1024, false, false, false, rng);
-  std::printf("qgemm_qb4: %d cases, %d mismatches\n", cases + 6, bad);
+  cases += 6;
+  // the AMX path's shapes (M >= 16): rows not a multiple of the tile's 16, blocks of 12 (chunks
+  // with padding), 32 (4 chunks), 64 (8: one whole piece), 96 and 128 (a piece and a remainder,
+  // two pieces), 1024; more than 256 rows (row groups of 128), threads splitting panels
+  const int64_t aMs[] = {16, 31, 33, 48};
+  const int64_t aNs[] = {1, 17, 48, 70};
+  const int64_t aKs[] = {7, 40, 100, 200, 257};
+  const int64_t aBs[] = {32, 12, 64, 96, 128, 32, 16};
+  int acase = 0;
+  for (int64_t M : aMs)
+    for (int64_t N : aNs)
+      for (int64_t K : aKs) {
+        bad += check_qgemm_qb4_case((acase & 1) ? &two : &one, M, N, K, aBs[acase % 7], acase % 5 == 2, acase % 3 != 1,
+                                    acase % 4 == 3, rng);
+        acase++;
+      }
+  bad += check_qgemm_qb4_case(&two, 300, 50, 96, 32, false, true, false, rng);
+  bad += check_qgemm_qb4_case(&one, 257, 16, 64, 64, true, false, true, rng);
+  bad += check_qgemm_qb4_case(&two, 32, 1536, 576, 32, false, false, false, rng);
+  bad += check_qgemm_qb4_case(&one, 20, 33, 2100, 1024, false, true, false, rng);
+  cases += acase + 4;
+  std::printf("qgemm_qb4: %d cases (16 rows and more on %s), %d mismatches\n", cases,
+              etnp::cpu_has_amx_int8() ? "AMX tiles" : "the vector path", bad);
   return bad;
 }

@@ -26,7 +26,7 @@ MODELS_TO_CHECK = ["mobilenet_v2_xnn", "conv_inputs_xnn", "conv_regimes_xnn", "h
                    "qfire_static_xnn", "qregnet_block_static_xnn", "q8da4w_xnn"]
 
 
-@pytest.mark.parametrize("cpu", ["generic", "avx2"])
+@pytest.mark.parametrize("cpu", ["generic", "avx2", "avx512"])
 def test_forced_kernel_paths_match_torch(cpu):
     r = run_with_cpu(cpu, SCRIPT, *MODELS_TO_CHECK)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
@@ -34,14 +34,17 @@ def test_forced_kernel_paths_match_torch(cpu):
     native = en.runtime_info()["cpu_features"]
     if cpu == "generic" or native == "generic":
         want = "generic"
+    elif cpu == "avx512":  # everything but the AMX tiles
+        want = native.replace(",amx-int8", "")
     else:  # ETNP_CPU=avx2 caps x86 at AVX2; it leaves aarch64's NEON on
         want = "neon" if native == "neon" else "avx2,fma"
-    assert f"cpu={want}" in r.stdout
+    assert f"cpu={want}\n" in r.stdout
 
 
 def test_cpu_features_reported():
     import executorch_numpy_runtime as en
-    assert en.runtime_info()["cpu_features"] in ("generic", "avx2,fma", "avx512f,avx2,fma", "neon")
+    assert en.runtime_info()["cpu_features"] in ("generic", "avx2,fma", "avx512f,avx2,fma", "avx512f,avx2,fma,amx-int8",
+                                                 "neon")
 
 
 def _cpu_has_avx2_fma():
@@ -81,5 +84,44 @@ def test_simd_kernels_compiled_where_the_cpu_has_them():
     has = _cpu_has_avx2_fma()
     if has is None or os.environ.get("ETNP_CPU"):
         pytest.skip("not x86-64, CPU features unknown, or ETNP_CPU set")
-    want = ("avx2,fma", "avx512f,avx2,fma") if has else ("generic",)
+    want = ("avx2,fma", "avx512f,avx2,fma", "avx512f,avx2,fma,amx-int8") if has else ("generic",)
     assert en.runtime_info()["cpu_features"] in want
+
+
+BITS_SCRIPT = r"""
+import hashlib
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import executorch_numpy_runtime as en
+from conftest import method_inputs, model_path, reference
+rt = en.Runtime(num_threads=2)
+h = hashlib.sha256()
+for name in ("llm_8da4w_kv", "llm_8da4w_sdpa"):  # a 20-token prefill: 20 rows, the AMX path's
+    m = rt.load_program(model_path(name)).load_method("forward")
+    if not m.metadata.inputs[0].dynamic:
+        continue
+    toks = ((np.arange(20) * 7 + 3) % 50).astype(np.int64)[None, :]
+    res = m([toks]) if len(m.metadata.inputs) == 1 else m([toks, np.array([0], np.int64)])
+    h.update(np.ascontiguousarray(res[0]).tobytes())
+m = rt.load_program(model_path("q8da4w_xnn")).load_method("forward")
+for o in m(method_inputs(reference("q8da4w_xnn"), "forward")):
+    h.update(np.ascontiguousarray(o).tobytes())
+print("cpu=" + en.runtime_info()["cpu_features"])
+print("bits=" + h.hexdigest())
+"""
+
+
+def test_amx_path_gives_the_vnni_paths_bits():
+    """The 4-bit GEMM's AMX tiles (16 rows and more) make the AVX-512 VNNI path's float steps:
+    the same bits, whichever runs (ETNP_CPU=avx512 turns AMX off)."""
+    import executorch_numpy_runtime as en
+    if "amx-int8" not in en.runtime_info()["cpu_features"]:
+        pytest.skip("no AMX-INT8 here (CPU, OS or permission)")
+    outs = {}
+    for cpu in ("native", "avx512"):
+        r = run_with_cpu(cpu, BITS_SCRIPT)
+        assert r.returncode == 0, r.stderr[-3000:]
+        outs[cpu] = r.stdout
+    assert "cpu=avx512f,avx2,fma,amx-int8\n" in outs["native"] and "cpu=avx512f,avx2,fma\n" in outs["avx512"]
+    assert outs["native"].split("bits=")[1] == outs["avx512"].split("bits=")[1]

@@ -30,6 +30,7 @@ CpuId detect() {
     id.fma = ymm && fma;
     id.avx512f = zmm && ((r[1] >> 16) & 1);
     id.avx512vnni = zmm && ((r[2] >> 11) & 1);
+    id.amx_int8 = (xcr0 & 0x60000) == 0x60000 && ((r[3] >> 24) & 3) == 3;
   }
 #elif defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
@@ -40,6 +41,13 @@ CpuId detect() {
   {  // (no __builtin_cpu_supports string for it in every compiler: CPUID leaf 1, ECX bit 29)
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (__get_cpuid(1, &a, &b, &c, &d)) id.f16c = id.avx2 && ((c >> 29) & 1);
+    const bool osxsave = (c >> 27) & 1;
+    unsigned a7 = 0, b7 = 0, c7 = 0, d7 = 0;
+    if (osxsave && __get_cpuid_count(7, 0, &a7, &b7, &c7, &d7) && ((d7 >> 24) & 3) == 3) {
+      unsigned lo = 0, hi = 0;  // XCR0 (xgetbv 0): the OS saves XTILECFG and XTILEDATA
+      __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+      id.amx_int8 = (lo & 0x60000u) == 0x60000u;
+    }
   }
 #elif defined(__aarch64__) || defined(_M_ARM64)
   id.neon = true;

@@ -8,6 +8,9 @@ namespace etnp::os {
 
 struct CpuId {
   bool avx2 = false, fma = false, avx512f = false, avx512vnni = false, f16c = false;  // x86-64
+  // AMX-TILE and AMX-INT8 (CPUID leaf 7 EDX bits 24, 25) with the OS saving the tile state (XCR0
+  // bits 17, 18); a process must still ask the OS for the tiles (os/amx_permission.h)
+  bool amx_int8 = false;
   bool neon = false;                                                    // aarch64
 };
 

@@ -42,6 +42,11 @@ void SectionWriter::align(size_t a) {
 
 uint64_t weight_cache_cpu_key() {
   std::string s = cpu_features_string();
+  // (the AMX paths read the packed layouts of the AVX-512 VNNI path: the same key, so that a
+  // cache written under ETNP_CPU=avx512 serves the native path; a path with a layout of its own
+  // must change this)
+  const std::string amx = ",amx-int8";
+  if (s.size() > amx.size() && s.compare(s.size() - amx.size(), amx.size(), amx) == 0) s.resize(s.size() - amx.size());
   if (cpu_has_avx512f() && os::cpu_id().avx512vnni) s += ",vnni";
   return ContentHash::of(s.data(), s.size());
 }

@@ -12,6 +12,10 @@
 //  ETNP_KEEP_IN_REGISTER(v)  an empty asm statement that reads and writes the x86 vector variable
 //                           v in a register: GCC otherwise sometimes keeps a GEMM accumulator in
 //                           memory (a store and a load every step). Nothing elsewhere.
+//  ETNP_COMPILER_BARRIER()  the compiler keeps every memory access on its side (GCC's AMX tile
+//                           intrinsics are asm statements that do not tell it which memory a tile
+//                           load reads: the stores that fill a tile's source, or the tile config,
+//                           must not move past the load). MSVC: _ReadWriteBarrier.
 //  ETNP_SLP_ONLY            a portable register-tile kernel that GCC's loop vectoriser would
 //                           vectorise across its k loop (transposing 4 rows of B each step, 10x
 //                           slower): GCC then vectorises the tile's straight-line body only (SLP).
@@ -28,7 +32,10 @@
 #define ETNP_TARGET(features)
 #define ETNP_TARGET_INLINE(features) __forceinline
 #define ETNP_KEEP_IN_REGISTER(v) ((void)0)
+#include <intrin.h>
+#define ETNP_COMPILER_BARRIER() _ReadWriteBarrier()
 #else
+#define ETNP_COMPILER_BARRIER() __asm__ __volatile__("" ::: "memory")
 #define ETNP_TARGET(features) __attribute__((target(features)))
 #define ETNP_TARGET_INLINE(features) __attribute__((target(features), always_inline)) inline
 #if defined(__x86_64__)

@@ -3,19 +3,21 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "os/amx_permission.h"
 #include "os/cpu_id.h"
 
 namespace etnp {
 
-// ETNP_CPU=avx2 or ETNP_CPU=generic caps the kernels chosen at run time (to test every path on
-// one machine, or to compare them; on aarch64 generic turns NEON off); unset or anything else:
-// use what the CPU has.
+// ETNP_CPU=avx512, avx2 or generic caps the kernels chosen at run time (to test every path on
+// one machine, or to compare them; avx512: everything but AMX; on aarch64 generic turns NEON
+// off); unset or anything else (native): use what the CPU has.
 static int cpu_cap() {
   static const int cap = [] {
     const char* v = std::getenv("ETNP_CPU");
     if (v && std::strcmp(v, "generic") == 0) return 0;
     if (v && std::strcmp(v, "avx2") == 0) return 1;
-    return 2;
+    if (v && std::strcmp(v, "avx512") == 0) return 2;
+    return 3;
   }();
   return cap;
 }
@@ -34,7 +36,17 @@ bool cpu_has_f16c() {
   static const bool v = cpu_has_avx2_fma() && os::cpu_id().f16c;
   return v;
 }
+// (the permission asked only where the tiles would be used: the CPU, the OS and the cap allow them)
+bool cpu_has_amx_int8() {
+#if !defined(__x86_64__)
+  return false;  // (the tile kernels are x86-64 code)
+#endif
+  static const bool v = cpu_cap() >= 3 && cpu_has_avx512f() && os::cpu_id().avx512vnni && os::cpu_id().amx_int8 &&
+                        os::request_amx_tiles();
+  return v;
+}
 #else
+bool cpu_has_amx_int8() { return false; }
 bool cpu_has_f16c() { return false; }
 bool cpu_has_avx2_fma() { return false; }
 bool cpu_has_avx512f() { return false; }
@@ -47,6 +59,7 @@ bool cpu_has_neon() {
 
 const char* cpu_features_string() {
   if (cpu_has_neon()) return "neon";
+  if (cpu_has_amx_int8()) return "avx512f,avx2,fma,amx-int8";
   if (cpu_has_avx2_fma()) return cpu_has_avx512f() ? "avx512f,avx2,fma" : "avx2,fma";
   return "generic";
 }

@@ -9,6 +9,8 @@
 #include "kernels/compute/gemm_tasks.h"
 #include "kernels/compute/qgemm_generic.h"
 #include "kernels/compute/qgemm_neon.h"
+#include "kernels/compute/qgemm_q8_amx.h"
+#include "kernels/compute/qgemm_q8_epilogue_avx512.h"
 #include "os/cpu_id.h"
 #include "util/compiler.h"
 #include "util/fma_exact.h"
@@ -64,47 +66,8 @@ struct Rows {
   int64_t taps = 1, offset = 0;
 };
 
-// The accumulators' start for panel columns n0..n0 + 15: with uniform rows (U: QActivations::
-// uniform, one zero point) the zero-point correction -(128 + zp) * col_sum, so that the epilogue
-// has nothing to subtract (wrapping int32 arithmetic, the same sums); else 0.
-template <bool U>
-ETNP_TARGET_INLINE("avx512f,avx512vnni") __m512i acc_start(int64_t m0, int64_t n0, const QActivations& a,
-                                                         const PackedQ8& w) {
-  if (!U) return _mm512_setzero_si512();
-  const __m512i cs = _mm512_loadu_si512(w.col_sum.data() + n0);  // (zero-padded to whole panels)
-  return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_mullo_epi32(_mm512_set1_epi32(q8_code_offset(a.zero_point[m0])), cs));
-}
-
-// The epilogue of one panel's ROWS accumulator rows (rows m0.., columns n0..n0 + 15, those below
-// w.N), started at acc_start<U>: the zero-point correction (per row unless U), the scales, bias
-// and clamp, stored as `out` asks (q8_output.h).
-template <int ROWS, bool U>
-ETNP_TARGET_INLINE("avx512f,avx512vnni") void finish_panel(const __m512i* acc, int64_t m0, int64_t n0,
-                                                         const QActivations& a, const PackedQ8& w, const float* bias,
-                                                         float lo, float hi, const QOutput& out) {
-  const Q8Bounds16 bounds = q8_bounds16(out, lo, hi);
-  const int64_t cols = std::min<int64_t>(NR, w.N - n0);
-  const __mmask16 m = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
-  const __m512 sw = _mm512_maskz_loadu_ps(m, w.scale.data() + n0);
-  const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + n0) : _mm512_setzero_ps();
-  const __m512 s0 = U ? _mm512_mul_ps(_mm512_set1_ps(a.scale[m0]), sw) : _mm512_setzero_ps();
-  const __m512i cs = U ? _mm512_setzero_si512() : _mm512_maskz_loadu_epi32(m, w.col_sum.data() + n0);
-  const bool rows_first = !U && a.scale_rows_first;
-#pragma GCC unroll 8
-  for (int i = 0; i < ROWS; i++) {
-    __m512i q = acc[i];
-    __m512 r;
-    if (U) {
-      r = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), s0, bv);
-    } else {
-      q = _mm512_sub_epi32(q, _mm512_mullo_epi32(_mm512_set1_epi32(q8_code_offset(a.zero_point[m0 + i])), cs));
-      const __m512 sa = _mm512_set1_ps(a.scale[m0 + i]), f = _mm512_cvtepi32_ps(q);
-      r = rows_first ? _mm512_fmadd_ps(_mm512_mul_ps(f, sa), sw, bv) : _mm512_fmadd_ps(f, _mm512_mul_ps(sa, sw), bv);
-    }
-    if (out.accumulate) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(m, out.C + (m0 + i) * out.ldc + n0));
-    store_q8_16(out, (m0 + i) * out.ldc + n0, cols, m, r, bounds);
-  }
-}
+using q8_epilogue::acc_start;
+using q8_epilogue::finish_panel;
 
 // ROWS rows x NV panels: ROWS * NV int32 accumulators, one vpdpbusd each per group of 4 k.
 template <int ROWS, int NV, bool U>
@@ -384,6 +347,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
 #if defined(__x86_64__)
   // (the packed layout is the one of the kernel that runs: pack_q8 chose it by the same CPU test)
   static const bool vnni = cpu_has_vnni();
+  static const bool amx = vnni && cpu_has_amx_int8();
   const bool avx2 = w.pairs;
 #else
   constexpr bool vnni = false, avx2 = false;
@@ -427,7 +391,10 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
   // GEMM - 4096 pixels x 32 x 48 - would otherwise be one row task split over 3 panels).
   const int64_t row_bytes = MB * w.Kp * (avx2 ? 2 : 1);
   const int64_t nt = tp ? tp->num_threads() : 1;
-  const int64_t rows = std::max<int64_t>(1, std::min({rb, (256 << 10) / row_bytes, rb / (nt * 4)}));
+  int64_t rows = std::max<int64_t>(1, std::min({rb, (256 << 10) / row_bytes, rb / (nt * 4)}));
+#if defined(__x86_64__)
+  if (amx && M >= 16) rows += rows & 1;  // (whole AMX tiles of 16 rows: row blocks in pairs)
+#endif
   const int64_t row_tasks = (rb + rows - 1) / rows;
   const GemmTasks grid = gemm_tasks(row_tasks, panels, tp);
   const int64_t split = grid.split, per = grid.per;
@@ -450,8 +417,10 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
         }
         continue;
       }
-      if (vnni) {  // snaps (or writes codes) in its epilogue
-        vnni_rows(m0, m1, p0, p1, a, w, bias, lo, hi, out, Rows());
+      if (vnni) {  // snaps (or writes codes) in its epilogue; whole 16 rows on AMX tiles where there are
+        const int64_t ma = amx ? m0 + (m1 - m0) / 16 * 16 : m0;
+        if (ma > m0) qgemm_q8_amx_rows(m0, ma, p0, p1, a, w, bias, lo, hi, out);
+        if (ma < m1) vnni_rows(ma, m1, p0, p1, a, w, bias, lo, hi, out, Rows());
         continue;
       }
 #endif

@@ -1,6 +1,7 @@
 // qgemm_qb4 (qgemm_qb4.h): the call's activations prepared once, its work cut into thread-pool
 // tasks, each run by the best path this CPU has (qgemm_qb4_avx512.cpp, qgemm_qb4_avx2.cpp), or
-// by the portable one here.
+// by the portable one here; 16 rows and more on AMX tiles where the CPU has them
+// (qgemm_qb4_amx.cpp, which prepares its own).
 #include "kernels/compute/qgemm_qb4.h"
 
 #include <algorithm>
@@ -56,6 +57,8 @@ void tiles_generic(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, in
 
 namespace {
 
+constexpr int64_t kAmxMinRows = 16;  // (an AMX tile's rows)
+
 enum class Path { Generic, Avx2, Vnni };
 Path path() {
 #if defined(__x86_64__)
@@ -70,6 +73,12 @@ Path path() {
 void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const float* sa, const int32_t* za,
                const PackedQB4& w, const float* bias, float lo, float hi, float* C, int64_t ldc) {
   if (M <= 0 || w.N <= 0) return;
+#if defined(__x86_64__)
+  if (M >= kAmxMinRows && cpu_has_amx_int8()) {  // (a prefill; decode steps stay on the VNNI path)
+    qb4::gemm_amx(pool, M, x, ldx, sa, za, w, bias, lo, hi, C, ldc);
+    return;
+  }
+#endif
   static const Path kind = path();
   const int64_t T = kind == Path::Vnni ? qb4::kTileRowsVnni : kind == Path::Avx2 ? qb4::kTileRowsAvx2
                                                                                   : qb4::kTileRowsGeneric;

@@ -69,4 +69,9 @@ void tiles_avx2(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64
 void tiles_vnni(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                 const Out& o);
 
+// The whole product on AMX-INT8 tiles (qgemm_qb4_amx.cpp; x86-64 only, where cpu_has_amx_int8()):
+// for M >= 16, the arguments of qgemm_qb4.
+void gemm_amx(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const float* sa, const int32_t* za,
+              const PackedQB4& w, const float* bias, float lo, float hi, float* C, int64_t ldc);
+
 }  // namespace etnp::qb4
