@@ -120,8 +120,10 @@ Q8Avx2Call q8_avx2_call(int64_t M, const QActivations& a, const PackedQ8& w, con
   c.bias = bias_buf.data();
   c.lo = lo;
   c.hi = hi;
-  bool uniform = !a.scale_rows_first;  // (the uniform tiles multiply by the product of the scales)
-  for (int64_t m = 1; m < M && uniform; m++) uniform = a.zero_point[m] == a.zero_point[0] && a.scale[m] == a.scale[0];
+  // (the uniform tiles multiply by the product of the scales; rows not marked uniform may still be)
+  bool uniform = !a.scale_rows_first;
+  for (int64_t m = 1; m < M && uniform && !a.uniform; m++)
+    uniform = a.zero_point[m] == a.zero_point[0] && a.scale[m] == a.scale[0];
   if (uniform) {  // (the products the per-row epilogue computes, so results are the same)
     corr_buf.resize((size_t)padded);
     scale_buf.resize((size_t)padded);
