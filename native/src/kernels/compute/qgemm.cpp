@@ -287,11 +287,13 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
 #else
   constexpr bool vnni = false, avx2 = false;
 #endif
+#if defined(__x86_64__)
   // AVX2: the call's shared terms (qgemm_avx2.h), in the caller's buffers (a thread_local named
   // inside the task would be the worker's own); each task widens its rows' activations itself
   thread_local std::vector<float> bias_buf, scale_buf;
   thread_local std::vector<int32_t> corr_buf;
   const Q8Avx2Call call = avx2 ? q8_avx2_call(M, a, w, bias, lo, hi, bias_buf, corr_buf, scale_buf) : Q8Avx2Call();
+#endif
   const int64_t MB = avx2 ? kQ8Avx2Rows : 8;  // rows a tile
   const int64_t rb = (M + MB - 1) / MB;
   // A task is `rows` row blocks x a range of panels, swept panel by panel: each panel's weights
