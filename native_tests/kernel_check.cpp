@@ -15,6 +15,7 @@
 
 #include "core/dtype.h"
 #include "kernels/compute/row_extreme.h"
+#include "kernels/compute/add_q8.h"
 #include "kernels/compute/broadcast_f32.h"
 #include "kernels/compute/column_sums.h"
 #include "kernels/compute/cpu_features.h"
@@ -920,6 +921,44 @@ static void check_vec_math(std::mt19937& rng) {
   }
 }
 
+// add_q8 against scalar loops: operands as codes or float grid points, output float32, snapped or
+// codes; lengths around the vector widths and a start inside the arrays.
+static void check_add_q8(std::mt19937& rng) {
+  std::uniform_int_distribution<int> code(0, 255);
+  const Int8Grid grid{1.f / 0.03f, -128.f, 127.f, 0.03f};
+  for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 33, 100, 1000})
+    for (int form = 0; form < 4; form++)
+      for (int kind = 0; kind < 3; kind++) {
+        const int64_t begin = n > 20 ? 5 : 0;
+        std::vector<uint8_t> ca((size_t)n), cb((size_t)n), codes((size_t)n, 3);
+        std::vector<float> va((size_t)n), vb((size_t)n), y((size_t)n, NAN);
+        for (auto& c : ca) c = (uint8_t)code(rng);
+        for (auto& c : cb) c = (uint8_t)code(rng);
+        Q8Operand a, b;
+        a.shift = code(rng), a.scale = 0.021f, b.shift = code(rng), b.scale = 0.034f;
+        for (int64_t i = 0; i < n; i++) {
+          va[(size_t)i] = (float)((int32_t)ca[(size_t)i] - a.shift) * a.scale;
+          vb[(size_t)i] = (float)((int32_t)cb[(size_t)i] - b.shift) * b.scale;
+        }
+        if (form & 1) a.codes = ca.data(); else a.values = va.data();
+        if (form & 2) b.codes = cb.data(); else b.values = vb.data();
+        QOutput out;
+        if (kind == 2) out.codes = codes.data(), out.code_shift = 128;
+        else out.C = y.data();
+        if (kind >= 1) out.grid = &grid;
+        const float lo = -2.5f, hi = 3.f;
+        add_q8(a, b, lo, hi, out, begin, n);
+        for (int64_t i = begin; i < n; i++) {
+          const float r = std::min(std::max(va[(size_t)i] + vb[(size_t)i], lo), hi);
+          const bool ok = kind == 2 ? codes[(size_t)i] == grid_code(r, grid, 128)
+                                    : y[(size_t)i] == (kind == 1 ? snap_to_grid(r, grid) : r);
+          if (!ok && failures++ < 5)
+            std::printf("add_q8 n=%ld form %d kind %d element %ld: %g / %d\n", (long)n, form, kind, (long)i,
+                        y[(size_t)i], codes[(size_t)i]);
+        }
+      }
+}
+
 int main() {
   check_pool();
   std::mt19937 rng(7);
@@ -934,6 +973,7 @@ int main() {
   check_quantize_row(rng);
   check_depthwise(rng);
   check_depthwise_q8(rng);
+  check_add_q8(rng);
   check_qgemm_indirect(rng);
   check_qgemm_grouped(rng);
   check_broadcast(rng);

@@ -54,15 +54,34 @@ ETNP_TARGET("avx512f") void add_avx512(const Q8Operand& a, const Q8Operand& b, f
     store_q8_16(out, i, 16, (__mmask16)0xFFFF, _mm512_add_ps(operand16(a, i), operand16(b, i)), bounds);
   add_generic(a, b, lo, hi, out, i, end);
 }
+
+// The same, 8 elements at a time.
+ETNP_TARGET_INLINE("avx2,fma") __m256 operand8(const Q8Operand& x, int64_t i) {
+  if (!x.codes) return _mm256_loadu_ps(x.values + i);
+  const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(x.codes + i)));
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(c, _mm256_set1_epi32(x.shift))), _mm256_set1_ps(x.scale));
+}
+
+ETNP_TARGET("avx2,fma") void add_avx2(const Q8Operand& a, const Q8Operand& b, float lo, float hi, const QOutput& out,
+                                      int64_t begin, int64_t end) {
+  const Q8Bounds8 bounds = q8_bounds8(out, lo, hi);
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8) store_q8_8(out, i, 8, _mm256_add_ps(operand8(a, i), operand8(b, i)), bounds);
+  add_generic(a, b, lo, hi, out, i, end);
+}
 #endif
 
 }  // namespace
 
 void add_q8(const Q8Operand& a, const Q8Operand& b, float lo, float hi, const QOutput& out, int64_t begin, int64_t end) {
 #if defined(__x86_64__)
-  static const bool avx512 = cpu_has_avx512f();
+  static const bool avx512 = cpu_has_avx512f(), avx2 = cpu_has_avx2_fma();
   if (avx512) {
     add_avx512(a, b, lo, hi, out, begin, end);
+    return;
+  }
+  if (avx2) {
+    add_avx2(a, b, lo, hi, out, begin, end);
     return;
   }
 #endif

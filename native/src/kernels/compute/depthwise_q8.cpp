@@ -135,6 +135,25 @@ ETNP_TARGET("avx512f") void window_avx512(const DepthwiseGeom& g, const Taps& t,
   }
 }
 
+// The epilogue of 8 channels from c (`cols` <= 8 of them): as finish16.
+ETNP_TARGET_INLINE("avx2,fma") void finish8(const DepthwiseGeom& g, const PackedDwQ8& w, const DwQ8Input& x,
+                                            const float* bias, const QOutput& out, const Q8Bounds8& bounds,
+                                            int64_t o, int64_t c, __m256 acc) {
+  const int64_t cols = std::min<int64_t>(8, g.C - c);
+  const __m256 s = _mm256_mul_ps(_mm256_set1_ps(x.scale), _mm256_loadu_ps(w.scale.data() + c));
+  __m256 b = _mm256_setzero_ps();
+  if (bias) {
+    if (cols >= 8) {
+      b = _mm256_loadu_ps(bias + c);
+    } else {
+      alignas(32) float tmp[8] = {};
+      std::memcpy(tmp, bias + c, (size_t)cols * sizeof(float));
+      b = _mm256_load_ps(tmp);
+    }
+  }
+  store_q8_8(out, o + c, cols, _mm256_fmadd_ps(acc, s, b), bounds);
+}
+
 // The same as pixels_avx512, 8 channels at a time.
 template <int P>
 ETNP_TARGET("avx2,fma") void pixels_avx2(const DepthwiseGeom& g, const Taps& t, const PackedDwQ8& w,
@@ -143,7 +162,6 @@ ETNP_TARGET("avx2,fma") void pixels_avx2(const DepthwiseGeom& g, const Taps& t, 
   const __m256i pz = _mm256_set1_epi32(x.pad_code);
   const Q8Bounds8 bounds = q8_bounds8(out, g.lo, g.hi);
   for (int64_t c0 = 0; c0 < g.C; c0 += 8) {
-    const int64_t cols = std::min<int64_t>(8, g.C - c0);
     __m256 acc[P];
 #pragma GCC unroll 4
     for (int p = 0; p < P; p++) acc[p] = _mm256_setzero_ps();
@@ -152,16 +170,39 @@ ETNP_TARGET("avx2,fma") void pixels_avx2(const DepthwiseGeom& g, const Taps& t, 
 #pragma GCC unroll 4
       for (int p = 0; p < P; p++) acc[p] = _mm256_fmadd_ps(centred8(t.rows[k] + p * xstep + c0, pz), wv, acc[p]);
     }
-    const __m256 s = _mm256_mul_ps(_mm256_set1_ps(x.scale), _mm256_loadu_ps(w.scale.data() + c0));
-    __m256 b = _mm256_setzero_ps();
-    if (bias) {
-      alignas(32) float tmp[8] = {};
-      std::memcpy(tmp, bias + c0, (size_t)cols * sizeof(float));
-      b = _mm256_load_ps(tmp);
+#pragma GCC unroll 4
+    for (int p = 0; p < P; p++) finish8(g, w, x, bias, out, bounds, o + p * step, c0, acc[p]);
+  }
+}
+
+// The same as window_avx512, 8 channels at a time (a 5-wide stride-2 window's 11 input columns,
+// 4 accumulators and a weight fill the 16 registers).
+template <int KW, int SW>
+ETNP_TARGET("avx2,fma") void window_avx2(const DepthwiseGeom& g, const Taps& t, const PackedDwQ8& w,
+                                         const DwQ8Input& x, const float* bias, const QOutput& out, int64_t o,
+                                         int64_t step) {
+  constexpr int P = 4, NC = (P - 1) * SW + KW;
+  const __m256i pz = _mm256_set1_epi32(x.pad_code);
+  const Q8Bounds8 bounds = q8_bounds8(out, g.lo, g.hi);
+  const int64_t C = g.C, ldw = padded_channels(C);
+  for (int64_t c0 = 0; c0 < C; c0 += 8) {
+    __m256 acc[P];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; p++) acc[p] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < t.n; k++) {
+      __m256 xf[NC];
+#pragma GCC unroll 16
+      for (int q = 0; q < NC; q++) xf[q] = centred8(t.rows[k * NC + q] + c0, pz);
+      const float* wk = w.w.data() + t.wrow[k] + c0;
+#pragma GCC unroll 8
+      for (int j = 0; j < KW; j++) {
+        const __m256 wv = _mm256_loadu_ps(wk + j * ldw);
+#pragma GCC unroll 4
+        for (int p = 0; p < P; p++) acc[p] = _mm256_fmadd_ps(xf[p * SW + j], wv, acc[p]);
+      }
     }
 #pragma GCC unroll 4
-    for (int p = 0; p < P; p++)
-      store_q8_8(out, o + p * step + c0, cols, _mm256_fmadd_ps(acc[p], s, b), bounds);
+    for (int p = 0; p < P; p++) finish8(g, w, x, bias, out, bounds, o + p * step, c0, acc[p]);
   }
 }
 #endif
@@ -212,7 +253,9 @@ Kernels pixel_kernels() {
   if (cpu_has_avx512f())
     return {&pixels4_avx512, &pixel_avx512,
             {{&window_avx512<3, 1>, &window_avx512<3, 2>}, {&window_avx512<5, 1>, &window_avx512<5, 2>}}};
-  if (cpu_has_avx2_fma()) return {&pixels_avx2<kPixels>, &pixels_avx2<1>, {}};
+  if (cpu_has_avx2_fma())
+    return {&pixels_avx2<kPixels>, &pixels_avx2<1>,
+            {{&window_avx2<3, 1>, &window_avx2<3, 2>}, {&window_avx2<5, 1>, &window_avx2<5, 2>}}};
 #endif
   return {&pixels_generic<kPixels>, &pixels_generic<1>, {}};
 }

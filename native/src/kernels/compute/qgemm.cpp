@@ -7,6 +7,7 @@
 
 #include "kernels/compute/cpu_features.h"
 #include "kernels/compute/gemm_tasks.h"
+#include "kernels/compute/qgemm_avx2.h"
 #include "kernels/compute/qgemm_generic.h"
 #include "kernels/compute/qgemm_neon.h"
 #include "kernels/compute/qgemm_q8_amx.h"
@@ -141,108 +142,6 @@ ETNP_TARGET("avx512f,avx512vnni") void tile_vnni_grouped(int64_t m0, int64_t p, 
   finish_panel<ROWS, U>(acc, m0, p * NR, a, w, bias, lo, hi, out);
 }
 
-// AVX2: int8 -> int16 and vpmaddwd (exact, no saturation). The weights are packed in k pairs
-// (PackedQ8::pairs): 32 bytes a pair of k for the 16 columns of a panel, (column, k) lanes, so
-// 16 of them widened to int16 are 8 columns x 2 k and one vpmaddwd with a broadcast pair of
-// activations (x: widened to int16 once per task) adds 2 k to 8 column sums in place - the
-// accumulators hold columns, the epilogue needs no horizontal reduction. A tile is ROWS (<= 4)
-// rows x NV (1 or 2) groups of 8 columns: 8 accumulators, 2 weights and a broadcast in 16
-// registers (six rows spill: GCC hoists the broadcasts ahead of the multiplies).
-// Uniform rows (one activation scale and zero point, as static int8 has): `uni` holds per column
-// the zero-point correction (128 + zp) * col_sum (int32) and the scale product a.scale * w.scale,
-// computed once per call instead of once per row and tile.
-struct UniformRows {
-  const int32_t* corr;
-  const float* scale;
-};
-template <int ROWS, int NV, bool U>
-ETNP_TARGET("avx2,fma") void tile_avx2(int64_t m0, int64_t p0, const int16_t* x, const QActivations& a,
-                                                   const PackedQ8& w, const float* bias, const float* lohi,
-                                                   const QOutput& out, const UniformRows& uni) {
-  const int64_t J = w.Kp / 2, Kp = w.Kp, n0 = p0 * NR;
-  // (uniform rows: the accumulators start at minus the zero-point correction, nothing to subtract after)
-  __m256i start[NV];
-#pragma GCC unroll 2
-  for (int v = 0; v < NV; v++)
-    start[v] = U ? _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i*)(uni.corr + n0 + 8 * v)))
-                 : _mm256_setzero_si256();
-  __m256i acc[ROWS][NV];
-#pragma GCC unroll 4
-  for (int i = 0; i < ROWS; i++)
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; v++) acc[i][v] = start[v];
-  const int8_t* b = w.data.data() + p0 * J * NR * 2;
-  for (int64_t j = 0; j < J; j++, b += NR * 2) {
-    const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)b));
-    const __m256i w1 = NV == 2 ? _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(b + 16))) : w0;
-#pragma GCC unroll 4
-    for (int i = 0; i < ROWS; i++) {
-      int32_t two;
-      std::memcpy(&two, x + i * Kp + 2 * j, 4);
-      const __m256i xa = _mm256_set1_epi32(two);
-      acc[i][0] = _mm256_add_epi32(_mm256_madd_epi16(xa, w0), acc[i][0]);
-      if (NV == 2) acc[i][NV - 1] = _mm256_add_epi32(_mm256_madd_epi16(xa, w1), acc[i][NV - 1]);
-      // (keeps GCC from hoisting the next rows' broadcasts ahead of these multiplies, which
-      // takes registers the accumulators need: an accumulator then lives on the stack)
-      ETNP_KEEP_IN_REGISTER(acc[i][0]);
-      ETNP_KEEP_IN_REGISTER(acc[i][NV - 1]);
-    }
-  }
-  const Q8Bounds8 bounds = q8_bounds8(out, lohi[0], lohi[1]);
-  const int64_t cols = std::min<int64_t>(NV * 8, w.N - n0);
-#pragma GCC unroll 2
-  for (int v = 0; v < NV; v++) {
-    if (cols <= 8 * v) break;  // (a second group of 8 columns past the panel's last)
-    // column parameters padded to whole panels (pack_q8; the driver pads the bias)
-    const int64_t c0 = n0 + 8 * v;
-    const __m256i cs = U ? _mm256_setzero_si256() : _mm256_loadu_si256((const __m256i*)(w.col_sum.data() + c0));
-    const __m256 sw = _mm256_loadu_ps((U ? uni.scale : w.scale.data()) + c0), bv = _mm256_loadu_ps(bias + c0);
-#pragma GCC unroll 4
-    for (int i = 0; i < ROWS; i++) {
-      __m256i q = acc[i][v];
-      __m256 r;
-      if (U) {
-        r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), sw, bv);
-      } else {
-        const __m256i off = _mm256_set1_epi32(q8_code_offset(a.zero_point[m0 + i]));
-        q = _mm256_sub_epi32(q, _mm256_mullo_epi32(off, cs));
-        const __m256 sa = _mm256_set1_ps(a.scale[m0 + i]), f = _mm256_cvtepi32_ps(q);
-        r = a.scale_rows_first ? _mm256_fmadd_ps(_mm256_mul_ps(f, sa), sw, bv)
-                               : _mm256_fmadd_ps(f, _mm256_mul_ps(sa, sw), bv);
-      }
-      if (out.accumulate) {
-        const float* c = out.C + (m0 + i) * out.ldc + c0;
-        if (cols >= 8 * (v + 1)) {
-          r = _mm256_add_ps(r, _mm256_loadu_ps(c));
-        } else {
-          alignas(32) float prior[8] = {};
-          for (int64_t j = 0; j < cols - 8 * v; j++) prior[j] = c[j];
-          r = _mm256_add_ps(r, _mm256_load_ps(prior));
-        }
-      }
-      store_q8_8(out, (m0 + i) * out.ldc + c0, std::min<int64_t>(8, cols - 8 * v), r, bounds);
-    }
-  }
-}
-
-// n bytes to int16 (the AVX2 tiles' activations)
-ETNP_TARGET("avx2,fma") void widen_avx2(const uint8_t* src, int16_t* dst, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256((__m256i*)(dst + i), _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)(src + i))));
-  for (; i < n; i++) dst[i] = src[i];
-}
-
-using TileQ2 = void (*)(int64_t, int64_t, const int16_t*, const QActivations&, const PackedQ8&, const float*,
-                        const float*, const QOutput&, const UniformRows&);
-// [uniform][NV - 1][ROWS - 1]
-template <bool U, int NV>
-constexpr std::array<TileQ2, 4> tiles_avx2() {
-  return {&tile_avx2<1, NV, U>, &tile_avx2<2, NV, U>, &tile_avx2<3, NV, U>, &tile_avx2<4, NV, U>};
-}
-const std::array<TileQ2, 4> kAvx2[2][2] = {{tiles_avx2<false, 1>(), tiles_avx2<false, 2>()},
-                                           {tiles_avx2<true, 1>(), tiles_avx2<true, 2>()}};
-
 using TileQ = void (*)(int64_t, int64_t, const QActivations&, const PackedQ8&, const float*, float, float,
                        const QOutput&, const Rows&);
 template <int NV, bool U, int... R>
@@ -352,36 +251,14 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
 #else
   constexpr bool vnni = false, avx2 = false;
 #endif
-  // AVX2: the bias (or zeros) padded to whole panels; each task widens its rows' activations to
-  // int16 itself (the tiles broadcast 4 of them at a time) - on the calling thread alone, the
-  // widening was a serial step before every region
-  thread_local std::vector<float> bias_padded, uni_scale;
-  thread_local std::vector<int32_t> uni_corr;
-  const float lohi[2] = {lo, hi};
-  bool uniform = false;
-  if (avx2) {
-    bias_padded.assign((size_t)(panels * NR), 0.f);
-    if (bias) std::copy(bias, bias + w.N, bias_padded.begin());
-    uniform = !a.scale_rows_first;  // (the uniform tiles multiply by the product of the scales)
-    for (int64_t m = 1; m < M && uniform; m++) uniform = a.zero_point[m] == a.zero_point[0] && a.scale[m] == a.scale[0];
-    if (uniform) {  // (the products the per-row epilogue computes, so results are the same)
-      uni_corr.resize((size_t)(panels * NR));
-      uni_scale.resize((size_t)(panels * NR));
-      for (int64_t n = 0; n < panels * NR; n++) {
-        // (wrapping int32 arithmetic, as the per-row epilogue's vpmulld: a corrupt zero point
-        // must not be undefined behaviour)
-        uni_corr[(size_t)n] = (int32_t)((uint32_t)q8_code_offset(a.zero_point[0]) * (uint32_t)w.col_sum[(size_t)n]);
-        uni_scale[(size_t)n] = a.scale[0] * w.scale[(size_t)n];
-      }
-    }
-  }
-  // (the caller's buffers: a thread_local named inside the task would be the worker's own)
-  const float* bp = bias_padded.data();
 #if defined(__x86_64__)
-  const UniformRows uni{uni_corr.data(), uni_scale.data()};
-  const auto& tiles = kAvx2[uniform ? 1 : 0];
+  // AVX2: the call's shared terms (qgemm_avx2.h), in the caller's buffers (a thread_local named
+  // inside the task would be the worker's own); each task widens its rows' activations itself
+  thread_local std::vector<float> bias_buf, scale_buf;
+  thread_local std::vector<int32_t> corr_buf;
+  const Q8Avx2Call call = avx2 ? q8_avx2_call(M, a, w, bias, lo, hi, bias_buf, corr_buf, scale_buf) : Q8Avx2Call();
 #endif
-  const int64_t MB = avx2 ? 4 : 8;  // rows a tile (the AVX2 tiles take 4, VNNI's up to 8)
+  const int64_t MB = avx2 ? kQ8Avx2Rows : 8;  // rows a tile
   const int64_t rb = (M + MB - 1) / MB;
   // A task is `rows` row blocks x a range of panels, swept panel by panel: each panel's weights
   // come from memory once for all the task's rows, whose activations (at most ~256 KB) stay in
@@ -405,16 +282,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
       const int64_t p0 = (t % split) * per, p1 = std::min(panels, p0 + per);
 #if defined(__x86_64__)
       if (avx2) {  // snaps (or writes codes) in its epilogue
-        thread_local std::vector<int16_t> xw;  // this thread's: the task's rows, widened
-        const int64_t n = (m1 - m0) * w.Kp;
-        if (xw.size() < (size_t)n) xw.resize((size_t)n);
-        int16_t* x16 = xw.data();
-        widen_avx2(a.data + m0 * w.Kp, x16, n);
-        for (int64_t p = p0; p < p1; p++) {
-          const auto& by_rows = tiles[w.N - p * NR > 8 ? 1 : 0];  // a ragged last panel's 8 columns or fewer: one half
-          for (int64_t m = m0; m < m1; m += MB)
-            by_rows[std::min(MB, M - m) - 1](m, p, x16 + (m - m0) * w.Kp, a, w, bp, lohi, out, uni);
-        }
+        q8_avx2_rows(m0, m1, p0, p1, a, w, call, out);
         continue;
       }
       if (vnni) {  // snaps (or writes codes) in its epilogue; whole 16 rows on AMX tiles where there are
