@@ -61,6 +61,11 @@ ETNP_TARGET_INLINE("avx512f") __m512 load16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p));
 }
 
+// d[i] = h[i] widened, n a multiple of 16 (float16 panel rows)
+ETNP_TARGET("avx512f") void widen_avx512(const uint16_t* h, float* d, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) _mm512_storeu_ps(d + i, load16(h + i));
+}
+
 ETNP_TARGET("avx2,fma") void micro_avx2(int64_t K, const float* a, const float* b, float* acc) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
          c40 = c00, c41 = c00, c50 = c00, c51 = c00;
@@ -351,19 +356,39 @@ void rows_avx512(int64_t R, int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, co
     for (int64_t k0 = 0; k0 < K; k0 += kc) {
       const int64_t k1 = K - k0 < kc + kc / 2 ? K : k0 + kc;  // (no short last chunk)
       const int part = k1 - k0 == K ? kWhole : k0 == 0 ? kFirst : k1 == K ? kLast : kMiddle;
-      for (int64_t i = 0; i < mm; i += step) {
-        int64_t r = std::min<int64_t>(step, mm - i);
-        if (two)
-          kTwoPanels<BT>[ind][r - 1](k0, k1, part, rows + i, koff, b0, b0 + NR * K, C + (m0 + i) * ldc + n0, ldc,
-                                 cols_mask(N - n0), cols_mask(N - n0 - 16), bias_row ? bias_row + i : nullptr, bc,
-                                 ep.accumulate, ep.min, ep.max);
-        else
-          kOnePanel<BT>[ind][r - 1](k0, k1, part, rows + i, koff, b0, nullptr, C + (m0 + i) * ldc + n0, ldc,
-                                cols_mask(N - n0), 0, bias_row ? bias_row + i : nullptr, bc, ep.accumulate, ep.min,
-                                ep.max);
-        if (k1 == K && ep.residual)
-          add_residual_avx512(ep, C, ldc, m0 + i, r, n0, std::min<int64_t>(two ? 2 * NR : NR, N - n0));
+      // the block's tiles over k in [ka, kb) of panels p0 (, p1); A's rows start `shift` further on
+      auto sweep = [&](const auto* p0, const auto* p1, int64_t ka, int64_t kb, const int32_t* ko, int64_t shift) {
+        using T = std::remove_cv_t<std::remove_pointer_t<decltype(p0)>>;
+        for (int64_t i = 0; i < mm; i += step) {
+          const int64_t r = std::min<int64_t>(step, mm - i);
+          const float* rr[16];
+          for (int64_t j = 0; j < r; j++) rr[j] = rows[i + j] + shift;
+          if (two)
+            kTwoPanels<T>[ind][r - 1](ka, kb, part, rr, ko, p0, p1, C + (m0 + i) * ldc + n0, ldc, cols_mask(N - n0),
+                                      cols_mask(N - n0 - 16), bias_row ? bias_row + i : nullptr, bc, ep.accumulate,
+                                      ep.min, ep.max);
+          else
+            kOnePanel<T>[ind][r - 1](ka, kb, part, rr, ko, p0, nullptr, C + (m0 + i) * ldc + n0, ldc,
+                                     cols_mask(N - n0), 0, bias_row ? bias_row + i : nullptr, bc, ep.accumulate, ep.min,
+                                     ep.max);
+          if (k1 == K && ep.residual)
+            add_residual_avx512(ep, C, ldc, m0 + i, r, n0, std::min<int64_t>(two ? 2 * NR : NR, N - n0));
+        }
+      };
+      if constexpr (!std::is_same<BT, float>::value) {
+        if (mm > step) {  // several tiles read the chunk: widened once (per tile, the conversions
+          // take the FMA ports: a compute-bound GEMM ran ~10% slower); one tile widens in registers
+          thread_local std::vector<float> wide;
+          const int64_t kn = k1 - k0;
+          wide.resize((size_t)(2 * kn * NR));
+          widen_avx512(b0 + k0 * NR, wide.data(), kn * NR);
+          if (two) widen_avx512(b0 + NR * K + k0 * NR, wide.data() + kn * NR, kn * NR);
+          sweep(wide.data(), wide.data() + kn * NR, 0, kn, koff ? koff + k0 : nullptr, koff ? 0 : k0);
+          k0 = k1 - kc;
+          continue;
+        }
       }
+      sweep(b0, two ? b0 + NR * K : nullptr, k0, k1, koff, 0);
       k0 = k1 - kc;  // (k0 += kc next: k1)
     }
     pn += two ? 2 : 1;
