@@ -100,6 +100,48 @@ static void check_sgemm_chain(ThreadPool* pool, int64_t M, int64_t N, int64_t K,
     }
 }
 
+// Float16 panels (a float16 filter) give exactly the results of float32 panels of the same values
+// (the widening is exact, the sums run in the same order) on every kernel: row-major A, strided A
+// (the packed-A / portable tiles), and the indirect convolution rows; and a filter with a value
+// that is not a float16 keeps float32 panels.
+static void check_sgemm_half(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> A(M * K), At(K * M), B(K * N), bias(N), C1(M * N), C2(M * N);
+  for (auto& x : A) x = u(rng);
+  for (int64_t m = 0; m < M; m++)
+    for (int64_t k = 0; k < K; k++) At[k * M + m] = A[m * K + k];
+  for (auto& x : B) x = half_to_float(float_to_half(u(rng)));
+  for (auto& x : bias) x = u(rng);
+  GemmEpilogue ep;
+  ep.bias_col = bias.data();
+  ep.min = -2.f;
+  ep.max = 2.5f;
+  const PackedB pf = pack_b(pool, K, N, B.data(), N, 1), ph = pack_b(pool, K, N, B.data(), N, 1, true);
+  if ((ph.half.empty() || !ph.data.empty()) && failures++ < 5) std::printf("sgemm half K=%ld N=%ld: not packed as float16\n", (long)K, (long)N);
+  auto same = [&](const char* what) {
+    if (std::memcmp(C1.data(), C2.data(), C1.size() * sizeof(float)) != 0 && failures++ < 5)
+      std::printf("sgemm half (%s) M=%ld N=%ld K=%ld: differs from float32 panels\n", what, (long)M, (long)N, (long)K);
+  };
+  sgemm_packed(pool, M, A.data(), K, 1, pf, C1.data(), N, ep);
+  sgemm_packed(pool, M, A.data(), K, 1, ph, C2.data(), N, ep);
+  same("row-major A");
+  sgemm_packed(pool, M, At.data(), 1, M, pf, C1.data(), N, ep);
+  sgemm_packed(pool, M, At.data(), 1, M, ph, C2.data(), N, ep);
+  same("strided A");
+  std::vector<const float*> rows(M);
+  std::vector<int32_t> koff(K);
+  for (int64_t m = 0; m < M; m++) rows[m] = A.data() + m * K;
+  for (int64_t k = 0; k < K; k++) koff[k] = (int32_t)k;
+  if (sgemm_packed_indirect(pool, M, rows.data(), koff.data(), pf, C1.data(), N, ep)) {
+    sgemm_packed_indirect(pool, M, rows.data(), koff.data(), ph, C2.data(), N, ep);
+    same("indirect");
+  }
+  B[(K * N) / 2] = 0.1f;  // not a float16
+  const PackedB pm = pack_b(pool, K, N, B.data(), N, 1, true);
+  if ((!pm.half.empty() || pm.data.size() != pf.data.size()) && failures++ < 5)
+    std::printf("sgemm half K=%ld N=%ld: a value that is not a float16 was packed as one\n", (long)K, (long)N);
+}
+
 static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::mt19937& rng) {
   std::uniform_int_distribution<int> qa(-128, 127), qw(-127, 127);
   std::uniform_real_distribution<float> u(0.001f, 0.05f);
@@ -993,6 +1035,10 @@ int main() {
         cases++;
       }
   // big enough to take the threaded paths
+  for (int64_t M : {1, 5, 6, 13, 64})
+    for (int64_t N : {7, 16, 40, 70})
+      for (int64_t K : {1, 9, 200, 300}) check_sgemm_half(M % 2 ? &two : &one, M, N, K, rng);
+  check_sgemm_half(&two, 1, 4096, 512, rng);  // a GEMV split by columns
   check_sgemm(&two, 200, 96, 160, false, rng);
   check_sgemm(&two, 300, 40, 96, true, rng);
   check_qgemm(&two, 64, 200, 256, rng);

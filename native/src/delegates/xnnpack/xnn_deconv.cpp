@@ -32,7 +32,7 @@ std::vector<int64_t> phase_taps(int64_t k, int64_t d, int64_t s, int64_t r) {
 int64_t positive_mod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
 
 // Packed operands of every (group, row phase, column phase), in that order.
-std::vector<PackedB> pack_phases(ThreadPool* pool, const Node& n, const float* w) {
+std::vector<PackedB> pack_phases(ThreadPool* pool, const Node& n, const float* w, bool half) {
   const int64_t G = n.groups, ICg = n.group_in, OCg = n.group_out, KH = n.kh, KW = n.kw;
   std::vector<PackedB> out;
   out.reserve((size_t)(G * n.sh * n.sw));
@@ -54,7 +54,7 @@ std::vector<PackedB> pack_phases(ThreadPool* pool, const Node& n, const float* w
             for (int64_t ic = 0; ic < ICg; ic++, k++)
               for (int64_t oc = 0; oc < OCg; oc++)
                 b[(size_t)(k * OCg + oc)] = w[(((gi * OCg + oc) * KH + i) * KW + j) * ICg + ic];
-        out.push_back(pack_b(pool, K, OCg, b.data(), OCg, 1));
+        out.push_back(pack_b(pool, K, OCg, b.data(), OCg, 1, half));
       }
   return out;
 }
@@ -85,7 +85,9 @@ void lower_stride1_deconv_as_conv(Graph& g) {
   }
 }
 
-void prepare_deconv(ThreadPool* pool, Node& n, const float* filter) { n.packed = pack_phases(pool, n, filter); }
+void prepare_deconv(ThreadPool* pool, Node& n, const float* filter, bool half) {
+  n.packed = pack_phases(pool, n, filter, half);
+}
 
 void deconv(KernelContext& ctx, Graph& g, Node& n) {
   Value &a = in(g, n, 0), &w = in(g, n, 1), &o = out(g, n);
@@ -104,7 +106,7 @@ void deconv(KernelContext& ctx, Graph& g, Node& n) {
   const float* bias = bias_of(g, n, OC);
   // weights computed at run time (not a constant the load packed): packed for this call
   std::vector<PackedB> local;
-  if (n.packed.size() != (size_t)(G * sh * sw)) local = pack_phases(ctx.pool, n, w.cdata());
+  if (n.packed.size() != (size_t)(G * sh * sw)) local = pack_phases(ctx.pool, n, w.cdata(), false);
   const std::vector<PackedB>& packed = local.empty() ? n.packed : local;
   const float* x = a.cdata();
   float* y = o.data.data();
@@ -124,7 +126,11 @@ void deconv(KernelContext& ctx, Graph& g, Node& n) {
   std::vector<std::vector<int64_t>> taps_h((size_t)sh), taps_w((size_t)sw);
   for (int64_t r = 0; r < sh; r++) taps_h[(size_t)r] = phase_taps(KH, dh, sh, r);
   for (int64_t r = 0; r < sw; r++) taps_w[(size_t)r] = phase_taps(KW, dw, sw, r);
-  parallel(ctx, tasks, 1, [&](int64_t t0, int64_t t1) {
+  // tasks of at least 64 Ki multiply-adds between them (as gemm_pool): a split of less work costs
+  // the threads' hand-off more than it saves (a 1-D signal of a few hundred samples)
+  const int64_t macs = N * OH * OW * OC * ICg * KH * KW / std::max<int64_t>(1, sh * sw);
+  const int64_t grain = std::max<int64_t>(1, (tasks * (int64_t(1) << 16)) / std::max<int64_t>(1, macs));
+  parallel(ctx, tasks, grain, [&](int64_t t0, int64_t t1) {
     thread_local FloatBuffer rows;  // the block's gathered input rows (grows only)
     for (int64_t t = t0; t < t1; t++) {
       int64_t r = t;

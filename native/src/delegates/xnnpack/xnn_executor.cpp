@@ -132,7 +132,7 @@ class XnnDelegate : public DelegateHandle {
     auto bytes = [](const auto& v) { return (uint64_t)v.capacity() * sizeof(v[0]); };
     auto q8 = [&](const PackedQ8& p) { return bytes(p.data) + bytes(p.col_sum) + bytes(p.scale); };
     auto node = [&](const Node& n) {
-      for (const PackedB& p : n.packed) m.packed_weights += bytes(p.data);
+      for (const PackedB& p : n.packed) m.packed_weights += bytes(p.data) + bytes(p.half);
       m.packed_weights += q8(n.qpacked) + bytes(n.qdw.w) + bytes(n.qdw.scale) + bytes(n.bias);
       for (const PackedQ8& p : n.qconv) m.packed_weights += q8(p);
       for (const PackedQ8& p : n.qblocks) m.packed_weights += q8(p);

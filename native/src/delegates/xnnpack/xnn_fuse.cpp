@@ -138,21 +138,26 @@ bool fuse_residual(Graph& g, const Uses& u, size_t j) {
 }
 
 // StaticTranspose t (NCHW -> NHWC) -> Conv2d or GlobalAvgPooling2d c reading it as its input (which
-// then reads the NCHW value itself).
+// then reads the NCHW value itself). Float32 values; for a global average pool also static-int8
+// ones (grid points held as float32, the transpose's input and output on the same grid: a
+// transpose moves them as they are, the pool's result is snapped as before).
 bool fuse_input_transpose(Graph& g, const Uses& u, size_t t) {
   Node& tr = g.nodes[t];
   if (tr.type != StaticTranspose || tr.inputs.size() != 1 || tr.ints != std::vector<int64_t>{0, 2, 3, 1}) return false;
   uint32_t v = tr.inputs[0], x = tr.output;
-  if (v >= g.values.size() || v == x || !private_link(g, u, x, t)) return false;  // (v == x: a corrupt graph)
-  const Value& vv = g.values[v];
-  if (vv.dtype != FP32 || vv.quant != Quant::None || vv.dims.size() != 4) return false;
+  if (v >= g.values.size() || x >= g.values.size() || v == x) return false;  // (v == x: a corrupt graph)
+  const Value &vv = g.values[v], &vx = g.values[x];
+  const bool f32 = vv.dtype == FP32 && vv.quant == Quant::None;
+  const bool grid = on_int8_grid(vv) && same_grid(vv, vx) && !vv.is_constant && !vx.is_constant &&
+                    u.producer[x] == (int64_t)t && u.readers[x] == 1 && !is_graph_io(g, x);
+  if (!(f32 ? private_link(g, u, x, t) : grid) || vv.dims.size() != 4) return false;
   for (size_t c = t + 1; c < g.nodes.size(); c++) {
     Node& conv = g.nodes[c];
     bool reads = false;
     for (uint32_t id : conv.inputs) reads = reads || id == x;
     if (!reads) continue;
-    if ((conv.type != Conv2d && conv.type != GlobalAvgPooling2d) || conv.inputs.empty() || conv.inputs[0] != x ||
-        conv.nchw_transposed != kInvalidId)
+    if ((conv.type != Conv2d && conv.type != GlobalAvgPooling2d) || (conv.type == Conv2d && !f32) ||
+        conv.inputs.empty() || conv.inputs[0] != x || conv.nchw_transposed != kInvalidId)
       return false;
     if (conv.output == v) return false;  // (a corrupt graph: the fused node would write what it reads)
     conv.inputs[0] = v;

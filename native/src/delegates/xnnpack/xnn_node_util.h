@@ -175,7 +175,7 @@ void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, 
 bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o, Scratch& sc);
 // ConvTranspose2d (xnn_deconv.cpp): per output phase a convolution of the input with the taps
 // that reach it, as GEMMs on weights packed per group and phase (prepare_deconv, at load).
-void prepare_deconv(ThreadPool* pool, Node& n, const float* filter);
+void prepare_deconv(ThreadPool* pool, Node& n, const float* filter, bool half);
 void deconv(KernelContext& ctx, Graph& g, Node& n);
 
 }  // namespace etnp::xnn

@@ -162,6 +162,8 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
       if (made) w->data.release();
     }
   } decoded{w};
+  // a float16 filter: float16 panels (pack_b keeps float32 ones where a value is not a float16)
+  const bool half = w->dtype == FP16;
   if (n.type == FullyConnected) {
     if (w->dims.size() != 2) fail(n, "filter must be 2-D");
     bool tw = n.flags & kTransposeWeights;
@@ -177,13 +179,13 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
     }
     if (prepare_fc_q8(x, n, *w, IC, OC, tw)) return;  // static int8: the int8 filter only
     if (prepare_fc_qb4w(x, n, *w, IC, OC, tw)) return;  // qd8 x qb4w: the blocks' int8 values only
-    n.packed.push_back(pack_b(pool, IC, OC, decoded.floats(), tw ? OC : 1, tw ? 1 : IC));
+    n.packed.push_back(pack_b(pool, IC, OC, decoded.floats(), tw ? OC : 1, tw ? 1 : IC, half));
   } else if (n.type == Conv2d) {
     if (w->dims.size() != 4) fail(n, "filter must be 4-D");
     int64_t K = (int64_t)n.kh * n.kw * n.group_in, OCg = n.group_out;
     if (w->dims[0] != (int64_t)n.groups * OCg || w->dims[1] * w->dims[2] * w->dims[3] != K) fail(n, "filter shape mismatch");
     if (n.filter_taps_major) {  // (lower_depthwise_as_conv: one group of one input channel)
-      n.packed.push_back(pack_b(pool, K, OCg, decoded.floats(), OCg, 1));
+      n.packed.push_back(pack_b(pool, K, OCg, decoded.floats(), OCg, 1, half));
       return;
     }
     if (n.filter_flipped) {  // (lower_stride1_deconv_as_conv: the transposed convolution's taps reversed)
@@ -195,7 +197,8 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
           for (int64_t j = 0; j < KW; j++)
             std::memcpy(&flipped[(size_t)(((oc * KH + i) * KW + j) * ICg)],
                         f + ((oc * KH + (KH - 1 - i)) * KW + (KW - 1 - j)) * ICg, (size_t)ICg * sizeof(float));
-      for (uint32_t gi = 0; gi < n.groups; gi++) n.packed.push_back(pack_b(pool, K, OCg, flipped.data() + gi * OCg * K, 1, K));
+      for (uint32_t gi = 0; gi < n.groups; gi++)
+        n.packed.push_back(pack_b(pool, K, OCg, flipped.data() + gi * OCg * K, 1, K, half));
       return;
     }
     prepare_conv_q8(x, n, *w);
@@ -209,14 +212,14 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
         p.N = OCg;
         n.packed.push_back(std::move(p));
       } else {
-        n.packed.push_back(pack_b(pool, K, OCg, decoded.floats() + gi * OCg * K, 1, K));
+        n.packed.push_back(pack_b(pool, K, OCg, decoded.floats() + gi * OCg * K, 1, K, half));
       }
     }
   } else if (n.type == ConvTranspose2d) {
     if (w->dims.size() != 4 || w->dims[0] != (int64_t)n.groups * n.group_out || w->dims[1] != n.kh ||
         w->dims[2] != n.kw || w->dims[3] != n.group_in)
       fail(n, "filter shape mismatch");
-    prepare_deconv(pool, n, decoded.floats());
+    prepare_deconv(pool, n, decoded.floats(), half);
   } else if (n.type == DepthwiseConv2d) {
     decoded.floats();  // (never kept as bytes: a depthwise filter is read at run time)
     prepare_dw_q8(x, n, *w);
@@ -224,7 +227,7 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
 }
 
 void pack_deferred(const Program& program, ThreadPool* pool, Graph& g, Node& n) {
-  if (n.type != Conv2d || n.packed.empty() || !n.packed[0].data.empty() || n.inputs.size() < 2 ||
+  if (n.type != Conv2d || n.packed.empty() || !n.packed[0].empty() || n.inputs.size() < 2 ||
       n.inputs[1] >= g.values.size())
     return;
   Value& w = g.values[n.inputs[1]];
@@ -234,7 +237,7 @@ void pack_deferred(const Program& program, ThreadPool* pool, Graph& g, Node& n) 
   const int64_t K = n.packed[0].K, OCg = n.packed[0].N;
   if ((int64_t)w.data.size() < (int64_t)n.groups * OCg * K) fail(n, "filter data is missing");
   for (uint32_t gi = 0; gi < n.groups && gi < n.packed.size(); gi++)
-    n.packed[gi] = pack_b(pool, K, OCg, w.cdata() + gi * OCg * K, 1, K);
+    n.packed[gi] = pack_b(pool, K, OCg, w.cdata() + gi * OCg * K, 1, K, w.dtype == FP16);
   if (made) w.data.release();
 }
 

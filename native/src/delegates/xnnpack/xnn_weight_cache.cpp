@@ -1,6 +1,6 @@
 // Writing and restoring the XNNPACK delegate's packed state (see xnn_weight_cache.h).
 // Section: u32 node count, then per node with packed state: u32 origin, u32 flags, the bias, the
-// float packings (K, N, data: none for a placeholder), qpacked, qconv, qblocks, qb4, qdw. Arrays:
+// float packings (K, N, u64 1 for float16 panels else 0, data: none for a placeholder), qpacked, qconv, qblocks, qb4, qdw. Arrays:
 // u64 count, then the elements at a 64-byte aligned offset (views need the alignment packing gives).
 #include "delegates/xnnpack/xnn_weight_cache.h"
 
@@ -13,7 +13,7 @@ namespace etnp::xnn {
 
 namespace {
 
-constexpr uint32_t kSectionVersion = 1;
+constexpr uint32_t kSectionVersion = 2;  // 2: float16 panels
 
 bool has_state(const Node& n) {
   return !n.packed.empty() || n.qpacked.N > 0 || !n.qconv.empty() || !n.qblocks.empty() || n.qb4.N > 0 ||
@@ -41,9 +41,14 @@ void put_node(SectionWriter& w, const Node& n, const DroppedShapes& dropped) {
   const bool was_dropped = n.packed.empty() && n.origin < dropped.size() && !dropped[n.origin].empty();
   w.put<uint64_t>(was_dropped ? dropped[n.origin].size() : n.packed.size());
   if (was_dropped) {
-    for (auto& s : dropped[n.origin]) w.put<int64_t>(s.first), w.put<int64_t>(s.second), put_array(w, PackedArray<float>());
+    for (auto& s : dropped[n.origin])
+      w.put<int64_t>(s.first), w.put<int64_t>(s.second), w.put<uint64_t>(0), put_array(w, PackedArray<float>());
   } else {
-    for (const PackedB& b : n.packed) w.put<int64_t>(b.K), w.put<int64_t>(b.N), put_array(w, b.data);
+    for (const PackedB& b : n.packed) {
+      w.put<int64_t>(b.K), w.put<int64_t>(b.N), w.put<uint64_t>(b.half.empty() ? 0 : 1);
+      if (b.half.empty()) put_array(w, b.data);
+      else put_array(w, b.half);
+    }
   }
   put_q8(w, n.qpacked);
   w.put<uint64_t>(n.qconv.size());
@@ -115,12 +120,15 @@ bool get_node(Reader& r, Node& n) {
   n.packed.resize((size_t)np);
   for (PackedB& b : n.packed) {
     b.K = r.get<int64_t>(), b.N = r.get<int64_t>();
-    if (!r.ok || !dims_ok(b.K, b.N)) return false;
+    const uint64_t half = r.get<uint64_t>();
+    if (!r.ok || !dims_ok(b.K, b.N) || half > 1) return false;
     // (a placeholder holds no data: pack_deferred's)
     const uint64_t count = r.get<uint64_t>();
     if (!r.ok) return false;
     r.at -= sizeof(uint64_t);
-    r.array(b.data, count == 0 ? 0 : (uint64_t)(panels(b.N) * 16 * b.K));
+    const uint64_t want = count == 0 ? 0 : (uint64_t)(panels(b.N) * 16 * b.K);
+    if (half) r.array(b.half, want);
+    else r.array(b.data, want);
   }
   if (!r.ok || !get_q8(r, n.qpacked)) return false;
   for (std::vector<PackedQ8>* v : {&n.qconv, &n.qblocks}) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <utility>
 #include <cstring>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "kernels/compute/gemm_generic.h"
 #include "kernels/compute/gemm_neon.h"
 #include "kernels/compute/gemm_tasks.h"
+#include "kernels/compute/half_convert.h"
 #include "kernels/compute/portable_ops.h"
 #include "util/compiler.h"
 
@@ -23,6 +25,20 @@ namespace {
 
 constexpr int MR = 6, NR = 16;
 
+// Panel pn of B as float32, for the kernels that read float32 panels only (packed-A micro-kernels,
+// portable tiles): in place, or a float16 panel widened into `wide`.
+const float* panel_f32(const PackedB& B, int64_t pn, std::vector<float>& wide) {
+  if (B.half.empty()) return B.data.data() + pn * NR * B.K;
+  wide.resize((size_t)(NR * B.K));
+  half_to_float_n(B.half.data() + pn * NR * B.K, wide.data(), NR * B.K);
+  return wide.data();
+}
+template <typename BT>
+const BT* panels(const PackedB& B) {
+  if constexpr (std::is_same<BT, float>::value) return B.data.data();
+  else return B.half.data();
+}
+
 // The fused residual add of rows [m0, m0 + rows) x columns [n0, n0 + cols) of C, just written.
 void add_residual(const GemmEpilogue& ep, float* C, int64_t ldc, int64_t m0, int64_t rows, int64_t n0, int64_t cols) {
   for (int64_t i = 0; i < rows; i++) {
@@ -34,6 +50,21 @@ void add_residual(const GemmEpilogue& ep, float* C, int64_t ldc, int64_t m0, int
 }
 
 #if defined(__x86_64__)
+// 8 / 16 columns of a float32 or float16 panel row as float32 (F16C / AVX-512F widening: exact)
+ETNP_TARGET_INLINE("avx2,fma,f16c") __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+ETNP_TARGET_INLINE("avx2,fma,f16c") __m256 load8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p));
+}
+ETNP_TARGET_INLINE("avx512f") __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+ETNP_TARGET_INLINE("avx512f") __m512 load16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p));
+}
+
+// d[i] = h[i] widened, n a multiple of 16 (float16 panel rows)
+ETNP_TARGET("avx512f") void widen_avx512(const uint16_t* h, float* d, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) _mm512_storeu_ps(d + i, load16(h + i));
+}
+
 ETNP_TARGET("avx2,fma") void micro_avx2(int64_t K, const float* a, const float* b, float* acc) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
          c40 = c00, c41 = c00, c50 = c00, c51 = c00;
@@ -83,7 +114,8 @@ ETNP_TARGET_INLINE("avx2,fma") void tile_row_avx2(float* c, __m256 v0, __m256 v1
 
 // A full MR x NR tile straight from row-major A (no packing) into C, epilogue in registers:
 // C[i][j] = clamp(sum_k A[i][k] * b[k][j] + bias_row[i] + bias_col[j] (+ C[i][j])).
-ETNP_TARGET("avx2,fma") void tile_avx2(int64_t K, const float* A, int64_t rsa, const float* b, float* C,
+template <typename BT>
+ETNP_TARGET("avx2,fma,f16c") void tile_avx2(int64_t K, const float* A, int64_t rsa, const BT* b, float* C,
                                                    int64_t ldc, const float* bias_row, const float* bias_col,
                                                    bool accumulate, const float* lohi) {
   // (the clamp bounds come by pointer: float arguments arrive in vector registers, and keeping
@@ -93,7 +125,7 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t K, const float* A, int64_t rsa, c
          c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   const float *a0 = A, *a1 = A + rsa, *a2 = A + 2 * rsa, *a3 = A + 3 * rsa, *a4 = A + 4 * rsa, *a5 = A + 5 * rsa;
   for (int64_t k = 0; k < K; k++) {
-    __m256 b0 = _mm256_loadu_ps(b + k * NR), b1 = _mm256_loadu_ps(b + k * NR + 8);
+    __m256 b0 = load8(b + k * NR), b1 = load8(b + k * NR + 8);
     __m256 x = _mm256_broadcast_ss(a0 + k);
     c00 = _mm256_fmadd_ps(x, b0, c00); c01 = _mm256_fmadd_ps(x, b1, c01);
     x = _mm256_broadcast_ss(a1 + k);
@@ -121,8 +153,8 @@ ETNP_TARGET("avx2,fma") void tile_avx2(int64_t K, const float* A, int64_t rsa, c
 // A into C with the epilogue in registers; NV = 1 when the panel's second half is empty (cols <= 8:
 // narrow layers, the pointwise convolutions of few channels). (The packed path it replaces
 // packed A and ran a scalar epilogue: ~30% of small-image CNNs.)
-template <int ROWS, int NV>
-ETNP_TARGET("avx2,fma") void edge_avx2(int64_t K, const float* A, int64_t rsa, const float* b, float* C,
+template <int ROWS, int NV, typename BT>
+ETNP_TARGET("avx2,fma,f16c") void edge_avx2(int64_t K, const float* A, int64_t rsa, const BT* b, float* C,
                                                    int64_t ldc, const float* bias_row, const float* bias_col,
                                                    bool accumulate, const float* lohi, int64_t cols) {
   __m256 acc[NV][ROWS];
@@ -133,7 +165,7 @@ ETNP_TARGET("avx2,fma") void edge_avx2(int64_t K, const float* A, int64_t rsa, c
   for (int64_t k = 0; k < K; k++) {
     __m256 bv[NV];
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; v++) bv[v] = _mm256_loadu_ps(b + k * NR + 8 * v);
+    for (int v = 0; v < NV; v++) bv[v] = load8(b + k * NR + 8 * v);
 #pragma GCC unroll 6
     for (int i = 0; i < ROWS; i++) {
       const __m256 x = _mm256_broadcast_ss(A + i * rsa + k);
@@ -160,13 +192,36 @@ ETNP_TARGET("avx2,fma") void edge_avx2(int64_t K, const float* A, int64_t rsa, c
     }
   }
 }
-using EdgeTile = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, const float*, const float*, bool,
+template <typename BT>
+using EdgeTile = void (*)(int64_t, const float*, int64_t, const BT*, float*, int64_t, const float*, const float*, bool,
                           const float*, int64_t);
 // [rows - 1]: both halves of the panel, and the first half only (cols <= 8)
-const EdgeTile kEdgeTiles[MR] = {&edge_avx2<1, 2>, &edge_avx2<2, 2>, &edge_avx2<3, 2>,
-                                 &edge_avx2<4, 2>, &edge_avx2<5, 2>, &edge_avx2<6, 2>};
-const EdgeTile kEdgeTilesHalf[MR] = {&edge_avx2<1, 1>, &edge_avx2<2, 1>, &edge_avx2<3, 1>,
-                                     &edge_avx2<4, 1>, &edge_avx2<5, 1>, &edge_avx2<6, 1>};
+template <typename BT>
+const EdgeTile<BT> kEdgeTiles[MR] = {&edge_avx2<1, 2, BT>, &edge_avx2<2, 2, BT>, &edge_avx2<3, 2, BT>,
+                                     &edge_avx2<4, 2, BT>, &edge_avx2<5, 2, BT>, &edge_avx2<6, 2, BT>};
+template <typename BT>
+const EdgeTile<BT> kEdgeTilesNarrow[MR] = {&edge_avx2<1, 1, BT>, &edge_avx2<2, 1, BT>, &edge_avx2<3, 1, BT>,
+                                           &edge_avx2<4, 1, BT>, &edge_avx2<5, 1, BT>, &edge_avx2<6, 1, BT>};
+
+// The tiles of rows [m0, m0 + mm) x panels [pn0, pn1) of C = A * B on AVX2, straight from a
+// row-major A (edge tiles for ragged rows / columns).
+template <typename BT>
+void rows_avx2(int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, const float* A, int64_t rsa, const PackedB& B,
+               float* C, int64_t ldc, const GemmEpilogue& ep, const float* lohi) {
+  const int64_t N = B.N, K = B.K;
+  for (int64_t pn = pn0; pn < pn1; pn++) {
+    const int64_t n0 = pn * NR, nn = std::min<int64_t>(NR, N - n0);
+    const float* br = ep.bias_row ? ep.bias_row + m0 : nullptr;
+    const float* bc = ep.bias_col ? ep.bias_col + n0 : nullptr;
+    const BT* b = panels<BT>(B) + pn * NR * K;
+    if (mm == MR && nn == NR)
+      tile_avx2<BT>(K, A + m0 * rsa, rsa, b, C + m0 * ldc + n0, ldc, br, bc, ep.accumulate, lohi);
+    else
+      (nn <= 8 ? kEdgeTilesNarrow<BT> : kEdgeTiles<BT>)[mm - 1](K, A + m0 * rsa, rsa, b, C + m0 * ldc + n0, ldc, br, bc,
+                                                              ep.accumulate, lohi, nn);
+    if (ep.residual) add_residual(ep, C, ldc, m0, mm, n0, nn);
+  }
+}
 
 // AVX-512F tiles straight from row-major A (no packing) into C, epilogue in registers:
 // C[i][j] = clamp(sum_k A[i][k] * b[k][j] + bias_col[j] + bias_row[i] (+ C[i][j])), for ROWS rows and
@@ -178,9 +233,9 @@ const EdgeTile kEdgeTilesHalf[MR] = {&edge_avx2<1, 1>, &edge_avx2<2, 1>, &edge_a
 // sums, both storing the raw partial sums back; kLast starts from C's partial sums and finishes as
 // kWhole does. Each element's sum is the same sequence of FMAs in either case (bit-identical).
 enum Kpart : int { kWhole = 0, kFirst = 1, kMiddle = 2, kLast = 3 };
-template <int ROWS, int NV, bool IND>
+template <int ROWS, int NV, bool IND, typename BT>
 ETNP_TARGET("avx512f") void tile_avx512(int64_t k0, int64_t K, int part, const float* const* rows, const int32_t* koff,
-                                                   const float* b0p, const float* b1p, float* C, int64_t ldc,
+                                                   const BT* b0p, const BT* b1p, float* C, int64_t ldc,
                                                    __mmask16 mask0, __mmask16 mask1, const float* bias_row,
                                                    const float* bias_col, bool accumulate, float lo, float hi) {
   const float* r[ROWS];
@@ -195,8 +250,8 @@ ETNP_TARGET("avx512f") void tile_avx512(int64_t k0, int64_t K, int part, const f
     for (int v = 0; v < NV; v++) acc[i][v] = from_c ? _mm512_maskz_loadu_ps(masks[v], C + i * ldc + 16 * v) : _mm512_setzero_ps();
   for (int64_t k = k0; k < K; k++) {
     __m512 b[NV];
-    b[0] = _mm512_loadu_ps(b0p + k * NR);
-    if (NV > 1) b[NV - 1] = _mm512_loadu_ps(b1p + k * NR);
+    b[0] = load16(b0p + k * NR);
+    if (NV > 1) b[NV - 1] = load16(b1p + k * NR);
     const int64_t kk = IND ? koff[k] : k;
 #pragma GCC unroll 16
     for (int i = 0; i < ROWS; i++) {
@@ -229,17 +284,20 @@ ETNP_TARGET("avx512f") void tile_avx512(int64_t k0, int64_t K, int part, const f
   }
 }
 
-using Tile512 = void (*)(int64_t, int64_t, int, const float* const*, const int32_t*, const float*, const float*, float*,
+template <typename BT>
+using Tile512 = void (*)(int64_t, int64_t, int, const float* const*, const int32_t*, const BT*, const BT*, float*,
                          int64_t, __mmask16, __mmask16, const float*, const float*, bool, float, float);
-template <int NV, bool IND, int... R>
-constexpr std::array<Tile512, sizeof...(R)> tiles512(std::integer_sequence<int, R...>) {
-  return {&tile_avx512<R + 1, NV, IND>...};
+template <int NV, bool IND, typename BT, int... R>
+constexpr std::array<Tile512<BT>, sizeof...(R)> tiles512(std::integer_sequence<int, R...>) {
+  return {&tile_avx512<R + 1, NV, IND, BT>...};
 }
 // [indirect][rows - 1]: two panels up to 8 rows, one panel up to 16 rows
-const std::array<Tile512, 8> kTwoPanels[2] = {tiles512<2, false>(std::make_integer_sequence<int, 8>()),
-                                               tiles512<2, true>(std::make_integer_sequence<int, 8>())};
-const std::array<Tile512, 16> kOnePanel[2] = {tiles512<1, false>(std::make_integer_sequence<int, 16>()),
-                                               tiles512<1, true>(std::make_integer_sequence<int, 16>())};
+template <typename BT>
+const std::array<Tile512<BT>, 8> kTwoPanels[2] = {tiles512<2, false, BT>(std::make_integer_sequence<int, 8>()),
+                                                   tiles512<2, true, BT>(std::make_integer_sequence<int, 8>())};
+template <typename BT>
+const std::array<Tile512<BT>, 16> kOnePanel[2] = {tiles512<1, false, BT>(std::make_integer_sequence<int, 16>()),
+                                                   tiles512<1, true, BT>(std::make_integer_sequence<int, 16>())};
 
 ETNP_TARGET("avx512f") void add_residual_avx512(const GemmEpilogue& ep, float* C, int64_t ldc, int64_t m0,
                                                            int64_t rows, int64_t n0, int64_t cols) {
@@ -278,6 +336,7 @@ inline __mmask16 cols_mask(int64_t cols) { return cols >= 16 ? (__mmask16)0xFFFF
 
 // Rows [m0, m0 + mm) x column panels [pn0, pn1) of C = A * B in R x 32 / 2R x 16 tiles; rows[i]
 // is where row m0 + i of A starts (koff: indirect tap offsets, or null).
+template <typename BT>
 void rows_avx512(int64_t R, int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, const float* const* rows,
                  const int32_t* koff, const PackedB& B, float* C, int64_t ldc, const GemmEpilogue& ep) {
   const int64_t N = B.N, K = B.K;
@@ -289,26 +348,46 @@ void rows_avx512(int64_t R, int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, co
   const int64_t kc = (K > 3 * kKChunk / 2 && !ep.accumulate) ? kKChunk : K;
   for (int64_t pn = pn0; pn < pn1;) {
     int64_t n0 = pn * NR;
-    const float* b0 = B.data.data() + pn * NR * K;
+    const BT* b0 = panels<BT>(B) + pn * NR * K;
     const float* bc = ep.bias_col ? ep.bias_col + n0 : nullptr;
     const bool two = pn + 1 < pn1;  // two panels, in R-row tiles; else the last one, in tiles of up to 2R rows
     const int64_t step = two ? R : 2 * R;
     for (int64_t k0 = 0; k0 < K; k0 += kc) {
       const int64_t k1 = K - k0 < kc + kc / 2 ? K : k0 + kc;  // (no short last chunk)
       const int part = k1 - k0 == K ? kWhole : k0 == 0 ? kFirst : k1 == K ? kLast : kMiddle;
-      for (int64_t i = 0; i < mm; i += step) {
-        int64_t r = std::min<int64_t>(step, mm - i);
-        if (two)
-          kTwoPanels[ind][r - 1](k0, k1, part, rows + i, koff, b0, b0 + NR * K, C + (m0 + i) * ldc + n0, ldc,
-                                 cols_mask(N - n0), cols_mask(N - n0 - 16), bias_row ? bias_row + i : nullptr, bc,
-                                 ep.accumulate, ep.min, ep.max);
-        else
-          kOnePanel[ind][r - 1](k0, k1, part, rows + i, koff, b0, nullptr, C + (m0 + i) * ldc + n0, ldc,
-                                cols_mask(N - n0), 0, bias_row ? bias_row + i : nullptr, bc, ep.accumulate, ep.min,
-                                ep.max);
-        if (k1 == K && ep.residual)
-          add_residual_avx512(ep, C, ldc, m0 + i, r, n0, std::min<int64_t>(two ? 2 * NR : NR, N - n0));
+      // the block's tiles over k in [ka, kb) of panels p0 (, p1); A's rows start `shift` further on
+      auto sweep = [&](const auto* p0, const auto* p1, int64_t ka, int64_t kb, const int32_t* ko, int64_t shift) {
+        using T = std::remove_cv_t<std::remove_pointer_t<decltype(p0)>>;
+        for (int64_t i = 0; i < mm; i += step) {
+          const int64_t r = std::min<int64_t>(step, mm - i);
+          const float* rr[16];
+          for (int64_t j = 0; j < r; j++) rr[j] = rows[i + j] + shift;
+          if (two)
+            kTwoPanels<T>[ind][r - 1](ka, kb, part, rr, ko, p0, p1, C + (m0 + i) * ldc + n0, ldc, cols_mask(N - n0),
+                                      cols_mask(N - n0 - 16), bias_row ? bias_row + i : nullptr, bc, ep.accumulate,
+                                      ep.min, ep.max);
+          else
+            kOnePanel<T>[ind][r - 1](ka, kb, part, rr, ko, p0, nullptr, C + (m0 + i) * ldc + n0, ldc,
+                                     cols_mask(N - n0), 0, bias_row ? bias_row + i : nullptr, bc, ep.accumulate, ep.min,
+                                     ep.max);
+          if (k1 == K && ep.residual)
+            add_residual_avx512(ep, C, ldc, m0 + i, r, n0, std::min<int64_t>(two ? 2 * NR : NR, N - n0));
+        }
+      };
+      if constexpr (!std::is_same<BT, float>::value) {
+        if (mm > step) {  // several tiles read the chunk: widened once (per tile, the conversions
+          // take the FMA ports: a compute-bound GEMM ran ~10% slower); one tile widens in registers
+          thread_local std::vector<float> wide;
+          const int64_t kn = k1 - k0;
+          wide.resize((size_t)(2 * kn * NR));
+          widen_avx512(b0 + k0 * NR, wide.data(), kn * NR);
+          if (two) widen_avx512(b0 + NR * K + k0 * NR, wide.data() + kn * NR, kn * NR);
+          sweep(wide.data(), wide.data() + kn * NR, 0, kn, koff ? koff + k0 : nullptr, koff ? 0 : k0);
+          k0 = k1 - kc;
+          continue;
+        }
       }
+      sweep(b0, two ? b0 + NR * K : nullptr, k0, k1, koff, 0);
       k0 = k1 - kc;  // (k0 += kc next: k1)
     }
     pn += two ? 2 : 1;
@@ -329,46 +408,6 @@ Micro pick_micro() {
 }
 
 }  // namespace
-
-namespace {
-void pack_b_into(PackedB& p, ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb) {
-  p.K = K;
-  p.N = N;
-  int64_t nb = (N + NR - 1) / NR;
-  p.data.resize((size_t)(nb * NR * K));
-  auto work = [&](int64_t b, int64_t e) {
-    for (int64_t q = b; q < e; q++) {
-      float* dst = p.data.data() + q * NR * K;
-      int64_t n0 = q * NR, nn = std::min<int64_t>(NR, N - n0);
-      if (rsb == 1 && csb != 1) {  // B^T stored row-major (weights [N, K]): 16 rows read side by side
-        const float* src[NR];
-        for (int64_t j = 0; j < nn; j++) src[j] = B + (n0 + j) * csb;
-        for (int64_t k = 0; k < K; k++) {
-          float* d = dst + k * NR;
-          for (int64_t j = 0; j < nn; j++) d[j] = src[j][k];
-          for (int64_t j = nn; j < NR; j++) d[j] = 0.f;
-        }
-        continue;
-      }
-      for (int64_t k = 0; k < K; k++) {
-        const float* src = B + k * rsb + n0 * csb;
-        float* d = dst + k * NR;
-        if (csb == 1) std::memcpy(d, src, nn * sizeof(float));
-        else for (int64_t j = 0; j < nn; j++) d[j] = src[j * csb];
-        for (int64_t j = nn; j < NR; j++) d[j] = 0.f;
-      }
-    }
-  };
-  if (pool && K * N > (1 << 15)) pool->parallel_for(nb, 1, work);
-  else work(0, nb);
-}
-}  // namespace
-
-PackedB pack_b(ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb) {
-  PackedB p;
-  pack_b_into(p, pool, K, N, B, rsb, csb);
-  return p;
-}
 
 #if defined(__x86_64__)
 namespace {
@@ -398,7 +437,8 @@ void sgemm_rows_avx512(ThreadPool* tp, int64_t M, const float* const* rows, cons
       const float* const* r = rows ? rows + m0 : local;
       if (!rows)
         for (int64_t i = 0; i < mm; i++) local[i] = A + (m0 + i) * rsa;
-      rows_avx512(R, m0, mm, cs * per, std::min(nb, (cs + 1) * per), r, koff, B, C, ldc, ep);
+      if (B.half.empty()) rows_avx512<float>(R, m0, mm, cs * per, std::min(nb, (cs + 1) * per), r, koff, B, C, ldc, ep);
+      else rows_avx512<uint16_t>(R, m0, mm, cs * per, std::min(nb, (cs + 1) * per), r, koff, B, C, ldc, ep);
     }
   };
   if (tp) tp->parallel_for(rb * split, 1, blocks);
@@ -430,7 +470,8 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
     sgemm_rows_avx512(tp, M, nullptr, A, rsa, nullptr, B, C, ldc, ep);
     return;
   }
-  const bool direct = avx2 && csa == 1;
+  static const bool f16c = cpu_has_f16c();
+  const bool direct = avx2 && csa == 1 && (B.half.empty() || f16c);
 #endif
   static const Micro micro = pick_micro();
   // Tiles of MR rows x NR columns; each task packs its A panel once and sweeps its columns.
@@ -441,6 +482,7 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
   auto tasks = [&](int64_t b, int64_t e) {
     alignas(32) float acc[MR * NR];
     thread_local std::vector<float> pa;  // this thread's packed A panel, grows only
+    thread_local std::vector<float> wide;  // a float16 panel widened (panel_f32), grows only
     if (micro && pa.size() < (size_t)(MR * K)) pa.resize((size_t)(MR * K));
     int64_t last_pm = -1;
     for (int64_t t = b; t < e; t++) {
@@ -448,25 +490,16 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
       int64_t m0 = pm * MR, mm = std::min<int64_t>(MR, M - m0);
       int64_t pn0 = cs * cols_per, pn1 = std::min(nb, (cs + 1) * cols_per);
 #if defined(__x86_64__)
-      if (direct) {  // a row-major A: whole tiles without packing A (edge tiles for ragged rows/columns)
-        for (int64_t pn = pn0; pn < pn1; pn++) {
-          const int64_t n0 = pn * NR, nn = std::min<int64_t>(NR, N - n0);
-          const float* br = ep.bias_row ? ep.bias_row + m0 : nullptr;
-          const float* bc = ep.bias_col ? ep.bias_col + n0 : nullptr;
-          if (mm == MR && nn == NR)
-            tile_avx2(K, A + m0 * rsa, rsa, B.data.data() + pn * NR * K, C + m0 * ldc + n0, ldc, br, bc, ep.accumulate, lohi);
-          else
-            (nn <= 8 ? kEdgeTilesHalf : kEdgeTiles)[mm - 1](K, A + m0 * rsa, rsa, B.data.data() + pn * NR * K,
-                                                            C + m0 * ldc + n0, ldc, br, bc, ep.accumulate, lohi, nn);
-          if (ep.residual) add_residual(ep, C, ldc, m0, mm, n0, nn);
-        }
+      if (direct) {  // a row-major A: whole tiles without packing A
+        if (B.half.empty()) rows_avx2<float>(m0, mm, pn0, pn1, A, rsa, B, C, ldc, ep, lohi);
+        else rows_avx2<uint16_t>(m0, mm, pn0, pn1, A, rsa, B, C, ldc, ep, lohi);
         continue;
       }
 #endif
       if (!micro) {  // the portable tiles, reading A in place (any strides)
         for (int64_t pn = pn0; pn < pn1; pn++) {
           const int64_t n0 = pn * NR, nn = std::min<int64_t>(NR, N - n0);
-          sgemm_tile_generic(K, mm, nn, A + m0 * rsa, rsa, csa, B.data.data() + pn * NR * K, C + m0 * ldc + n0, ldc,
+          sgemm_tile_generic(K, mm, nn, A + m0 * rsa, rsa, csa, panel_f32(B, pn, wide), C + m0 * ldc + n0, ldc,
                              ep.bias_row ? ep.bias_row + m0 : nullptr, ep.bias_col ? ep.bias_col + n0 : nullptr,
                              ep.accumulate, ep.min, ep.max);
           if (ep.residual) add_residual(ep, C, ldc, m0, mm, n0, nn);
@@ -479,7 +512,7 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
         last_pm = pm;
       }
       for (int64_t pn = pn0; pn < pn1; pn++) {
-        micro(K, pa.data(), B.data.data() + pn * NR * K, acc);
+        micro(K, pa.data(), panel_f32(B, pn, wide), acc);
         int64_t n0 = pn * NR, nn = std::min<int64_t>(NR, N - n0);
         for (int64_t i = 0; i < mm; i++) {
           float* c = C + (m0 + i) * ldc + n0;
@@ -498,14 +531,6 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
   };
   if (tp) tp->parallel_for(mb * col_split, 1, tasks);
   else tasks(0, mb * col_split);
-}
-
-void sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
-           const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, const GemmEpilogue& ep) {
-  if (M <= 0 || N <= 0) return;
-  thread_local PackedB pb;  // B packed per call (weights known only now): this thread's buffer, grows only
-  pack_b_into(pb, gemm_pool(pool, M, N, K), K, N, B, rsb, csb);
-  sgemm_packed(pool, M, A, rsa, csa, pb, C, ldc, ep);
 }
 
 }  // namespace etnp

@@ -26,12 +26,17 @@ struct GemmEpilogue {
   float res_min = -std::numeric_limits<float>::infinity(), res_max = std::numeric_limits<float>::infinity();
 };
 
-// B packed into 16-column panels, ready for sgemm_packed (pack weights once, reuse).
+// B packed into 16-column panels, ready for sgemm_packed (pack weights once, reuse): float32
+// panels, or float16 panels of the same layout (a float16 filter's values: half the bytes to
+// stream, widened exactly in the kernels, so the products and sums are those of float32 panels).
 struct PackedB {
   int64_t K = 0, N = 0;
-  PackedArray<float, UninitAllocator<float>> data;  // (a view where a weight cache file holds it)
+  PackedArray<float, UninitAllocator<float>> data;     // (a view where a weight cache file holds it)
+  PackedArray<uint16_t, UninitAllocator<uint16_t>> half;  // or these (data then empty)
+  bool empty() const { return data.empty() && half.empty(); }
 };
-PackedB pack_b(ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb);
+// half: float16 panels where every value of B is exactly a float16 (else float32 panels).
+PackedB pack_b(ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t rsb, int64_t csb, bool half = false);
 
 // C = A * packed B (+ epilogue).
 void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int64_t csa, const PackedB& B, float* C,

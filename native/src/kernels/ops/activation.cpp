@@ -1,5 +1,6 @@
 // Unary elementwise kernels: math functions and activations.
 #include "kernels/ops/elementwise.h"
+#include "kernels/compute/half_convert.h"
 #include "kernels/compute/vec_math.h"
 
 namespace etnp {
@@ -76,17 +77,35 @@ void unary_kernel(KernelContext& ctx, EValue** a, size_t) {
   unary_apply(ctx, x, out, FD, FI);
 }
 
-// float32 contiguous tensors through kernels/compute/vec_math.h (split across threads), else FD in double
+// float32 contiguous tensors through kernels/compute/vec_math.h (split across threads); float16
+// ones too, widened to float32 in blocks and rounded back once (as the double path rounds its
+// result: within one float16 step of it); else FD in double
 template <void (*VF)(const float*, float*, int64_t), UnaryD FD>
 void vec_unary_kernel(KernelContext& ctx, EValue** a, size_t n) {
   const Tensor& x = tensor_arg(a, 0);
   Tensor& out = tensor_arg(a, 1);
-  if (x.dtype == DType::F32 && out.dtype == DType::F32 && x.default_dim_order()) {
+  const bool f32 = x.dtype == DType::F32 && out.dtype == DType::F32, f16 = x.dtype == DType::F16 && out.dtype == DType::F16;
+  if ((f32 || f16) && x.default_dim_order()) {
     resize(out, shape_of(x));
     if (out.default_dim_order()) {
-      const float* xp = x.ptr<float>();
-      float* yp = out.ptr<float>();
-      parallel(ctx, x.numel(), 1 << 14, [&](int64_t b, int64_t e) { VF(xp + b, yp + b, e - b); });
+      if (f32) {
+        const float* xp = x.ptr<float>();
+        float* yp = out.ptr<float>();
+        parallel(ctx, x.numel(), 1 << 14, [&](int64_t b, int64_t e) { VF(xp + b, yp + b, e - b); });
+        return;
+      }
+      const uint16_t* xp = x.ptr<uint16_t>();
+      uint16_t* yp = out.ptr<uint16_t>();
+      parallel(ctx, x.numel(), 1 << 14, [&](int64_t b, int64_t e) {
+        constexpr int64_t kBlock = 512;
+        float xf[kBlock], yf[kBlock];
+        for (int64_t i = b; i < e; i += kBlock) {
+          const int64_t m = std::min(kBlock, e - i);
+          half_to_float_n(xp + i, xf, m);
+          VF(xf, yf, m);
+          float_to_half_n(yf, yp + i, m);
+        }
+      });
       return;
     }
   }
@@ -100,7 +119,7 @@ void gelu_kernel(KernelContext& ctx, EValue** a, size_t) {
     unary_apply_fn(ctx, tensor_arg(a, 0), tensor_arg(a, 2), [](double x) {
       return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     });
-  else if (tensor_arg(a, 0).dtype == DType::F32) {
+  else if (tensor_arg(a, 0).dtype == DType::F32 || tensor_arg(a, 0).dtype == DType::F16) {
     EValue* args[2] = {a[0], a[2]};
     vec_unary_kernel<vec_gelu, gelu_d>(ctx, args, 2);
   } else
