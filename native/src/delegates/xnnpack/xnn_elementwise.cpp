@@ -110,10 +110,36 @@ struct EluF {
 // A unary node: op.f over the input's elements, split across threads when large. For a costly f
 // (a transcendental function: several times a lookup) and an input on an int8 grid (see
 // unary_table) the elements are looked up instead.
-void unary_node(KernelContext& ctx, Graph& g, Node& n, const UnaryOp& op) {
+// Node::move_input (xnn_executor.cpp plan_moves): the output takes over input j's buffer when that
+// input has the output's shape at run time and is the delegate's own buffer (not a borrowed tensor
+// or a view: Value::raw); the node then reads that input from the output's buffer, in place, where
+// each element is read before it is written. Returns the input's elements' new place, or null.
+const float* take_input_buffer(Graph& g, Node& n, size_t j, const std::vector<int64_t>& out_shape, Scratch& sc) {
+  Value &a = in(g, n, j), &o = out(g, n);
+  if (!n.move_input || n.move_operand != j || &o == &a || a.raw || a.shape != out_shape) return nullptr;
+  o.data.swap(a.data);
+  sc.moves.emplace_back(n.output, n.inputs[j]);
+  ensure_shape(o, out_shape);  // (the same element count: no reallocation)
+  return o.data.data();
+}
+
+// Runs f with input j of node n read from `moved` (its buffer, now the output's) instead of its own.
+template <typename F>
+auto with_input_at(Value& a, const float* moved, F f) {
+  struct Restore {
+    Value& v;
+    const float* raw;
+    ~Restore() { v.raw = raw; }
+  } restore{a, a.raw};
+  if (moved) a.raw = moved;
+  return f();
+}
+
+void unary_node(KernelContext& ctx, Graph& g, Node& n, const UnaryOp& op, Scratch& sc) {
   Value &a = in(g, n, 0), &o = out(g, n);
+  const float* moved = take_input_buffer(g, n, 0, a.shape, sc);
   ensure_shape(o, a.shape);
-  const float* x = a.cdata();
+  const float* x = moved ? moved : a.cdata();
   float* y = o.data.data();
   const int64_t total = a.numel();
   float table[257];
@@ -242,14 +268,23 @@ bool run_elementwise(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     return true;
   }
   if (const UnaryOp* u = unary_op(n.type)) {
-    unary_node(ctx, g, n, *u);
+    unary_node(ctx, g, n, *u, sc);
     return true;
   }
   if (const BinaryOp* b = binary_op(n.type)) {
     if (int8_add(g, n) && add_q8_node(ctx, g, n)) return true;
     if (in(g, n, 0).as_codes || in(g, n, 1).as_codes || out(g, n).as_codes)
       fail(n, "int8 codes whose shapes differ from the program's");  // (the plan kept them only for int8_add)
-    n.snapped = b->node(ctx, in(g, n, 0), in(g, n, 1), out(g, n), b->generic, &n);
+    Value &a = in(g, n, 0), &bv = in(g, n, 1), &o = out(g, n);
+    const float* moved = nullptr;
+    if (n.move_input && n.move_operand < 2) {
+      Value& m = n.move_operand ? bv : a;
+      std::vector<int64_t> shape = broadcast_shapes(wrap(a), wrap(bv));
+      moved = take_input_buffer(g, n, n.move_operand, shape, sc);
+      if (moved)
+        return with_input_at(m, moved, [&] { return n.snapped = b->node(ctx, a, bv, o, b->generic, &n), true; });
+    }
+    n.snapped = b->node(ctx, a, bv, o, b->generic, &n);
     return true;
   }
   return false;

@@ -450,9 +450,29 @@ class XnnDelegate : public DelegateHandle {
     std::vector<uint8_t> is_input(nv, 0), is_output(nv, 0);
     for (uint32_t id : g_.input_ids) is_input[id] = 1;
     for (uint32_t id : g_.output_ids) is_output[id] = 1;
+    auto plain_f32 = [&](const Value& v) {
+      return v.dtype == FP32 && v.quant == Quant::None && !v.is_constant && !dynamically_quantized(v);
+    };
     for (size_t i = 0; i < g_.nodes.size(); i++) {
       Node& n = g_.nodes[i];
       const bool in_chain = chains_[i] != 1;  // (run chunk by chunk: no buffer taken over)
+      // A float32 unary or binary node one of whose inputs - of the output's shape, internal to
+      // the graph, read by nothing else - dies there: the output takes that input's buffer and the
+      // node runs in place (each element is read before it is written; xnn_elementwise.cpp checks
+      // the shapes at run time). An attention's scaled scores no longer need a second buffer.
+      const bool unary = unary_op(n.type) != nullptr, binary = binary_op(n.type) != nullptr;
+      if ((unary || binary) && !in_chain && !n.pre && !n.post && n.inputs.size() == (binary ? 2u : 1u) &&
+          n.output < nv && !is_output[n.output] && plain_f32(g_.values[n.output]) && !g_.values[n.output].as_codes) {
+        for (uint8_t j = 0; j < n.inputs.size() && !n.move_input; j++) {
+          const uint32_t a = n.inputs[j];
+          if (a >= nv || a == n.output || readers[a] != 1 || is_input[a] || g_.values[a].external_id != kInvalidId ||
+              !plain_f32(g_.values[a]) || g_.values[a].as_codes || (binary && n.inputs[0] == n.inputs[1]))
+            continue;
+          n.move_input = true;
+          n.move_operand = j;
+        }
+        continue;
+      }
       if ((n.type != StaticReshape && n.type != Convert && n.type != StaticTranspose && n.type != Softmax) ||
           n.inputs.size() != 1 || n.inputs[0] >= nv || n.output >= nv)
         continue;
@@ -483,7 +503,9 @@ class XnnDelegate : public DelegateHandle {
     std::vector<uint8_t> is_view(nv, 0);
     for (uint32_t id : views_) is_view[id] = 1;
     for (Node& n : g_.nodes)
-      if (n.move_input && n.inputs.size() == 1 && n.inputs[0] < nv && is_view[n.inputs[0]]) n.move_input = false;
+      if (n.move_input && n.move_operand < n.inputs.size() && n.inputs[n.move_operand] < nv &&
+          is_view[n.inputs[n.move_operand]])
+        n.move_input = false;
   }
 
   // A float32 input read only by nodes that read through Value::cdata() (transposes, convolutions
@@ -587,23 +609,26 @@ class XnnDelegate : public DelegateHandle {
         if (shape[d] > v.dims[d])
           throw_exec("XNNPACK delegate input " + std::to_string(k) + ": shape " + dims_str(shape) +
                      " exceeds the graph value's " + dims_str(v.dims));
-      ensure_shape(v, shape);
     } else {  // e.g. a 0-d scalar tensor the graph holds as [1]: same elements, graph's shape
       int64_t want = 1;
       for (auto d : v.dims) want *= d;
       if (want != t.numel())
         throw_exec("XNNPACK delegate input " + std::to_string(k) + ": shape " + t.shape_str() + " does not match the graph's " +
                    dims_str(v.dims));
-      ensure_shape(v, v.dims);
+      shape = v.dims;
     }
     int64_t n = t.numel();
-    float* d = v.data.data();
     // (a value bound twice - a corrupt program's input list - must not keep the first tensor's
     // pointer with the second's shape: every binding sets or clears it)
     v.raw = nullptr;
-    if (t.dtype == DType::F32 && borrow && n > 0) {
+    if (t.dtype == DType::F32 && borrow && n > 0) {  // read in place: the value's own buffer is not grown
+      v.shape = shape;
       v.raw = (const float*)t.data;
-    } else if (t.dtype == DType::F32) {
+      return;
+    }
+    ensure_shape(v, shape);
+    float* d = v.data.data();
+    if (t.dtype == DType::F32) {
       copy_floats(d, (const float*)t.data, n);
     } else if (t.dtype == DType::F16) {
       half_to_float_n((const uint16_t*)t.data, d, n);

@@ -136,7 +136,8 @@ struct Node {
   bool residual_pending = false;  // during a call: the add is still to be applied (shapes differed)
   bool clamp_fused = false;       // a Clamp after it was fused into out_min/out_max (profiles say so)
   bool snapped = false;           // during a call: the node finished its output itself (clamped, snapped / rounded): run_node does not
-  bool move_input = false;        // StaticReshape, Convert, Softmax: takes its input's buffer (nothing else reads it; a softmax runs in place)
+  bool move_input = false;        // StaticReshape, Convert, Softmax, float elementwise: takes its input's buffer (nothing else reads it; softmax and elementwise run in place)
+  uint8_t move_operand = 0;       // (an elementwise node: which input's buffer it takes - one of the output's shape)
   bool view_input = false;        // StaticReshape of a graph input: its result is the input's elements in place (Value::raw)
   // A DepthwiseConv2d that absorbed the pointwise Conv2d producing its input (the expansion of an
   // inverted-residual block): `pre` is that node (its output, inputs[0] here, is written only when
