@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/compute/portable_ops.h"
+#include "util/compiler.h"
 
 namespace etnp {
 namespace {
@@ -45,23 +46,37 @@ struct RowCache {
   }
 };
 
+// acc[p][l] = sum over the taps t of rows[t][p * xstep + c0 + l] * wd[wrow[t] + c0 + l]: P pixels
+// x 8 channels, the accumulators kept in registers (GCC: SLP only - its loop vectoriser took the
+// tap loop and kept them on the stack; each tap's weights copied to a local array first, the sums
+// leaving through a plain store, as gemm_generic.cpp's tile)
+template <int P>
+ETNP_SLP_ONLY void block(const float* const* rows, const int64_t* wrow, int64_t ntaps, int64_t xstep, const float* wd,
+                         int64_t c0, float* out) {
+  float acc[P][CB] = {};
+  for (int64_t t = 0; t < ntaps; t++) {
+    float wk[CB];
+    for (int l = 0; l < CB; l++) wk[l] = wd[wrow[t] + c0 + l];
+    for (int p = 0; p < P; p++) {
+      const float* xp = rows[t] + p * xstep + c0;
+      for (int l = 0; l < CB; l++) acc[p][l] += xp[l] * wk[l];
+    }
+  }
+  for (int p = 0; p < P; p++)
+    for (int l = 0; l < CB; l++) out[p * CB + l] = acc[p][l];
+}
+
 // P output pixels (pixel p's tap t at rows[t] + p * xstep) into r (P x C results, a pixel's C
 // together): per block of 8 channels, the taps' products summed, then scale, bias and clamp.
 template <int P>
 void pixels(const float* const* rows, const int64_t* wrow, int64_t ntaps, int64_t xstep, const float* wd,
             int64_t C, const float* s, const float* b, float lo, float hi, float* r) {
   for (int64_t c0 = 0; c0 < C; c0 += CB) {
-    float acc[P][CB] = {};
-    for (int64_t t = 0; t < ntaps; t++) {
-      const float* wk = wd + wrow[t] + c0;
-      for (int p = 0; p < P; p++) {
-        const float* xp = rows[t] + p * xstep + c0;
-        for (int l = 0; l < CB; l++) acc[p][l] += xp[l] * wk[l];
-      }
-    }
+    float acc[P * CB];
+    block<P>(rows, wrow, ntaps, xstep, wd, c0, acc);
     const int64_t cols = std::min<int64_t>(CB, C - c0);
     for (int p = 0; p < P; p++)
-      for (int64_t l = 0; l < cols; l++) r[p * C + c0 + l] = clamp_f32(acc[p][l] * s[c0 + l] + b[c0 + l], lo, hi);
+      for (int64_t l = 0; l < cols; l++) r[p * C + c0 + l] = clamp_f32(acc[p * CB + l] * s[c0 + l] + b[c0 + l], lo, hi);
   }
 }
 

@@ -2,13 +2,14 @@
 // compiler's auto-vectoriser (SSE2, WASM SIMD128, NEON, RVV): no widening multiplies, no
 // horizontal sums in the inner loop.
 //
-// Per panel, the task first unpacks the panel's nibbles to int16 in the packed order (chunk c,
-// byte i = j * 4 + t: column j, the nibble of k = 8c + t in `lo`, of k = 8c + t + 4 in `hi`) and
-// its block scales to float, once for all its rows. A row's chunk then adds to 64 int16 lanes
-//   acc[j * 4 + t] += lo[i] * x[8c + t] + hi[i] * x[8c + t + 4]
-// - 16-bit multiplies and adds, 8 lanes an SSE2 instruction, with two 8-value vectors of the row
-// (x[8c .. 8c + 3] twice, x[8c + 4 .. 8c + 7] twice: replicated once per task) - and the block's int32 sums are the lanes'
-// sums by column at its end. The lanes stay exact in int16: a product is at most 128 * 15 in
+// Per panel, the task first unpacks the panel's nibbles to int16, transposed (chunk c, lane
+// t * 16 + j: column j's nibble of k = 8c + t in `lo`, of k = 8c + t + 4 in `hi` - the packed
+// byte j * 4 + t), and its block scales to float, once for all its rows. A row's chunk then adds
+// to 64 int16 lanes
+//   acc[t * 16 + j] += lo[t * 16 + j] * x[8c + t] + hi[t * 16 + j] * x[8c + 4 + t]
+// - 16-bit multiplies and adds, 8 lanes an SSE2 instruction, the row's values read as vectors of
+// 8 copies (replicated once per task) - and the block's int32 sums are the 4 lanes of each column
+// added vertically at its end. The lanes stay exact in int16: a product is at most 128 * 15 in
 // magnitude, a chunk adds two to a lane, so 8 chunks (64 k) stay below 2^15; longer blocks add
 // their lanes to int32 every 8 chunks.
 //
@@ -32,18 +33,20 @@ namespace {
 constexpr int kLanes = 64;        // a chunk's bytes: 16 columns x 4
 constexpr int64_t kFlush = 8;     // chunks a lane sums exactly in int16
 
-// A row's values (the tile layout, one row a tile) as block_sums reads them: per chunk 16
-// int16, x[8c + (u % 4)] for u < 8, then x[8c + 4 + (u % 4)]
+// A row's values (the tile layout, one row a tile) as block_sums reads them: per chunk 64 int16,
+// x[8c + t] 8 times for t = 0 .. 7
 void replicate_row(const int8_t* x, int64_t chunks, int16_t* xr) {
   for (int64_t c = 0; c < chunks; c++)
-    for (int u = 0; u < 16; u++) xr[c * 16 + u] = x[c * 8 + (u / 8) * 4 + (u & 3)];
+    for (int t = 0; t < 8; t++)
+      for (int u = 0; u < 8; u++) xr[c * 64 + t * 8 + u] = x[c * 8 + t];
 }
 
 // sum[j] = corr + the block's products of column j: ch chunks of the unpacked panel (lo, hi) and
-// the row's replicated values (xr). Per chunk, over its 64 lanes i (column i / 4),
-//   acc[i] += lo[i] * xr[i % 8] + hi[i] * xr[8 + i % 8]
-// in int16, the lanes added to sum every kFlush chunks.
-// (GCC's loop vectoriser turns the chunk into 16 pmullw and 16 paddw on 8 accumulator registers)
+// the row's replicated values (xr). Per chunk, over its 64 lanes i = t * 16 + j,
+//   acc[i] += lo[i] * x[8c + t] + hi[i] * x[8c + 4 + t]
+// in int16, the lanes added to sum every kFlush chunks (4 vertical adds a column).
+// (GCC's loop vectoriser turns the chunk into 16 pmullw and 16 paddw on 8 accumulator registers,
+// the replicated values read as vectors)
 void block_sums(const int16_t* lo, const int16_t* hi, const int16_t* xr, int64_t ch, int32_t corr, int32_t* sum) {
   for (int j = 0; j < 16; j++) sum[j] = corr;
   for (int64_t c0 = 0; c0 < ch; c0 += kFlush) {
@@ -51,12 +54,16 @@ void block_sums(const int16_t* lo, const int16_t* hi, const int16_t* xr, int64_t
     for (int64_t c = c0; c < std::min(ch, c0 + kFlush); c++) {
       const int16_t* l = lo + c * kLanes;
       const int16_t* h = hi + c * kLanes;
-      const int16_t* x = xr + c * 16;
-      for (int v = 0; v < kLanes; v += 8)
-        for (int u = 0; u < 8; u++) acc[v + u] = (int16_t)(acc[v + u] + l[v + u] * x[u] + h[v + u] * x[8 + u]);
+      const int16_t* x = xr + c * 64;
+      for (int t = 0; t < 4; t++)
+        for (int v = 0; v < 16; v += 8)
+          for (int u = 0; u < 8; u++) {
+            const int i = t * 16 + v + u;
+            acc[i] = (int16_t)(acc[i] + l[i] * x[t * 8 + u] + h[i] * x[32 + t * 8 + u]);
+          }
     }
     for (int j = 0; j < 16; j++)
-      sum[j] += (int32_t)acc[j * 4] + (int32_t)acc[j * 4 + 1] + (int32_t)acc[j * 4 + 2] + (int32_t)acc[j * 4 + 3];
+      sum[j] += (int32_t)acc[j] + (int32_t)acc[16 + j] + (int32_t)acc[32 + j] + (int32_t)acc[48 + j];
   }
 }
 
@@ -77,10 +84,14 @@ void unpack_panel(const PackedQB4& w, const uint8_t* panel, Unpacked& u) {
     const uint8_t* d = chunks_at(w, panel, b);
     int16_t* lo = u.lo.data() + b * w.chunks * kLanes;
     int16_t* hi = u.hi.data() + b * w.chunks * kLanes;
-    const int64_t bytes = w.block_chunks(b) * kLanes;
-    for (int64_t i = 0; i < bytes; i++) {
-      lo[i] = (int16_t)(d[i] & 15);
-      hi[i] = (int16_t)(d[i] >> 4);
+    for (int64_t c = 0; c < w.block_chunks(b); c++) {  // (lane t * 16 + j: byte j * 4 + t, column j's 32-bit word)
+      uint32_t word[16];
+      std::memcpy(word, d + c * kLanes, sizeof(word));
+      for (int t = 0; t < 4; t++)
+        for (int j = 0; j < 16; j++) {
+          lo[c * kLanes + t * 16 + j] = (int16_t)((word[j] >> (8 * t)) & 15);
+          hi[c * kLanes + t * 16 + j] = (int16_t)((word[j] >> (8 * t + 4)) & 15);
+        }
     }
     float* s = u.scale.data() + b * 16;
     for (int64_t j = 0; j < 16; j++) {
@@ -103,7 +114,7 @@ void row_panel(const Acts& a, const PackedQB4& w, const Unpacked& u, const uint8
     const int64_t ch = w.block_chunks(b);
     const int16_t* lo = u.lo.data() + b * w.chunks * kLanes;
     const int16_t* hi = u.hi.data() + b * w.chunks * kLanes;
-    const int16_t* xb = xr + b * w.chunks * 16;
+    const int16_t* xb = xr + b * w.chunks * 64;
     int32_t sum[16];
     block_sums(lo, hi, xb, ch, a.corr[m * w.nb + b], sum);
     const float* s = u.scale.data() + b * 16;
@@ -121,20 +132,22 @@ void tiles_generic(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, in
   thread_local Unpacked u;
   thread_local std::vector<int16_t> xrep;  // the task's rows, replicated (replicate_row)
   const int64_t row_chunks = w.nb * w.chunks;
-  if (xrep.size() < (size_t)((t1 - t0) * row_chunks * 16)) xrep.resize((size_t)((t1 - t0) * row_chunks * 16));
-  for (int64_t t = t0; t < t1; t++) replicate_row(a.q + a.tile_at[t], row_chunks, xrep.data() + (t - t0) * row_chunks * 16);
+  if (xrep.size() < (size_t)((t1 - t0) * row_chunks * 64)) xrep.resize((size_t)((t1 - t0) * row_chunks * 64));
+  for (int64_t t = t0; t < t1; t++) replicate_row(a.q + a.tile_at[t], row_chunks, xrep.data() + (t - t0) * row_chunks * 64);
   for (int64_t p = p0; p < p1; p++) {
     const uint8_t* panel = panel_at(w, p);
     unpack_panel(w, panel, u);
     const int64_t n0 = p * 16, cols = std::min<int64_t>(16, w.N - n0);
+    float bias16[16] = {};
+    for (int64_t j = 0; o.bias && j < cols; j++) bias16[j] = o.bias[n0 + j];
     for (int64_t t = t0; t < t1; t++) {  // (tiles of one row)
       const int64_t m = a.tile_m0[t];
       float F[16];
-      row_panel(a, w, u, panel, m, xrep.data() + (t - t0) * row_chunks * 16, F);
-      float* c = o.C + m * o.ldc + n0;
+      row_panel(a, w, u, panel, m, xrep.data() + (t - t0) * row_chunks * 64, F);
       const float sa = a.sa[m];
-      for (int64_t j = 0; j < cols; j++)
-        c[j] = clamp_f32(fma_exact(F[j], sa, o.bias ? o.bias[n0 + j] : 0.f), o.lo, o.hi);
+      float r[16];
+      for (int j = 0; j < 16; j++) r[j] = clamp_f32(fma_exact(F[j], sa, bias16[j]), o.lo, o.hi);
+      std::memcpy(o.C + m * o.ldc + n0, r, (size_t)cols * sizeof(float));
     }
   }
 }
