@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "kernels/compute/cpu_features.h"
-#include "kernels/compute/portable_ops.h"
+#include "kernels/compute/depthwise_q8_generic.h"
 #include "util/compiler.h"
 
 #if defined(__x86_64__)
@@ -207,38 +207,6 @@ ETNP_TARGET("avx2,fma") void window_avx2(const DepthwiseGeom& g, const Taps& t, 
 }
 #endif
 
-// P output pixels, portable, 8 channels at a time (P x 8 accumulators: 8 registers of 4 lanes),
-// written for the compiler's auto-vectoriser: the codes minus the code of 0 times the filter's
-// values, summed in float32 (exact, as the vector paths'), then the epilogue. A last partial block
-// reads codes past the channels, which meet zero weights (the slack of kDwQ8CodeSlack).
-template <int P>
-void pixels_generic(const DepthwiseGeom& g, const Taps& t, const PackedDwQ8& w, const DwQ8Input& x,
-                    const float* bias, const QOutput& out, int64_t o, int64_t step, int64_t xstep) {
-  constexpr int CB = 8;
-  const float pz = (float)x.pad_code;
-  thread_local std::vector<float> results;  // the P pixels' clamped results, stored a pixel at a time
-  if (results.size() < (size_t)(P * g.C)) results.resize((size_t)(P * g.C));
-  float* r = results.data();
-  for (int64_t c0 = 0; c0 < g.C; c0 += CB) {
-    float acc[P][CB] = {};
-    for (int64_t k = 0; k < t.n; k++) {
-      const float* wk = w.w.data() + t.wrow[k] + c0;
-      for (int p = 0; p < P; p++) {
-        const uint8_t* xp = t.rows[k] + p * xstep + c0;
-        for (int l = 0; l < CB; l++) acc[p][l] += ((float)xp[l] - pz) * wk[l];
-      }
-    }
-    const int64_t cols = std::min<int64_t>(CB, g.C - c0);
-    float s[CB], b[CB] = {};
-    for (int64_t l = 0; l < cols; l++) s[l] = x.scale * w.scale[(size_t)(c0 + l)];
-    if (bias)
-      for (int64_t l = 0; l < cols; l++) b[l] = bias[c0 + l];
-    for (int p = 0; p < P; p++)
-      for (int64_t l = 0; l < cols; l++) r[p * g.C + c0 + l] = clamp_f32(acc[p][l] * s[l] + b[l], g.lo, g.hi);
-  }
-  for (int p = 0; p < P; p++) store_q8_row(out, o + p * step, r + p * g.C, g.C);
-}
-
 using PixelsFn = void (*)(const DepthwiseGeom&, const Taps&, const PackedDwQ8&, const DwQ8Input&, const float*,
                           const QOutput&, int64_t, int64_t, int64_t);
 using WindowFn = void (*)(const DepthwiseGeom&, const Taps&, const PackedDwQ8&, const DwQ8Input&, const float*,
@@ -257,7 +225,7 @@ Kernels pixel_kernels() {
     return {&pixels_avx2<kPixels>, &pixels_avx2<1>,
             {{&window_avx2<3, 1>, &window_avx2<3, 2>}, {&window_avx2<5, 1>, &window_avx2<5, 2>}}};
 #endif
-  return {&pixels_generic<kPixels>, &pixels_generic<1>, {}};
+  return {nullptr, nullptr, {}};  // (the portable path: depthwise_q8_generic)
 }
 
 }  // namespace
@@ -280,6 +248,7 @@ void depthwise_q8(const DepthwiseGeom& g, const DwQ8Input& x, const PackedDwQ8& 
                   const QOutput& out, int64_t row_begin, int64_t row_end) {
   static const Kernels k = pixel_kernels();
   if (w.taps != g.KH * g.KW || w.C != g.C || w.taps > kMaxDwQ8Taps || w.taps <= 0) return;  // (the caller checks)
+  if (!k.four) return depthwise_q8_generic(g, x, w, bias, out, row_begin, row_end);
   const int64_t ldw = padded_channels(g.C), xstep = g.sw * g.C;
   const WindowFn window = g.dw == 1 && (g.KW == 3 || g.KW == 5) && (g.sw == 1 || g.sw == 2)
                               ? k.window[g.KW == 5][g.sw == 2] : nullptr;

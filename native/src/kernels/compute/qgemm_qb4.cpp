@@ -1,7 +1,7 @@
 // qgemm_qb4 (qgemm_qb4.h): the call's activations prepared once, its work cut into thread-pool
 // tasks, each run by the best path this CPU has (qgemm_qb4_avx512.cpp, qgemm_qb4_avx2.cpp), or
-// by the portable one here; 16 rows and more on AMX tiles where the CPU has them
-// (qgemm_qb4_amx.cpp, which prepares its own).
+// by the portable one (qgemm_qb4_generic.cpp); 16 rows and more on AMX tiles where the CPU has
+// them (qgemm_qb4_amx.cpp, which prepares its own).
 #include "kernels/compute/qgemm_qb4.h"
 
 #include <algorithm>
@@ -11,49 +11,9 @@
 #include "kernels/compute/cpu_features.h"
 #include "kernels/compute/gemm_tasks.h"
 #include "kernels/compute/qgemm_qb4_kernels.h"
-#include "util/fma_exact.h"
 #include "os/cpu_id.h"
 
 namespace etnp {
-namespace qb4 {
-
-// Portable: per row (tiles of one) and panel, the 16 columns' block sums in int32 and their
-// float steps (the order and FMAs of the vector paths: bit-identical).
-void tiles_generic(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
-                   const Out& o) {
-  for (int64_t p = p0; p < p1; p++) {
-    const uint8_t* panel = panel_at(w, p);
-    const int64_t n0 = p * 16, cols = std::min<int64_t>(16, w.N - n0);
-    for (int64_t t = t0; t < t1; t++) {
-      const int64_t m = a.tile_m0[t];
-      float F[16];
-      float* c = o.C + m * o.ldc + n0;
-      for (int64_t j = 0; j < cols; j++) {
-        float z;
-        std::memcpy(&z, panel + j * 4, 4);
-        F[j] = a.nza[m] * z;
-      }
-      for (int64_t b = 0; b < w.nb; b++) {
-        const uint8_t* d = chunks_at(w, panel, b);
-        const int8_t* x = a.q + a.tile_at[t] + b * w.chunks * 8;
-        const int64_t ch = w.block_chunks(b);
-        for (int64_t j = 0; j < cols; j++) {
-          int32_t acc = a.corr[m * w.nb + b];
-          for (int64_t ci = 0; ci < ch; ci++)
-            for (int i = 0; i < 4; i++) {
-              const uint8_t byte = d[ci * 64 + j * 4 + i];
-              acc += (int32_t)x[ci * 8 + i] * (byte & 15) + (int32_t)x[ci * 8 + 4 + i] * (byte >> 4);
-            }
-          F[j] = fma_exact((float)acc, scale_of(w, panel, b, j), F[j]);
-        }
-      }
-      for (int64_t j = 0; j < cols; j++)
-        c[j] = std::min(std::max(fma_exact(F[j], a.sa[m], o.bias ? o.bias[n0 + j] : 0.f), o.lo), o.hi);
-    }
-  }
-}
-
-}  // namespace qb4
 
 namespace {
 
