@@ -3,6 +3,7 @@
 #include "delegates/xnnpack/xnn_node_util.h"
 #include "delegates/xnnpack/xnn_chain.h"
 #include "delegates/xnnpack/xnn_im2col.h"
+#include "delegates/xnnpack/xnn_conv_rows.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <cstdlib>
 
 #include "kernels/compute/cpu_features.h"
 #include "kernels/compute/depthwise.h"
@@ -273,6 +275,8 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     with_residual(ep, n, res, gi * OCg, OC);
     float* Cp = o.data.data() + gi * OCg;
     if (nchw && fusion_mode() == FusionMode::Steps) transpose_input();
+    static const bool rows_off = std::getenv("ETNP_DEV_NO_CONV_ROWS") != nullptr;  // DEV A/B toggle
+    if (nchw && !pointwise && !rows_off && conv_nchw_rows(ctx, n, *ap, N, H, W, C, OH, OW, ep, Cp, OC)) continue;
     if (nchw && !pointwise && conv_nchw_direct(ctx, n, *ap, N, H, W, C, OH, OW, K, ep, Cp, OC, sc)) continue;
     if (!n.packed.empty() && !pointwise &&
         conv_indirect(ctx, n, *ap, nchw, gi, N, H, W, C, ICg, OH, OW, K, M, ep, Cp, OC, sc))
