@@ -116,6 +116,8 @@ reg("conv1d_32_32_k11_d5_25600_fp32", "conv1d", X, lambda: C1(32, 32, 11, 1, 25,
     note="hole: HiFi-GAN last resblock (few channels, long signal)")
 reg("conv1d_64_64_k7_d3_6400_fp32", "conv1d", X, lambda: C1(64, 64, 7, 1, 9, dilation=3), (1, 64, 6400),
     note="hole: HiFi-GAN third resblock")
+reg("conv1d_256_256_k11_d5_400_fp32", "conv1d", X, lambda: C1(256, 256, 11, 1, 25, dilation=5), (1, 256, 400),
+    note="hole: HiFi-GAN first resblock (weights beyond the per-core cache)")
 reg("conv1d_128_128_k3_1600_fp32", "conv1d", X, lambda: C1(128, 128, 3, 1, 1), (1, 128, 1600),
     note="hole: HiFi-GAN second resblock")
 

@@ -1,9 +1,13 @@
-// A convolution of one kernel row reading an NCHW input in place (a fused input transpose): each
-// output row is a 1-D convolution of its input row's channel planes, run by conv1d_rows_tile
+// A 1-D convolution reading an NCHW input in place (a fused input transpose): a kernel of one row
+// (each output row a 1-D convolution of its input row's channel planes) or of one column over an
+// image one column wide (how a Conv1d is exported: [N, C, L, 1]), run by conv1d_rows_tile
 // (kernels/compute/conv1d_rows.h) on tiles of 8 output channels x up to 48 positions read straight
 // from the planes. Tiles whose window crosses the padding (or that end the row ragged) read a small
 // zero-padded copy of their window instead. Work is split along the row (a long signal) and, where
-// the rows are short, across the output channels too, so that every thread gets an even share.
+// the rows are short, across the output channels too, so that every thread gets an even share; the
+// channels are also cut into groups whose weights stay in the per-core cache (each group's tiles
+// sweep their part of the row in turn), and many input channels are summed in chunks whose
+// window stays in L1 (the partial sums wait in a small buffer).
 #include <algorithm>
 #include <cstring>
 
@@ -14,27 +18,48 @@
 
 namespace etnp::xnn {
 
+constexpr int64_t kGroupWeightBytes = int64_t(512) << 10;
+constexpr int64_t kChunkWindowBytes = int64_t(16) << 10;
+
 bool conv_nchw_rows(KernelContext& ctx, const Node& n, const Value& a, int64_t N, int64_t H, int64_t W, int64_t C,
                     int64_t OH, int64_t OW, const GemmEpilogue& ep, float* Y, int64_t OC) {
-  if (!conv1d_rows_available() || n.groups != 1 || n.packed.size() != 1 || n.kh != 1 || n.sh != 1 || n.sw != 1 ||
-      n.pad_top || n.pad_bottom || OC % 8 || ep.bias_row || ep.accumulate || OH != H || N * OH * OW == 0)
+  if (!conv1d_rows_available() || n.groups != 1 || n.packed.size() != 1 || OC % 8 || ep.bias_row || ep.accumulate ||
+      N * OH * OW == 0)
     return false;
+  // along W (a kernel row: rows of the image are separate signals), or along H where the image is one
+  // column wide (a Conv1d exported as [N, C, L, 1]: the same signal, each plane L adjacent floats)
+  const bool along_w = n.kh == 1 && n.sh == 1 && !n.pad_top && !n.pad_bottom && OH == H;
+  const bool along_h = W == 1 && OW == 1 && n.kw == 1 && n.sw == 1 && !n.pad_left && !n.pad_right;
+  if (!(along_w || along_h) || (along_w ? n.sw : n.sh) != 1) return false;
   const PackedB& B = n.packed[0];
-  const int64_t KW = n.kw, dw = n.dw, pl = n.pad_left, span = (KW - 1) * dw;
+  const int64_t KW = along_w ? n.kw : n.kh, dw = along_w ? n.dw : n.dh, pl = along_w ? n.pad_left : n.pad_top;
+  const int64_t span = (KW - 1) * dw;
   if (B.K != KW * C || B.N != OC) return false;
+  if (!along_w) {  // one row of H positions
+    W = H;
+    OW = OH;
+    H = OH = 1;
+  }
   const int64_t plane = H * W, rows = N * OH, vecs = (OW + 15) / 16, ocb = OC / 8;
   const float* X = a.cdata();
   // tasks: rows x parts of a row (runs of 16-position vectors) x groups of 8-channel blocks
   const int nt = ctx.pool ? ctx.pool->num_threads() : 1;
   const int64_t want = nt > 1 ? 8 * nt : 1;
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(vecs / 3, (want + rows - 1) / rows));
-  const int64_t groups = std::min<int64_t>(ocb, std::max<int64_t>(1, (want + rows * parts - 1) / (rows * parts)));
+  // a group's weights (the cache lines its tiles' broadcasts touch: 64 bytes a row of K) stay in
+  // the per-core cache while its tiles sweep the row: Conv1d(256, 256, 11) has 2.9 MB of them
+  const int64_t fit = std::max<int64_t>(1, kGroupWeightBytes / (B.K * 64));
+  const int64_t groups = std::min<int64_t>(
+      ocb, std::max<int64_t>((ocb + fit - 1) / fit, (want + rows * parts - 1) / (rows * parts)));
   const int64_t tasks = rows * parts * groups;
   const int64_t wstride = 48 + span;  // a padded window's row
+  // channels a chunk: a tile's window of them stays in L1 while the group's channel blocks read it
+  const int64_t cc = std::min<int64_t>(C, std::max<int64_t>(8, kChunkWindowBytes / (wstride * 4)));
   parallel(ctx, tasks, 1, [&](int64_t tb, int64_t te) {
-    thread_local FloatBuffer win, out;  // grow only
+    thread_local FloatBuffer win, out, sums;  // grow only
+    if (cc < C && sums.size() < (size_t)(ocb * 384)) sums.resize((size_t)(ocb * 384));
     for (int64_t task = tb; task < te; task++) {
-      const int64_t r = task / (parts * groups), part = task / groups % parts, grp = task % groups;
+      const int64_t r = task / (parts * groups), grp = task / parts % groups, part = task % parts;
       const int64_t bn = r / OH, oh = r % OH;
       const int64_t v0 = vecs * part / parts, v1 = vecs * (part + 1) / parts;
       const int64_t b0 = ocb * grp / groups, b1 = ocb * (grp + 1) / groups;
@@ -73,12 +98,20 @@ bool conv_nchw_rows(KernelContext& ctx, const Node& n, const Value& a, int64_t N
           t.y = out.data();
           t.ldy = OC;
         }
-        for (int64_t b = b0; b < b1; b++) {
-          t.wpanel = B.data.data() + (b / 2) * 16 * B.K + (b % 2) * 8;
-          t.bias = ep.bias_col ? ep.bias_col + b * 8 : nullptr;
-          Conv1dRowsTile tb8 = t;
-          tb8.y = t.y + b * 8;
-          conv1d_rows_tile(tb8, pv);
+        for (int64_t c0 = 0; c0 < C; c0 += cc) {  // channel chunks, partial sums in `sums` between them
+          const int64_t cn = std::min(cc, C - c0);
+          for (int64_t b = b0; b < b1; b++) {
+            Conv1dRowsTile tb8 = t;
+            tb8.x = t.x + c0 * t.xs;
+            tb8.C = cn;
+            tb8.Cw = C;
+            tb8.wpanel = B.data.data() + (b / 2) * 16 * B.K + (b % 2) * 8 + c0 * 16;
+            tb8.bias = ep.bias_col ? ep.bias_col + b * 8 : nullptr;
+            tb8.y = t.y + b * 8;
+            tb8.init = c0 > 0 ? sums.data() + (b - b0) * 384 : nullptr;
+            tb8.partial = c0 + cn < C ? sums.data() + (b - b0) * 384 : nullptr;
+            conv1d_rows_tile(tb8, pv);
+          }
         }
         if (!inside)
           for (int64_t p = 0; p < count; p++)

@@ -6,8 +6,8 @@
 
 namespace etnp::xnn {
 
-// Conv2d node n (one group, packed weights, kernel height 1, stride 1, no vertical padding, output
-// channels a multiple of 8) on an NCHW input a of N x C x H x W into NHWC Y (N x OH x OW x OC), the
+// Conv2d node n (one group, packed weights, output channels a multiple of 8; a 1-D convolution at
+// stride 1: kernel height 1 with no vertical padding, or an image one column wide with kernel width 1) on an NCHW input a of N x C x H x W into NHWC Y (N x OH x OW x OC), the
 // epilogue's column bias, clamp and residual applied. False, before any work, where it does not apply
 // (or the CPU path has no such kernel).
 bool conv_nchw_rows(KernelContext& ctx, const Node& n, const Value& a, int64_t N, int64_t H, int64_t W, int64_t C,

@@ -42,8 +42,8 @@ ETNP_TARGET("avx512f") void tile_avx512(const Conv1dRowsTile& t) {
 #pragma GCC unroll 8
   for (int i = 0; i < 8; i++)
 #pragma GCC unroll 3
-    for (int v = 0; v < PV; v++) acc[i][v] = _mm512_setzero_ps();
-  const int64_t C = t.C, KW = t.KW, dw = t.dw, wstep = C * 16;
+    for (int v = 0; v < PV; v++) acc[i][v] = t.init ? _mm512_loadu_ps(t.init + i * 48 + 16 * v) : _mm512_setzero_ps();
+  const int64_t C = t.C, KW = t.KW, dw = t.dw, wstep = (t.Cw ? t.Cw : C) * 16;
   for (int64_t c = 0; c < C; c++) {
     const float* xr = t.x + c * t.xs;
     const float* wc = t.wpanel + c * 16;
@@ -60,6 +60,13 @@ ETNP_TARGET("avx512f") void tile_avx512(const Conv1dRowsTile& t) {
         for (int v = 0; v < PV; v++) acc[i][v] = _mm512_fmadd_ps(b, in[v], acc[i][v]);
       }
     }
+  }
+  if (t.partial) {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+#pragma GCC unroll 3
+      for (int v = 0; v < PV; v++) _mm512_storeu_ps(t.partial + i * 48 + 16 * v, acc[i][v]);
+    return;
   }
   const __m512 vlo = _mm512_set1_ps(t.lo), vhi = _mm512_set1_ps(t.hi), slope = _mm512_set1_ps(t.slope);
 #pragma GCC unroll 3
