@@ -1,4 +1,5 @@
-// Convolution XNNPACK nodes (NHWC): Conv2d as GEMM (1x1), indirect GEMM or im2col + GEMM (KxK),
+// Convolution XNNPACK nodes (NHWC): Conv2d as GEMM (1x1), indirect GEMM or im2col + GEMM (KxK), 1-D
+// convolutions on an NCHW input straight from its planes (xnn_conv_rows.cpp),
 // reading a fused NCHW input in place where it can; depthwise (xnn_deconv.cpp: transposed).
 #include "delegates/xnnpack/xnn_node_util.h"
 #include "delegates/xnnpack/xnn_chain.h"
@@ -11,7 +12,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <cstdlib>
 
 #include "kernels/compute/cpu_features.h"
 #include "kernels/compute/depthwise.h"
@@ -275,8 +275,8 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     with_residual(ep, n, res, gi * OCg, OC);
     float* Cp = o.data.data() + gi * OCg;
     if (nchw && fusion_mode() == FusionMode::Steps) transpose_input();
-    static const bool rows_off = std::getenv("ETNP_DEV_NO_CONV_ROWS") != nullptr;  // DEV A/B toggle
-    if (nchw && !pointwise && !rows_off && conv_nchw_rows(ctx, n, *ap, N, H, W, C, OH, OW, ep, Cp, OC)) continue;
+    // a 1-D convolution (one kernel row, or one column over a one-column image): xnn_conv_rows.cpp
+    if (nchw && !pointwise && conv_nchw_rows(ctx, n, *ap, N, H, W, C, OH, OW, ep, Cp, OC)) continue;
     if (nchw && !pointwise && conv_nchw_direct(ctx, n, *ap, N, H, W, C, OH, OW, K, ep, Cp, OC, sc)) continue;
     if (!n.packed.empty() && !pointwise &&
         conv_indirect(ctx, n, *ap, nchw, gi, N, H, W, C, ICg, OH, OW, K, M, ep, Cp, OC, sc))
