@@ -68,7 +68,7 @@ ETNP_TARGET("avx512f") void tile_avx512(const Conv1dRowsTile& t) {
       for (int v = 0; v < PV; v++) _mm512_storeu_ps(t.partial + i * 48 + 16 * v, acc[i][v]);
     return;
   }
-  const __m512 vlo = _mm512_set1_ps(t.lo), vhi = _mm512_set1_ps(t.hi), slope = _mm512_set1_ps(t.slope);
+  const __m512 vlo = _mm512_set1_ps(t.lo), vhi = _mm512_set1_ps(t.hi);
 #pragma GCC unroll 3
   for (int v = 0; v < PV; v++) {
     __m512 r[8];
@@ -76,11 +76,8 @@ ETNP_TARGET("avx512f") void tile_avx512(const Conv1dRowsTile& t) {
     for (int i = 0; i < 8; i++) {
       __m512 s = t.bias ? _mm512_add_ps(acc[i][v], _mm512_set1_ps(t.bias[i])) : acc[i][v];
       r[i] = _mm512_min_ps(vhi, _mm512_max_ps(vlo, s));  // NaN stays NaN
-      if (t.leaky)  // (NaN: the comparison is false, NaN stays)
-        r[i] = _mm512_mask_mul_ps(r[i], _mm512_cmp_ps_mask(r[i], _mm512_setzero_ps(), _CMP_LT_OQ), r[i], slope);
-      if (t.channel_major) _mm512_storeu_ps(t.y + i * t.ldy + 16 * v, r[i]);
     }
-    if (!t.channel_major) store_transposed(r, t.y + 16 * v * t.ldy, t.ldy);
+    store_transposed(r, t.y + 16 * v * t.ldy, t.ldy);
   }
 }
 #endif

@@ -22,7 +22,6 @@ struct Conv1dRowsTile {
   float lo = 0, hi = 0;           // the clamp
   float* y = nullptr;             // position p's 8 outputs at y + p * ldy
   int64_t ldy = 0;
-  bool channel_major = false;     // instead: channel i's 16 * pv outputs at y + i * ldy (an NCHW output)
   // a channel range [c0, c0 + C) of a longer sum over Cw channels (Cw: the weights' channels, C when
   // 0; wpanel and x then start at channel c0): `init`, when set, holds the sums so far and
   // `partial`, when set, receives the raw sums (no bias, clamp or store to y); both channel-major,
@@ -30,8 +29,6 @@ struct Conv1dRowsTile {
   int64_t Cw = 0;
   const float* init = nullptr;
   float* partial = nullptr;
-  bool leaky = false;             // then, after the clamp, v < 0 ? v * slope : v (a fused LeakyReLU)
-  float slope = 0;
 };
 
 // pv in 1..3: positions [0, 16 * pv) of the 8 output channels.
