@@ -18,6 +18,7 @@
 #include "kernels/compute/add_q8.h"
 #include "kernels/compute/broadcast_f32.h"
 #include "kernels/compute/column_sums.h"
+#include "kernels/compute/conv1d_rows.h"
 #include "kernels/compute/cpu_features.h"
 #include "kernels/compute/depthwise.h"
 #include "kernels/compute/depthwise_q8.h"
@@ -1001,6 +1002,72 @@ static void check_add_q8(std::mt19937& rng) {
       }
 }
 
+// The 1-D convolution tile read from channel-major rows (AVX-512; nothing elsewhere) against the
+// definition: 8 output channels (either half of a packed panel) x 16 * pv positions, strided rows,
+// dilation, with and without bias, clamped, the output transposed into rows ldy apart; odd blocks
+// in two channel chunks (partial sums carried between them).
+static void check_conv1d_rows(std::mt19937& rng) {
+  if (!conv1d_rows_available()) return;
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  struct Case { int64_t C, KW, dw, OC; };
+  const Case cases[] = {{1, 1, 1, 8}, {3, 3, 1, 16}, {32, 11, 5, 32}, {5, 7, 3, 24}, {17, 2, 2, 40}};
+  for (const Case& cs : cases)
+    for (int pv = 1; pv <= 3; pv++)
+      for (bool with_bias : {true, false}) {
+        const int64_t P = 16 * pv, span = (cs.KW - 1) * cs.dw, xs = P + span + 5, K = cs.KW * cs.C, ldy = cs.OC + 3;
+        std::vector<float> x((size_t)(cs.C * xs)), B((size_t)(K * cs.OC)), bias((size_t)cs.OC);
+        for (auto& v : x) v = u(rng);
+        for (auto& v : B) v = u(rng);
+        for (auto& v : bias) v = u(rng);
+        const PackedB pb = pack_b(nullptr, K, cs.OC, B.data(), cs.OC, 1);
+        std::vector<float> y((size_t)(P * ldy), NAN);
+        for (int64_t b = 0; b < cs.OC / 8; b++) {
+          Conv1dRowsTile t;
+          t.x = x.data();
+          t.xs = xs;
+          t.C = cs.C;
+          t.KW = cs.KW;
+          t.dw = cs.dw;
+          t.wpanel = pb.data.data() + (b / 2) * 16 * K + (b % 2) * 8;
+          t.K = K;
+          t.bias = with_bias ? bias.data() + b * 8 : nullptr;
+          t.lo = -2.5f;
+          t.hi = 3.f;
+          t.y = y.data() + b * 8;
+          t.ldy = ldy;
+          if (cs.C >= 5 && b % 2) {  // in two channel chunks, the partial sums carried between them
+            std::vector<float> sums(8 * 48);
+            Conv1dRowsTile a = t;
+            a.C = cs.C / 2;
+            a.Cw = cs.C;
+            a.partial = sums.data();
+            Conv1dRowsTile z = t;
+            z.C = cs.C - a.C;
+            z.Cw = cs.C;
+            z.x = t.x + a.C * xs;
+            z.wpanel = t.wpanel + a.C * 16;
+            z.init = sums.data();
+            if ((!conv1d_rows_tile(a, pv) || !conv1d_rows_tile(z, pv)) && failures++ < 5)
+              std::printf("conv1d_rows: tile declined\n");
+            continue;
+          }
+          if (!conv1d_rows_tile(t, pv) && failures++ < 5) std::printf("conv1d_rows: tile declined\n");
+        }
+        for (int64_t p = 0; p < P; p++)
+          for (int64_t oc = 0; oc < cs.OC; oc++) {
+            double want = with_bias ? bias[(size_t)oc] : 0.0;
+            for (int64_t j = 0; j < cs.KW; j++)
+              for (int64_t c = 0; c < cs.C; c++)
+                want += (double)x[(size_t)(c * xs + p + j * cs.dw)] * B[(size_t)((j * cs.C + c) * cs.OC + oc)];
+            want = std::min(std::max(want, -2.5), 3.0);
+            const float got = y[(size_t)(p * ldy + oc)];
+            if (!(std::fabs(got - want) <= 1e-5 * (1 + K / 16)) && failures++ < 5)
+              std::printf("conv1d_rows C=%ld KW=%ld dw=%ld OC=%ld pv=%d (%ld,%ld): %g != %g\n", (long)cs.C, (long)cs.KW,
+                          (long)cs.dw, (long)cs.OC, pv, (long)p, (long)oc, got, want);
+          }
+      }
+}
+
 int main() {
   check_pool();
   std::mt19937 rng(7);
@@ -1014,6 +1081,7 @@ int main() {
   check_row_extreme(rng);
   check_quantize_row(rng);
   check_depthwise(rng);
+  check_conv1d_rows(rng);
   check_depthwise_q8(rng);
   check_add_q8(rng);
   check_qgemm_indirect(rng);

@@ -112,6 +112,30 @@ reg("conv1d_grouped_k128_g16_256_100_fp32", "conv1d", X, lambda: C1(256, 256, 12
     note="model: wav2vec2 positional conv")
 reg("conv1d_dil4_k3_64_1000_fp32", "conv1d", X, lambda: C1(64, 64, 3, 1, 4, dilation=4), (1, 64, 1000), note="corner: dilation")
 reg("conv1d_k1_256_256_500_b4_fp32", "conv1d", X, lambda: C1(256, 256, 1), (4, 256, 500), note="corner: pointwise, batch 4")
+reg("conv1d_32_32_k11_d5_25600_fp32", "conv1d", X, lambda: C1(32, 32, 11, 1, 25, dilation=5), (1, 32, 25600),
+    note="hole: HiFi-GAN last resblock (few channels, long signal)")
+reg("conv1d_64_64_k7_d3_6400_fp32", "conv1d", X, lambda: C1(64, 64, 7, 1, 9, dilation=3), (1, 64, 6400),
+    note="hole: HiFi-GAN third resblock")
+reg("conv1d_256_256_k11_d5_400_fp32", "conv1d", X, lambda: C1(256, 256, 11, 1, 25, dilation=5), (1, 256, 400),
+    note="hole: HiFi-GAN first resblock (weights beyond the per-core cache)")
+reg("conv1d_128_128_k3_1600_fp32", "conv1d", X, lambda: C1(128, 128, 3, 1, 1), (1, 128, 1600),
+    note="hole: HiFi-GAN second resblock")
+
+
+class _ResUnit(nn.Module):
+    """HiFi-GAN resblock unit: x + conv2(lrelu(conv1(lrelu(x)))), conv1 dilated, same padding."""
+
+    def __init__(self, c, k, d):
+        super().__init__()
+        self.c1 = nn.Conv1d(c, c, k, 1, (k - 1) * d // 2, dilation=d)
+        self.c2 = nn.Conv1d(c, c, k, 1, (k - 1) // 2)
+
+    def forward(self, x):
+        return x + self.c2(F.leaky_relu(self.c1(F.leaky_relu(x, 0.1)), 0.1))
+
+
+reg("conv1d_resunit_64_k7_d3_6400_fp32", "conv1d", X, lambda: _ResUnit(64, 7, 3), (1, 64, 6400),
+    note="model: HiFi-GAN resblock unit (leaky ReLU, dilated conv, leaky ReLU, conv, residual)")
 
 # ------------------------------------------------------------------ transposed convolutions
 T1, T2 = nn.ConvTranspose1d, nn.ConvTranspose2d

@@ -1,8 +1,10 @@
-// Convolution XNNPACK nodes (NHWC): Conv2d as GEMM (1x1), indirect GEMM or im2col + GEMM (KxK),
+// Convolution XNNPACK nodes (NHWC): Conv2d as GEMM (1x1), indirect GEMM or im2col + GEMM (KxK), 1-D
+// convolutions on an NCHW input straight from its planes (xnn_conv_rows.cpp),
 // reading a fused NCHW input in place where it can; depthwise (xnn_deconv.cpp: transposed).
 #include "delegates/xnnpack/xnn_node_util.h"
 #include "delegates/xnnpack/xnn_chain.h"
 #include "delegates/xnnpack/xnn_im2col.h"
+#include "delegates/xnnpack/xnn_conv_rows.h"
 
 #include <algorithm>
 #include <atomic>
@@ -273,6 +275,8 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     with_residual(ep, n, res, gi * OCg, OC);
     float* Cp = o.data.data() + gi * OCg;
     if (nchw && fusion_mode() == FusionMode::Steps) transpose_input();
+    // a 1-D convolution (one kernel row, or one column over a one-column image): xnn_conv_rows.cpp
+    if (nchw && !pointwise && conv_nchw_rows(ctx, n, *ap, N, H, W, C, OH, OW, ep, Cp, OC)) continue;
     if (nchw && !pointwise && conv_nchw_direct(ctx, n, *ap, N, H, W, C, OH, OW, K, ep, Cp, OC, sc)) continue;
     if (!n.packed.empty() && !pointwise &&
         conv_indirect(ctx, n, *ap, nchw, gi, N, H, W, C, ICg, OH, OW, K, M, ep, Cp, OC, sc))
