@@ -1,5 +1,5 @@
 // attention_block's portable path (attention_block_impl.h over 8 plain float lanes, written for the
-// auto-vectoriser; its multiply-adds round twice) and the run-time choice of path.
+// auto-vectoriser) and the run-time choice of path.
 #include "llm/attention_block.h"
 
 #include "kernels/compute/cpu_features.h"
@@ -13,7 +13,6 @@ struct Lanes8 {
 };
 struct Portable {
   using V = Lanes8;
-  static constexpr int W = 8;
   static V set1(float a) {
     V r;
     for (int i = 0; i < 8; i++) r.x[i] = a;
@@ -31,31 +30,33 @@ struct Portable {
     for (int i = 0; i < 8; i++) a.x[i] += b.x[i];
     return a;
   }
-  static V fmadd(V a, V b, V c) {
-    for (int i = 0; i < 8; i++) c.x[i] += a.x[i] * b.x[i];
-    return c;
+  static V mul(V a, V b) {
+    for (int i = 0; i < 8; i++) a.x[i] *= b.x[i];
+    return a;
   }
-  static float hsum_f32(V a) {
-    return ((a.x[0] + a.x[4]) + (a.x[1] + a.x[5])) + ((a.x[2] + a.x[6]) + (a.x[3] + a.x[7]));
-  }
+  static float sum8(V a) { return ((a.x[0] + a.x[4]) + (a.x[1] + a.x[5])) + ((a.x[2] + a.x[6]) + (a.x[3] + a.x[7])); }
 };
 
-using BlockFn = void (*)(const AttnBlock&);
-BlockFn chosen() {
+struct Paths {
+  void (*scores)(const ScoreBlock&);
+  void (*values)(const ValueSums&);
+};
+Paths chosen() {
 #if defined(__x86_64__)
-  if (cpu_has_avx512f()) return attention_block_avx512;
-  if (cpu_has_avx2_fma()) return attention_block_avx2;
+  if (cpu_has_avx2_fma()) return {attention_scores_avx2, attention_values_avx2};
 #endif
-  return attention_block_portable;
+  return {attention_scores_portable, attention_values_portable};
+}
+const Paths& paths() {
+  static const Paths p = chosen();
+  return p;
 }
 }  // namespace
 
-void attention_block_portable(const AttnBlock& a) { block_impl::block<Portable>(a); }
-
-void attention_block(const AttnBlock& a) {
-  static const BlockFn fn = chosen();
-  fn(a);
-}
+void attention_scores_portable(const ScoreBlock& a) { block_impl::scores<Portable>(a); }
+void attention_values_portable(const ValueSums& a) { block_impl::values<Portable>(a); }
+void attention_scores(const ScoreBlock& a) { paths().scores(a); }
+void attention_values(const ValueSums& a) { paths().values(a); }
 
 }  // namespace llm
 }  // namespace etnp
