@@ -34,6 +34,7 @@ struct Portable {
     for (int i = 0; i < 8; i++) a.x[i] *= b.x[i];
     return a;
   }
+  static void prefetch(const float*) {}  // (no portable hint)
   static float sum8(V a) { return ((a.x[0] + a.x[4]) + (a.x[1] + a.x[5])) + ((a.x[2] + a.x[6]) + (a.x[3] + a.x[7])); }
 };
 

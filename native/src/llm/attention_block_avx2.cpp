@@ -26,6 +26,7 @@ struct Avx2 {
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static void prefetch(const float* p) { _mm_prefetch((const char*)p, _MM_HINT_T0); }
   static float sum8(V a) {
     const __m128 t = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));  // lanes t + (t + 4)
     const __m128 u = _mm_hadd_ps(t, t);                                                  // (0+1), (2+3)

@@ -1,5 +1,7 @@
 // attention_block.h's kernels over an 8-lane type S (V, set1, load, store, add, mul, sum8 - the
-// lanes added ((0+4)+(1+5))+((2+6)+(3+7))): each path's file instantiates them with its own S.
+// lanes added ((0+4)+(1+5))+((2+6)+(3+7)) - and prefetch(p), a hint or nothing): each path's file
+// instantiates them with its own S. K and V rows lie kv_stride apart (the other KV heads between
+// them): the rows kAhead keys on are prefetched, which the hardware's stream prefetchers miss.
 // Included only by attention_block*.cpp, after their target pragmas.
 #pragma once
 #include <cstdint>
@@ -9,6 +11,15 @@
 namespace etnp {
 namespace llm {
 namespace block_impl {
+
+constexpr int64_t kAhead = 12;  // keys
+
+// the cache lines of floats [p, p + n)
+template <class S>
+inline void prefetch_range(const float* p, int64_t n) {
+  for (int64_t b = 0; b < n; b += 16) S::prefetch(p + b);
+  S::prefetch(p + n - 1);
+}
 
 template <class S>
 inline float dot(const float* q, const float* k, int64_t D) {
@@ -25,6 +36,7 @@ void scores(const ScoreBlock& a) {
   const int64_t G = a.groups, D = a.head_dim;
   for (int64_t j = 0; j < a.n; j++) {
     const float* kr = a.k + j * a.kv_stride;
+    if (j + kAhead < a.n) prefetch_range<S>(kr + kAhead * a.kv_stride, D);
     for (int64_t g = 0; g < G; g++) {
       float sc = dot<S>(a.q + g * D, kr, D) * a.scale;
       if (a.mask) sc += a.mask[j];
@@ -38,6 +50,7 @@ void values(const ValueSums& a) {
   const int64_t G = a.groups, d0 = a.d0, d1 = a.d1;
   for (int64_t j = 0; j < a.n; j++) {
     const float* vr = a.v + j * a.kv_stride;
+    if (j + kAhead < a.n && d1 > d0) prefetch_range<S>(vr + kAhead * a.kv_stride + d0, d1 - d0);
     for (int64_t g = 0; g < G; g++) {
       const float w = a.w[g * a.ld + j];
       if (w == 0.f) continue;
