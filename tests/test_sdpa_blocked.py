@@ -1,8 +1,9 @@
-"""llama::custom_sdpa's blocked grouped-query kernel (native/src/llm/attention.cpp,
-attention_block*.cpp): keys in blocks of 256 with online-softmax partials merged per row, the
-query heads of a KV head together. Checked against a float64 numpy reference across head counts
-and group sizes, head dims with and without a vector tail, key counts on and off the block size,
-start positions, masks that blank whole blocks, 1 and 2 threads (bit-identical), and every CPU path."""
+"""llama::custom_sdpa's grouped-query kernel (native/src/llm/attention.cpp, attention_block*.cpp):
+scores by blocks of 256 keys, softmax by row, value sums by 32-float chunks of the head dimension,
+the query heads of a KV head together. Checked against a float64 numpy reference across head
+counts and group sizes, head dims with and without a vector tail, key counts on and off the block
+size, start positions, masks that blank whole blocks, 1 and 2 threads (bit-identical), and every
+CPU path."""
 import numpy as np
 import pytest
 
@@ -10,7 +11,7 @@ import executorch_numpy_runtime as en
 from conftest import run_with_cpu
 from pte_build import F32, Program
 
-BLOCK = 256  # keys per block in attention.cpp
+BLOCK = 256  # keys per score task in attention.cpp
 
 
 def ref_sdpa(q, k, v, start_pos, causal, mask=None):
@@ -73,8 +74,8 @@ def test_blocked_sdpa_matches_numpy(B, S, Hq, Hkv, D, M, start):
 
 
 def test_blocked_sdpa_sharp_scores_across_blocks():
-    """Scores far apart across blocks (one block dominating, others underflowing to 0 after the
-    merge's rescaling): the merge keeps the dominant block's values."""
+    """Scores far apart across blocks (one block's keys dominating, the others' weights underflowing
+    to 0 and skipped in the value sums)."""
     rng = np.random.default_rng(5)
     B, S, Hq, Hkv, D, M = 1, 1, 6, 2, 32, 900
     q, k, v = rnd(rng, B, S, Hq, D), rnd(rng, B, M, Hkv, D), rnd(rng, B, M, Hkv, D)
