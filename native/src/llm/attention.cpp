@@ -1,64 +1,92 @@
-// Scaled dot-product attention over a KV cache (see attention.h): one softmax row per
-// (batch, query position, head), scores in float32 like ExecuTorch's flash-attention kernel.
+// Scaled dot-product attention over a KV cache (see attention.h), float32 scores like ExecuTorch's
+// flash-attention kernel. Work goes by row group - (batch, query position, KV head) with the G
+// query heads that share the KV head (grouped-query attention) - in three passes, each over
+// tasks the thread pool shares:
+//  1. scores, by (row group, block of kKeyBlock keys): each K row is read once for the G heads;
+//  2. the softmax of each (row group, head) row of scores (vec_softmax_row, as one row);
+//  3. the weighted sums of values, by (row group, kDimChunk floats of the head dimension): each V
+//     row's part is read once for the G heads, keys summed in order.
+// attention_block.h's kernels make the same float operations in the same order as a plain loop
+// over one head at a time, so the results do not depend on the number of threads or the path.
+// Row groups go in passes that keep their scores within kScoreFloats (in L2 between the passes).
 #include "llm/attention.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <vector>
 
-#include "kernels/kernel_util.h"
 #include "kernels/compute/vec_math.h"
+#include "kernels/kernel_util.h"
+#include "llm/attention_block.h"
 
 namespace etnp {
 namespace llm {
 
 namespace {
-inline float dot(const float* a, const float* b, int64_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int t = 0; t < 8; t++) acc[t] += a[j + t] * b[j + t];
-  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-  for (; j < n; j++) s += a[j] * b[j];
-  return s;
-}
-inline void axpy(float w, const float* x, float* y, int64_t n) {
-  for (int64_t j = 0; j < n; j++) y[j] += w * x[j];
-}
+constexpr int64_t kKeyBlock = 256;        // keys a score task reads
+constexpr int64_t kDimChunk = 32;         // head-dimension floats a value task sums (two cache lines)
+constexpr int64_t kScoreFloats = 1 << 18;  // scores of one pass over row groups (1 MiB)
+constexpr int64_t kTaskWork = 1 << 16;    // multiply-adds a task should carry before it is worth a thread
 }  // namespace
 
 void attention_f32(KernelContext& ctx, const AttentionShape& s, const float* q, const float* k, const float* v,
                    const float* mask, float* out) {
-  const int64_t D = s.head_dim, Hq = s.q_heads, reps = s.q_heads / s.kv_heads;
-  const int64_t kv_row = s.kv_heads * D, kv_batch = s.kv_rows * kv_row;
-  const int64_t rows = s.batch * s.q_len * Hq;
-  // a chunk of rows should carry ~64k multiply-adds before it is worth a thread
-  int64_t per_row = std::max<int64_t>(1, s.num_keys * D * 2);
-  int64_t grain = std::max<int64_t>(1, 65536 / per_row);
-  parallel(ctx, rows, grain, [&](int64_t r0, int64_t r1) {
-    std::vector<float> scores((size_t)std::max<int64_t>(1, s.num_keys));
-    for (int64_t r = r0; r < r1; r++) {
-      int64_t h = r % Hq, i = (r / Hq) % s.q_len, b = r / (Hq * s.q_len);
-      const float* qr = q + r * D;
-      float* o = out + r * D;
-      const float* kb = k + b * kv_batch + (h / reps) * D;
-      const float* vb = v + b * kv_batch + (h / reps) * D;
-      int64_t nk = s.causal ? std::min(s.num_keys, s.start_pos + i + 1) : s.num_keys;
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t n = 0; n < nk; n++) {
-        float sc = dot(qr, kb + n * kv_row, D) * s.scale;
-        if (mask) sc += mask[i * s.num_keys + n];
-        scores[(size_t)n] = sc;
-        mx = std::max(mx, sc);
+  const int64_t D = s.head_dim, Hq = s.q_heads, Hkv = s.kv_heads, G = s.q_heads / s.kv_heads;
+  const int64_t kv_row = Hkv * D, kv_batch = s.kv_rows * kv_row;
+  const int64_t row_groups = s.batch * s.q_len * Hkv;
+  const int64_t ld = std::max<int64_t>(1, s.num_keys), per_group = G * ld;
+  const int64_t per_pass = std::max<int64_t>(1, kScoreFloats / per_group);
+  thread_local std::vector<float> scores;
+  scores.resize((size_t)(std::min(row_groups, per_pass) * per_group));
+  float* sc = scores.data();  // (the workers' own thread_locals are not this thread's)
+  const int64_t nb = (ld + kKeyBlock - 1) / kKeyBlock, chunks = (D + kDimChunk - 1) / kDimChunk;
+  auto query_pos = [&](int64_t rg) { return (rg / Hkv) % s.q_len; };
+  auto keys_of = [&](int64_t rg) {  // the keys row group rg attends
+    return s.causal ? std::min(s.num_keys, s.start_pos + query_pos(rg) + 1) : s.num_keys;
+  };
+  const int64_t score_grain = std::max<int64_t>(1, kTaskWork / std::max<int64_t>(1, G * std::min(ld, kKeyBlock) * D));
+  const int64_t softmax_grain = std::max<int64_t>(1, (kTaskWork / 4) / ld);
+  const int64_t value_grain = std::max<int64_t>(1, kTaskWork / std::max<int64_t>(1, G * ld * std::min(D, kDimChunk)));
+  for (int64_t r0 = 0; r0 < row_groups; r0 += per_pass) {
+    const int64_t r1 = std::min(row_groups, r0 + per_pass);
+    parallel(ctx, (r1 - r0) * nb, score_grain, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; t++) {
+        const int64_t rg = r0 + t / nb, n0 = (t % nb) * kKeyBlock, n1 = std::min(keys_of(rg), n0 + kKeyBlock);
+        if (n1 <= n0) continue;
+        const int64_t h = rg % Hkv, b = rg / (Hkv * s.q_len), i = query_pos(rg);
+        ScoreBlock a;
+        a.q = q + ((b * s.q_len + i) * Hq + h * G) * D;
+        a.k = k + b * kv_batch + n0 * kv_row + h * D;
+        a.mask = mask ? mask + i * s.num_keys + n0 : nullptr;
+        a.groups = G, a.head_dim = D, a.kv_stride = kv_row, a.n = n1 - n0, a.scale = s.scale;
+        a.s = sc + (t / nb) * per_group + n0, a.ld = ld;
+        attention_scores(a);
       }
-      std::fill(o, o + D, 0.f);
-      if (nk <= 0 || !(mx > -std::numeric_limits<float>::infinity())) continue;  // nothing to attend
-      vec_softmax_row(scores.data(), scores.data(), nk);
-      for (int64_t n = 0; n < nk; n++)
-        if (scores[(size_t)n] != 0.f) axpy(scores[(size_t)n], vb + n * kv_row, o, D);
-    }
-  });
+    });
+    parallel(ctx, (r1 - r0) * G, softmax_grain, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; t++) {
+        const int64_t nk = keys_of(r0 + t / G);
+        float* row = sc + (t / G) * per_group + (t % G) * ld;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t n = 0; n < nk; n++) mx = std::max(mx, row[n]);
+        if (nk > 0 && mx > -std::numeric_limits<float>::infinity()) vec_softmax_row(row, row, nk);
+        else std::fill(row, row + std::max<int64_t>(nk, 0), 0.f);  // nothing to attend: zeros out
+      }
+    });
+    parallel(ctx, (r1 - r0) * chunks, value_grain, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; t++) {
+        const int64_t rg = r0 + t / chunks, h = rg % Hkv, b = rg / (Hkv * s.q_len);
+        ValueSums a;
+        a.w = sc + (t / chunks) * per_group, a.ld = ld;
+        a.v = v + b * kv_batch + h * D;
+        a.groups = G, a.kv_stride = kv_row, a.n = std::max<int64_t>(0, keys_of(rg));
+        a.d0 = (t % chunks) * kDimChunk, a.d1 = std::min(D, a.d0 + kDimChunk);
+        a.out = out + (rg / Hkv * Hq + h * G) * D, a.head_dim = D;
+        for (int64_t g = 0; g < G; g++) std::fill(a.out + g * D + a.d0, a.out + g * D + a.d1, 0.f);
+        attention_values(a);
+      }
+    });
+  }
 }
 
 }  // namespace llm

@@ -20,8 +20,8 @@ struct AttentionShape {
   float scale = 1.f;
 };
 
-// Rows (batch, query position, head) run across ctx.pool. A row whose keys are all masked
-// (-inf everywhere) yields zeros.
+// Work runs across ctx.pool (attention.cpp); results are the same for any number of threads. A
+// row whose keys are all masked (-inf everywhere) yields zeros.
 void attention_f32(KernelContext& ctx, const AttentionShape& s, const float* q, const float* k, const float* v,
                    const float* mask, float* out);
 

@@ -7,6 +7,7 @@
 
 #include "kernels/compute/gemm.h"
 #include "kernels/compute/gemm_tasks.h"
+#include "kernels/compute/gemv_f32.h"
 #include "kernels/compute/half_convert.h"
 
 namespace etnp {
@@ -83,6 +84,8 @@ PackedB pack_b(ThreadPool* pool, int64_t K, int64_t N, const float* B, int64_t r
 void sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* A, int64_t rsa, int64_t csa,
            const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, const GemmEpilogue& ep) {
   if (M <= 0 || N <= 0) return;
+  // one row against a B that changes every call (a decode step's attention): B read in place
+  if (M == 1 && csb == 1 && csa == 1 && sgemv_rowmajor(pool, N, K, A, B, rsb, C, ep)) return;
   thread_local PackedB pb;  // B packed per call (weights known only now): this thread's buffer, grows only
   pack_b_into(pb, gemm_pool(pool, M, N, K), K, N, B, rsb, csb);
   sgemm_packed(pool, M, A, rsa, csa, pb, C, ldc, ep);

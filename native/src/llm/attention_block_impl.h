@@ -1,0 +1,68 @@
+// attention_block.h's kernels over an 8-lane type S (V, set1, load, store, add, mul, sum8 - the
+// lanes added ((0+4)+(1+5))+((2+6)+(3+7)) - and prefetch(p), a hint or nothing): each path's file
+// instantiates them with its own S. K and V rows lie kv_stride apart (the other KV heads between
+// them): the rows kAhead keys on are prefetched, which the hardware's stream prefetchers miss.
+// Included only by attention_block*.cpp, after their target pragmas.
+#pragma once
+#include <cstdint>
+
+#include "llm/attention_block.h"
+
+namespace etnp {
+namespace llm {
+namespace block_impl {
+
+constexpr int64_t kAhead = 12;  // keys
+
+// the cache lines of floats [p, p + n)
+template <class S>
+inline void prefetch_range(const float* p, int64_t n) {
+  for (int64_t b = 0; b < n; b += 16) S::prefetch(p + b);
+  S::prefetch(p + n - 1);
+}
+
+template <class S>
+inline float dot(const float* q, const float* k, int64_t D) {
+  typename S::V acc = S::set1(0.f);
+  int64_t j = 0;
+  for (; j + 8 <= D; j += 8) acc = S::add(acc, S::mul(S::load(q + j), S::load(k + j)));
+  float s = S::sum8(acc);
+  for (; j < D; j++) s += q[j] * k[j];
+  return s;
+}
+
+template <class S>
+void scores(const ScoreBlock& a) {
+  const int64_t G = a.groups, D = a.head_dim;
+  for (int64_t j = 0; j < a.n; j++) {
+    const float* kr = a.k + j * a.kv_stride;
+    if (j + kAhead < a.n) prefetch_range<S>(kr + kAhead * a.kv_stride, D);
+    for (int64_t g = 0; g < G; g++) {
+      float sc = dot<S>(a.q + g * D, kr, D) * a.scale;
+      if (a.mask) sc += a.mask[j];
+      a.s[g * a.ld + j] = sc;
+    }
+  }
+}
+
+template <class S>
+void values(const ValueSums& a) {
+  const int64_t G = a.groups, d0 = a.d0, d1 = a.d1;
+  for (int64_t j = 0; j < a.n; j++) {
+    const float* vr = a.v + j * a.kv_stride;
+    if (j + kAhead < a.n && d1 > d0) prefetch_range<S>(vr + kAhead * a.kv_stride + d0, d1 - d0);
+    for (int64_t g = 0; g < G; g++) {
+      const float w = a.w[g * a.ld + j];
+      if (w == 0.f) continue;
+      float* o = a.out + g * a.head_dim;
+      const typename S::V vw = S::set1(w);
+      int64_t d = d0;
+      for (; d + 8 <= d1; d += 8) S::store(o + d, S::add(S::load(o + d), S::mul(vw, S::load(vr + d))));
+      for (; d < d1; d++) o[d] += w * vr[d];
+    }
+  }
+}
+
+}  // namespace block_impl
+}  // namespace llm
+}  // namespace etnp
