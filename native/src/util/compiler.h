@@ -20,6 +20,10 @@
 //                           vectorise across its k loop (transposing 4 rows of B each step, 10x
 //                           slower): GCC then vectorises the tile's straight-line body only (SLP).
 //                           Nothing elsewhere (Clang and MSVC vectorise such a body as written).
+//  ETNP_AMX_KERNELS         1 where the AMX tile kernels are compiled: x86-64 outside Windows (the
+//                           OS layer grants AMX on Linux only, and mingw-w64 GCC's tile intrinsics
+//                           pass the tile stride as a 32-bit `long` there, which its assembler
+//                           rejects). 0 elsewhere: the AMX entry points are never-called stubs.
 //  etnp::mul_overflow / etnp::add_overflow  checked integer arithmetic (GCC/Clang builtins, plain
 //                           C++ under cl.exe; mul_overflow under clang-cl too, since the MSVC
 //                           runtime lacks the compiler-rt helper that Clang may call to multiply
@@ -27,6 +31,12 @@
 #pragma once
 #include <limits>
 #include <type_traits>
+
+#if defined(__x86_64__) && !defined(_WIN32)
+#define ETNP_AMX_KERNELS 1
+#else
+#define ETNP_AMX_KERNELS 0
+#endif
 
 #if defined(_MSC_VER) && !defined(__clang__)
 #define ETNP_TARGET(features)

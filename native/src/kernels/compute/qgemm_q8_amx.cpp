@@ -8,7 +8,9 @@
 // 4, 5 the panels' 64 k; 6, 7 their last Kp % 64 k.
 #include "kernels/compute/qgemm_q8_amx.h"
 
-#if defined(__x86_64__)
+#include "util/compiler.h"
+
+#if ETNP_AMX_KERNELS
 #include <immintrin.h>
 
 #include <algorithm>
@@ -94,6 +96,18 @@ void qgemm_q8_amx_rows(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QAc
   if (a.uniform) rows_panels<true>(m0, m1, p0, p1, a, w, bias, lo, hi, out);
   else rows_panels<false>(m0, m1, p0, p1, a, w, bias, lo, hi, out);
   _tile_release();
+}
+
+}  // namespace etnp
+#elif defined(__x86_64__)
+#include <stdexcept>
+
+namespace etnp {
+
+// (never called: cpu_has_amx_int8() is false where the AMX kernels are not compiled)
+void qgemm_q8_amx_rows(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivations& a, const PackedQ8& w,
+                       const float* bias, float lo, float hi, const QOutput& out) {
+  throw std::logic_error("the AMX kernels are not compiled in this build");
 }
 
 }  // namespace etnp

@@ -11,7 +11,9 @@
 // Four accumulator tiles rotate, so that three blocks' multiplies run while a block's sums are
 // scaled. Tile numbers: 0 .. 3 the block sums; 4, 5 an A / B pair of 64 bytes of K (8 chunks);
 // 6, 7 the pair for a block's remaining chunks (blocks not a multiple of 8 chunks).
-#if defined(__x86_64__)
+#include "util/compiler.h"
+
+#if ETNP_AMX_KERNELS
 #include <immintrin.h>
 
 #include <algorithm>
@@ -258,6 +260,20 @@ void gemm_amx(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const 
   };
   if (tp) tp->parallel_for(groups * split, 1, tasks);
   else tasks(0, groups * split);
+}
+
+}  // namespace etnp::qb4
+#elif defined(__x86_64__)
+#include <stdexcept>
+
+#include "kernels/compute/qgemm_qb4_kernels.h"
+
+namespace etnp::qb4 {
+
+// (never called: cpu_has_amx_int8() is false where the AMX kernels are not compiled)
+void gemm_amx(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const float* sa, const int32_t* za,
+              const PackedQB4& w, const float* bias, float lo, float hi, float* C, int64_t ldc) {
+  throw std::logic_error("the AMX kernels are not compiled in this build");
 }
 
 }  // namespace etnp::qb4
