@@ -123,17 +123,16 @@ const float* take_input_buffer(Graph& g, Node& n, size_t j, const std::vector<in
   return o.data.data();
 }
 
-// Runs f with input j of node n read from `moved` (its buffer, now the output's) instead of its own.
-template <typename F>
-auto with_input_at(Value& a, const float* moved, F f) {
-  struct Restore {
-    Value& v;
-    const float* raw;
-    ~Restore() { v.raw = raw; }
-  } restore{a, a.raw};
-  if (moved) a.raw = moved;
-  return f();
-}
+// While it lives, value v is read from `at` (its buffer, taken over by the node's output:
+// take_input_buffer) instead of its own; nothing changes where `at` is null.
+struct ReadInputAt {
+  Value& v;
+  const float* saved;
+  ReadInputAt(Value& value, const float* at) : v(value), saved(value.raw) {
+    if (at) v.raw = at;
+  }
+  ~ReadInputAt() { v.raw = saved; }
+};
 
 void unary_node(KernelContext& ctx, Graph& g, Node& n, const UnaryOp& op, Scratch& sc) {
   Value &a = in(g, n, 0), &o = out(g, n);
@@ -154,14 +153,10 @@ void unary_node(KernelContext& ctx, Graph& g, Node& n, const UnaryOp& op, Scratc
 void softmax(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   Value &a = in(g, n, 0), &o = out(g, n);
   int64_t len = a.shape.empty() ? 1 : a.shape.back(), rows = a.numel() / std::max<int64_t>(len, 1);
-  const float* x = a.cdata();
-  if (n.move_input && &o != &a && !a.raw) {
-    // nothing else reads the input (an attention's scores: the largest values there are): the
-    // output takes its buffer and each row is computed in place (a row is read before it is written)
-    o.data.swap(a.data);
-    sc.moves.emplace_back(n.output, n.inputs[0]);
-    x = o.data.data();
-  }
+  // nothing else reads the input (an attention's scores: the largest values there are): the
+  // output takes its buffer and each row is computed in place (a row is read before it is written)
+  const float* moved = take_input_buffer(g, n, 0, a.shape, sc);
+  const float* x = moved ? moved : a.cdata();
   ensure_shape(o, a.shape);
   float* y = o.data.data();
   parallel(ctx, rows, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(len, 1)), [&](int64_t b, int64_t e) {
@@ -276,14 +271,10 @@ bool run_elementwise(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     if (in(g, n, 0).as_codes || in(g, n, 1).as_codes || out(g, n).as_codes)
       fail(n, "int8 codes whose shapes differ from the program's");  // (the plan kept them only for int8_add)
     Value &a = in(g, n, 0), &bv = in(g, n, 1), &o = out(g, n);
-    const float* moved = nullptr;
-    if (n.move_input && n.move_operand < 2) {
-      Value& m = n.move_operand ? bv : a;
-      std::vector<int64_t> shape = broadcast_shapes(wrap(a), wrap(bv));
-      moved = take_input_buffer(g, n, n.move_operand, shape, sc);
-      if (moved)
-        return with_input_at(m, moved, [&] { return n.snapped = b->node(ctx, a, bv, o, b->generic, &n), true; });
-    }
+    const float* moved = n.move_input && n.move_operand < 2
+                             ? take_input_buffer(g, n, n.move_operand, broadcast_shapes(wrap(a), wrap(bv)), sc)
+                             : nullptr;
+    ReadInputAt at(n.move_operand ? bv : a, moved);
     n.snapped = b->node(ctx, a, bv, o, b->generic, &n);
     return true;
   }
