@@ -93,6 +93,8 @@ class Method {
   };
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> buffers_;
   std::vector<size_t> buffer_sizes_;
+  // planned buffer i's first byte (its allocation rounded up to 64 bytes)
+  uint8_t* buffer_base(size_t i) const { return (uint8_t*)(((uintptr_t)buffers_[i].get() + 63) & ~(uintptr_t)63); }
   std::vector<Instruction> instructions_;
   std::vector<std::vector<uint8_t>> reordered_inputs_;
   std::vector<State> state_;  // unplanned non-default dim-order inputs

@@ -65,7 +65,7 @@ void embedding_kernel(KernelContext& ctx, EValue** a, size_t) {
       double z = zp ? load_f64(zp->data, zp->dtype, g) : 0.0;
       double v = ((double)unpack(row, j, BITS, w.dtype == DType::I8) - z) * load_f64(s.data, s.dtype, g);
       if (round_scale_type) {
-        uint16_t h;
+        uint64_t h = 0;  // (F16 or BF16 only; sized for store_f64 so the compiler sees no overflow)
         store_f64(&h, s.dtype, 0, v);
         v = load_f64(&h, s.dtype, 0);
       }
