@@ -66,7 +66,9 @@ std::vector<uint32_t> plan_producer_chains(const Graph& g, const std::vector<uin
   if (fusion_mode() != FusionMode::On) return then;
   for (size_t i = 0; i + 1 < nn; i++) {
     const Node& p = g.nodes[i];
-    if ((p.type != Conv2d && p.type != DepthwiseConv2d) || p.pre || p.post || p.output >= nv) continue;
+    if ((p.type != Conv2d && p.type != DepthwiseConv2d && p.type != FullyConnected) || p.pre || p.post ||
+        p.output >= nv)
+      continue;
     const Value& o = g.values[p.output];
     if ((o.dtype != FP32 && !on_int8_grid(o)) || (o.quant != Quant::None && !on_int8_grid(o)) || dynamically_quantized(o))
       continue;

@@ -6,6 +6,7 @@
 
 #include "delegates/xnnpack/xnn_graph.h"
 #include "delegates/xnnpack/xnn_node_util.h"
+#include "kernels/compute/gemm.h"
 #include "kernels/kernel_util.h"
 
 namespace etnp::xnn {
@@ -67,6 +68,7 @@ struct ChainHook {
   const uint8_t* local;
   ChainRun run;
   bool done = false;
+  int64_t row_len = 0;  // (chain_on_rows)
   bool prepare() { return run.prepare(*g, first, count, local); }
 };
 
@@ -79,8 +81,20 @@ inline ChainHook* take_chain(Node& n, bool can) {
   return n.then;
 }
 
-// Per node: the length of the chain to hand it as Node::then (0: none): a Conv2d or
-// DepthwiseConv2d (not a band pipeline) with a float32 output (or one on a per-tensor int8 grid),
+// The chain h (from take_chain) handed to a GEMM writing the node's output as whole rows of
+// row_len elements (ldc == row_len): it runs on each block of rows as the GEMM finishes them
+// (GemmEpilogue::rows_done), while they are in cache.
+inline void chain_on_rows(GemmEpilogue& ep, ChainHook* h, int64_t row_len) {
+  h->row_len = row_len;
+  ep.rows_ctx = h;
+  ep.rows_done = [](void* c, int64_t m0, int64_t m1) {
+    const ChainHook* hook = static_cast<const ChainHook*>(c);
+    hook->run.run(m0 * hook->row_len, m1 * hook->row_len);
+  };
+}
+
+// Per node: the length of the chain to hand it as Node::then (0: none): a Conv2d,
+// DepthwiseConv2d (not a band pipeline) or FullyConnected with a float32 output (or one on a per-tensor int8 grid),
 // followed right away by a chain (or one chainable node) whose first node reads that output.
 std::vector<uint32_t> plan_producer_chains(const Graph& g, const std::vector<uint32_t>& chains);
 

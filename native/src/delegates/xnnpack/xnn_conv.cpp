@@ -78,9 +78,10 @@ const float* indirect_input(KernelContext& ctx, const Node& n, const Value& a, b
   return base;
 }
 
-bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, bool nchw, int64_t gi, int64_t N, int64_t H,
+// chain: the chain after the node (Node::then) may run on the GEMM's rows (chain_on_rows)
+bool conv_indirect(KernelContext& ctx, Node& n, const Value& a, bool nchw, int64_t gi, int64_t N, int64_t H,
                    int64_t W, int64_t C, int64_t ICg, int64_t OH, int64_t OW, int64_t K, int64_t M,
-                   const GemmEpilogue& ep, float* Cp, int64_t OC, Scratch& sc) {
+                   const GemmEpilogue& ep, float* Cp, int64_t OC, Scratch& sc, bool chain) {
   int64_t Hp, Wp;
   const float* base = indirect_input(ctx, n, a, nchw, gi, N, H, W, C, ICg, K, sc, Hp, Wp);
   if (!base) return false;
@@ -88,7 +89,9 @@ bool conv_indirect(KernelContext& ctx, const Node& n, const Value& a, bool nchw,
   parallel(ctx, M, 4096, [&](int64_t b, int64_t e) {
     padded_window_rows(n, base, Hp, Wp, C, OH, OW, b, e, gi * ICg, sc.conv_rows.data() + b);
   });
-  return sgemm_packed_indirect(ctx.pool, M, sc.conv_rows.data(), sc.conv_koff.data(), n.packed[gi], Cp, OC, ep);
+  GemmEpilogue e = ep;
+  if (ChainHook* h = take_chain(n, chain)) chain_on_rows(e, h, OC);  // (the GEMM below cannot fail now)
+  return sgemm_packed_indirect(ctx.pool, M, sc.conv_rows.data(), sc.conv_koff.data(), n.packed[gi], Cp, OC, e);
 }
 
 // A grouped convolution of small groups as indirect GEMMs, all groups in one region: tasks are
@@ -259,10 +262,10 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   // The chain after the node (Node::then) runs on the output's rows as the paths below finish
   // them, where a path can (one group, a float32 output - final once the GEMM wrote it - no
   // residual still to add): prepared on the first such path, which must then cover every row.
-  auto chain_ready = [&](int64_t gi) {
-    return take_chain(n, G == 1 && gi == 0 && !n.residual_pending && M >= 192 && o.dtype == FP32 &&
-                             o.quant == Quant::None) != nullptr;
+  auto chain_ok = [&](int64_t gi) {
+    return G == 1 && gi == 0 && !n.residual_pending && o.dtype == FP32 && o.quant == Quant::None;
   };
+  auto chain_ready = [&](int64_t gi) { return take_chain(n, chain_ok(gi) && M >= 192) != nullptr; };
   // im2col of output pixels [m_begin, m_end) of group gi into rows of K floats at dst (xnn_im2col.h)
   auto im2col = [&](int64_t gi, int64_t m_begin, int64_t m_end, float* dst_rows) {
     im2col_rows(n, ap->cdata(), H, W, C, OH, OW, gi, m_begin, m_end, dst_rows, K, 0.f);
@@ -279,7 +282,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     if (nchw && !pointwise && conv_nchw_rows(ctx, n, *ap, N, H, W, C, OH, OW, ep, Cp, OC)) continue;
     if (nchw && !pointwise && conv_nchw_direct(ctx, n, *ap, N, H, W, C, OH, OW, K, ep, Cp, OC, sc)) continue;
     if (!n.packed.empty() && !pointwise &&
-        conv_indirect(ctx, n, *ap, nchw, gi, N, H, W, C, ICg, OH, OW, K, M, ep, Cp, OC, sc))
+        conv_indirect(ctx, n, *ap, nchw, gi, N, H, W, C, ICg, OH, OW, K, M, ep, Cp, OC, sc, chain_ok(gi)))
       continue;
     if (nchw) transpose_input();  // (first group: conv_indirect fails before any work or never)
     if (pointwise) {
@@ -296,8 +299,10 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
         });
         continue;
       }
-      if (!n.packed.empty()) sgemm_packed(ctx.pool, M, A, C, 1, n.packed[gi], Cp, OC, ep);
-      else sgemm(ctx.pool, M, OCg, K, A, C, 1, w.data.data() + gi * OCg * K, 1, K, Cp, OC, ep);
+      GemmEpilogue e = ep;  // (fewer rows: the chain, if any, on the GEMM's tasks' rows)
+      if (ChainHook* h = take_chain(n, chain_ok(gi))) chain_on_rows(e, h, OC);
+      if (!n.packed.empty()) sgemm_packed(ctx.pool, M, A, C, 1, n.packed[gi], Cp, OC, e);
+      else sgemm(ctx.pool, M, OCg, K, A, C, 1, w.data.data() + gi * OCg * K, 1, K, Cp, OC, e);
       continue;
     }
     if (!n.packed.empty()) {

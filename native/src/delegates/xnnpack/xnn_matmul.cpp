@@ -1,5 +1,6 @@
 // Matrix XNNPACK nodes: fully connected (float GEMM, or the int8 GEMM for qd8 x qc8w), batched
 // matrix multiply, scaled dot-product attention; the GEMM nodes' fused-residual helpers.
+#include "delegates/xnnpack/xnn_chain.h"
 #include "delegates/xnnpack/xnn_node_util.h"
 
 #include <algorithm>
@@ -143,12 +144,12 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     }
     return;
   }
-  if (!n.packed.empty()) {
-    if (n.packed[0].K != IC || n.packed[0].N != OC) fail(n, "packed weights do not match the filter");
-    sgemm_packed(ctx.pool, M, a.cdata(), IC, 1, n.packed[0], o.data.data(), OC, ep);
-  } else {
-    sgemm(ctx.pool, M, OC, IC, a.cdata(), IC, 1, w.data.data(), tw ? OC : 1, tw ? 1 : IC, o.data.data(), OC, ep);
-  }
+  if (!n.packed.empty() && (n.packed[0].K != IC || n.packed[0].N != OC)) fail(n, "packed weights do not match the filter");
+  // the chain after the node (Node::then), if any, on the GEMM's rows as it finishes them
+  if (ChainHook* h = take_chain(n, &o == &out(g, n) && o.dtype == FP32 && o.quant == Quant::None))
+    chain_on_rows(ep, h, OC);
+  if (!n.packed.empty()) sgemm_packed(ctx.pool, M, a.cdata(), IC, 1, n.packed[0], o.data.data(), OC, ep);
+  else sgemm(ctx.pool, M, OC, IC, a.cdata(), IC, 1, w.data.data(), tw ? OC : 1, tw ? 1 : IC, o.data.data(), OC, ep);
 }
 
 void batch_matmul(KernelContext& ctx, Graph& g, Node& n) {

@@ -60,6 +60,17 @@ ETNP_TARGET_INLINE("avx512f") __m512 load16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p));
 }
 
+// ep.rows_done over all M rows, in blocks shared by the threads (the GEMM paths whose tasks do not
+// hold whole rows: once every task is finished)
+void rows_done_after(ThreadPool* tp, int64_t M, const GemmEpilogue& ep) {
+  if (!ep.rows_done) return;
+  constexpr int64_t kRows = 64;
+  auto run = [&](int64_t b, int64_t e) { ep.rows_done(ep.rows_ctx, b * kRows, std::min(M, e * kRows)); };
+  const int64_t blocks = (M + kRows - 1) / kRows;
+  if (tp) tp->parallel_for(blocks, 1, run);
+  else run(0, blocks);
+}
+
 // d[i] = h[i] widened, n a multiple of 16 (float16 panel rows)
 ETNP_TARGET("avx512f") void widen_avx512(const uint16_t* h, float* d, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) _mm512_storeu_ps(d + i, load16(h + i));
@@ -443,10 +454,12 @@ void sgemm_rows_avx512(ThreadPool* tp, int64_t M, const float* const* rows, cons
         for (int64_t i = 0; i < mm; i++) local[i] = A + (m0 + i) * rsa;
       if (B.half.empty()) rows_avx512<float>(R, m0, mm, cs * per, std::min(nb, (cs + 1) * per), r, koff, B, C, ldc, ep);
       else rows_avx512<uint16_t>(R, m0, mm, cs * per, std::min(nb, (cs + 1) * per), r, koff, B, C, ldc, ep);
+      if (ep.rows_done && split == 1) ep.rows_done(ep.rows_ctx, m0, m0 + mm);  // (whole rows, in cache)
     }
   };
   if (tp) tp->parallel_for(rb * split, 1, blocks);
   else blocks(0, rb * split);
+  if (split > 1) rows_done_after(tp, M, ep);
 }
 }  // namespace
 #endif
@@ -535,6 +548,7 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
   };
   if (tp) tp->parallel_for(mb * col_split, 1, tasks);
   else tasks(0, mb * col_split);
+  rows_done_after(tp, M, ep);
 }
 
 }  // namespace etnp

@@ -24,6 +24,13 @@ struct GemmEpilogue {
   const float* residual = nullptr;
   int64_t ldr = 0;
   float res_min = -std::numeric_limits<float>::infinity(), res_max = std::numeric_limits<float>::infinity();
+  // then, when set, rows_done(rows_ctx, m0, m1) over row ranges that cover [0, M) once each,
+  // every call once rows [m0, m1) of C are final in all their columns (from the thread that
+  // finished them, right away where its task held whole rows, else in a pass after the GEMM; the
+  // calls may run at once on several threads): the work after a GEMM done while its rows are in
+  // cache (an elementwise chain after a convolution or a linear layer, xnn_chain.h)
+  void (*rows_done)(void* ctx, int64_t m0, int64_t m1) = nullptr;
+  void* rows_ctx = nullptr;
 };
 
 // B packed into 16-column panels, ready for sgemm_packed (pack weights once, reuse): float32

@@ -85,7 +85,10 @@ void sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* A, in
            const float* B, int64_t rsb, int64_t csb, float* C, int64_t ldc, const GemmEpilogue& ep) {
   if (M <= 0 || N <= 0) return;
   // one row against a B that changes every call (a decode step's attention): B read in place
-  if (M == 1 && csb == 1 && csa == 1 && sgemv_rowmajor(pool, N, K, A, B, rsb, C, ep)) return;
+  if (M == 1 && csb == 1 && csa == 1 && sgemv_rowmajor(pool, N, K, A, B, rsb, C, ep)) {
+    if (ep.rows_done) ep.rows_done(ep.rows_ctx, 0, 1);
+    return;
+  }
   thread_local PackedB pb;  // B packed per call (weights known only now): this thread's buffer, grows only
   pack_b_into(pb, gemm_pool(pool, M, N, K), K, N, B, rsb, csb);
   sgemm_packed(pool, M, A, rsa, csa, pb, C, ldc, ep);
