@@ -16,7 +16,7 @@ dynamic-shape programs), then hands back its outputs. Inputs of programs with a 
 dim order (meta in_dim_orders) are given to ours by logical value and to the reference in its
 convention (the data in dim order under the logical shape: it reads the raw buffer).
 
-  --ours-python  interpreter whose ``executorch_numpy_runtime`` is ours   (default /work/main/.venv/bin/python)
+  --ours-python  interpreter whose ``executorch_numpy_runtime`` is ours   (default: this interpreter, importing this checkout)
   --ref-python   interpreter with the reference wheel (upstream ExecuTorch) (default /work/envs/ref-venv/bin/python)
 
 Workers run from a temporary directory so no checkout shadows the installed package.
@@ -51,7 +51,8 @@ import time
 
 import numpy as np
 
-OURS = "/work/main/.venv/bin/python"
+OURS = sys.executable
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # (this checkout: what "ours" imports)
 REF = "/work/envs/ref-venv/bin/python"
 FP32_RTOL = 1e-4
 QUANT_STEPS = 3
@@ -122,15 +123,21 @@ def worker(pte, npz, out_path):
 
 
 # ----------------------------------------------------------------- driver side
-def run_worker(python, pte, npz, timeout, tmp):
-    """Run the worker; return (status dict, {key: array})."""
+def run_worker(python, pte, npz, timeout, tmp, ours):
+    """Run the worker; return (status dict, {key: array}). Ours imports this checkout (PYTHONPATH
+    set to it, as the worker runs in a temporary folder); the reference never does (unset)."""
     out = os.path.join(tmp, f"out_{abs(hash((python, pte)))}.npz")
     for f in (out, out + ".json"):
         if os.path.exists(f):
             os.remove(f)
     cmd = [python, os.path.abspath(__file__), "--worker", os.path.abspath(pte), os.path.abspath(npz), out]
     try:
-        p = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout)
+        env = dict(os.environ)
+        if ours:
+            env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        else:
+            env.pop("PYTHONPATH", None)
+        p = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"timeout after {timeout} s"}, {}
     except OSError as e:
@@ -226,8 +233,8 @@ def evaluate(name, zoo, args, tmp):
     pte, npz = os.path.join(zoo, name + ".pte"), os.path.join(zoo, name + ".npz")
     meta, calls = load_ref(npz)
     recipe = meta.get("recipe", "?")
-    ours, ours_out = run_worker(args.ours_python, pte, npz, args.timeout, tmp)
-    ref, ref_out = run_worker(args.ref_python, pte, npz, args.timeout, tmp)
+    ours, ours_out = run_worker(args.ours_python, pte, npz, args.timeout, tmp, True)
+    ref, ref_out = run_worker(args.ref_python, pte, npz, args.timeout, tmp, False)
     row = dict(name=name, recipe=recipe, calls=len(calls), ours=ours, ref=ref, vs_ref=None, vs_torch=None,
                basis=None, verdict="FAIL")
     if ref.get("ok"):

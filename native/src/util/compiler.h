@@ -9,9 +9,6 @@
 //                           the Windows wheel, setup.py - define it; MSVC's cl.exe does not, so a
 //                           cl.exe build runs the portable kernels.)
 //  ETNP_TARGET_INLINE("avx2")  the same, for a helper that must be inlined into its callers.
-//  ETNP_KEEP_IN_REGISTER(v)  an empty asm statement that reads and writes the x86 vector variable
-//                           v in a register: GCC otherwise sometimes keeps a GEMM accumulator in
-//                           memory (a store and a load every step). Nothing elsewhere.
 //  ETNP_COMPILER_BARRIER()  the compiler keeps every memory access on its side (GCC's AMX tile
 //                           intrinsics are asm statements that do not tell it which memory a tile
 //                           load reads: the stores that fill a tile's source, or the tile config,
@@ -41,18 +38,12 @@
 #if defined(_MSC_VER) && !defined(__clang__)
 #define ETNP_TARGET(features)
 #define ETNP_TARGET_INLINE(features) __forceinline
-#define ETNP_KEEP_IN_REGISTER(v) ((void)0)
 #include <intrin.h>
 #define ETNP_COMPILER_BARRIER() _ReadWriteBarrier()
 #else
 #define ETNP_COMPILER_BARRIER() __asm__ __volatile__("" ::: "memory")
 #define ETNP_TARGET(features) __attribute__((target(features)))
 #define ETNP_TARGET_INLINE(features) __attribute__((target(features), always_inline)) inline
-#if defined(__x86_64__)
-#define ETNP_KEEP_IN_REGISTER(v) __asm__("" : "+x"(v))
-#else
-#define ETNP_KEEP_IN_REGISTER(v) ((void)0)
-#endif
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__)
