@@ -32,6 +32,8 @@ AmxTileConfig tile_config(int64_t rem) {  // rem: Kp % 64 (a multiple of 4)
 }
 
 // rows m .. m + 15 x panels p (and p + 1 where TWO): their sums in tiles 0 (and 1), stored to buf
+// (the full steps and the last one differ only in tile numbers: GCC's tile intrinsics are macros
+// that paste their numbers into the instruction text, so they cannot come from a template)
 template <bool TWO>
 ETNP_TARGET_INLINE("amx-tile,amx-int8")
 void tile_sums(const uint8_t* x, int64_t Kp, const int8_t* b0, const int8_t* b1, int32_t* buf) {
