@@ -139,13 +139,11 @@ ETNP_TARGET("avx2,fma") void row_panels(const Acts& a, const PackedQB4& w, int64
       F[j * 2 + hf] = _mm256_mul_ps(_mm256_set1_ps(a.nza[m0]), _mm256_loadu_ps((const float*)panel[j] + hf * 8));
   }
   const __m256i ones = _mm256_set1_epi16(1);
-  const int64_t sb = w.scale_bytes(), cb = w.chunks * 64, nb = w.nb, full = w.chunks;
-  int64_t at = 64;  // block b's pair, from a panel's start
-  const int8_t* x = a.q + a.tile_at[t];
-  const int32_t* corr = a.corr + m0 * nb;
-  for (int64_t b = 0; b < nb; b++, x += full * 8) {
+  const int32_t* corr = a.corr + m0 * w.nb;
+  for (int64_t b = 0; b < w.nb; b++) {
     const bool odd = b & 1;
-    const int64_t d = at + sb + (odd ? cb : 0), ch = b + 1 < nb ? full : w.last_chunks;
+    const int64_t at = pair_offset(w, b), d = chunks_offset(w, b), ch = w.block_chunks(b);
+    const int8_t* x = a.q + a.tile_at[t] + b * w.chunks * 8;
     __m256i acc[P * 2];
     for (int64_t c0 = 0; c0 < ch; c0 += 4) {  // (int16 sums of up to 4 chunks: no overflow)
       __m256i s[P * 2];
@@ -173,7 +171,6 @@ ETNP_TARGET("avx2,fma") void row_panels(const Acts& a, const PackedQB4& w, int64
         F[j * 2 + hf] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[j * 2 + hf]), sw, F[j * 2 + hf]);
       }
     }
-    if (odd) at += w.pair_bytes;
   }
   const __m256 vlo = _mm256_set1_ps(o.lo), vhi = _mm256_set1_ps(o.hi), sa = _mm256_set1_ps(a.sa[m0]);
 #pragma GCC unroll 4

@@ -142,13 +142,11 @@ void row_panels(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, int64_t
     F[j] = _mm512_mul_ps(_mm512_set1_ps(a.nza[m0]), _mm512_loadu_ps(panel[j]));
   }
   const bool f32 = w.f32_scales;
-  const int64_t sb = w.scale_bytes(), cb = w.chunks * 64, nb = w.nb, full = w.chunks;
-  int64_t at = 64;  // block b's pair, from a panel's start
-  const int8_t* x = a.q + a.tile_at[t];
-  const int32_t* corr = a.corr + m0 * nb;
-  for (int64_t b = 0; b < nb; b++, x += full * 8) {
+  const int32_t* corr = a.corr + m0 * w.nb;
+  for (int64_t b = 0; b < w.nb; b++) {
     const bool odd = b & 1;
-    const int64_t d = at + sb + (odd ? cb : 0), ch = b + 1 < nb ? full : w.last_chunks;
+    const int64_t at = pair_offset(w, b), d = chunks_offset(w, b), ch = w.block_chunks(b);
+    const int8_t* x = a.q + a.tile_at[t] + b * w.chunks * 8;
     __m512i lo[P], hi[P];  // (the low and the high nibbles' products: two chains a panel)
 #pragma GCC unroll 4
     for (int j = 0; j < P; j++) lo[j] = _mm512_set1_epi32(corr[b]), hi[j] = _mm512_setzero_si512();
@@ -162,7 +160,6 @@ void row_panels(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, int64_t
     for (int j = 0; j < P; j++)
       F[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(lo[j], hi[j])), block_scales(f32, panel[j] + at, odd),
                              F[j]);
-    if (odd) at += w.pair_bytes;
   }
   const __m512 vlo = _mm512_set1_ps(o.lo), vhi = _mm512_set1_ps(o.hi), sa = _mm512_set1_ps(a.sa[m0]);
 #pragma GCC unroll 4
