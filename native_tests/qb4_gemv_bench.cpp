@@ -2,13 +2,15 @@
 // FullyConnected nodes) against a plain streaming read of the same packed bytes, on one core by
 // default. The weights are a SmolLM-135M-class decoder's (LAYERS layers, 30 by default, of
 // q 576x576, k and v 576x192, o 576x576, gate and up 576x1536, down 1536x576, then an lm_head
-// 576x49152; blocks of 32, bfloat16 scales): ~80 MB, past the caches a core has to itself, so
-// each pass streams them as a decode step does. Interleaved passes (GEMV, read, GEMV, ...),
-// medians of REPS (15) each (the read also as 4 ranges side by side), CPU time on one thread, wall clock on more: GB/s of packed weights and the GEMV's fraction of the
-// read. Then the same GEMVs on one matrix that stays in L2 (the kernel's instruction-bound rate).
-// Build (after the package's build_ext): see the command in tools/ or
+// 576x49152; blocks of 32, bfloat16 scales): 76.5 MB, far past a core's L2, so each pass
+// streams them as a decode step does. Interleaved passes (GEMV, read, read as 4 ranges side by
+// side, GEMV, ...), medians of REPS (15) each, CPU time on one thread (other processes of a shared
+// machine do not count), wall clock on more: GB/s of packed weights and the GEMV's ratio to the
+// reads. Then the GEMV on one matrix that stays in L2 (the kernel's instruction-bound rate).
+// Build against the package's objects (after build_ext), run pinned to one core:
 //   g++ -std=c++17 -O2 -Inative/src native_tests/qb4_gemv_bench.cpp \
 //       $(find build/etnp-objects -name '*.o' -path '*native/src*') -pthread -o build/qb4_gemv_bench
+//   taskset -c 0 build/qb4_gemv_bench
 // ETNP_CPU=avx2 / generic select the other paths, as everywhere.
 #include <algorithm>
 #include <chrono>
