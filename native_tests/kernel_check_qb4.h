@@ -150,7 +150,14 @@ static int check_qgemm_qb4(std::mt19937& rng) {
   bad += check_qgemm_qb4_case(&two, 3, 100, 600, 128, true, true, false, rng);
   bad += check_qgemm_qb4_case(&two, 130, 33, 96, 32, false, true, false, rng);
   bad += check_qgemm_qb4_case(&one, 2, 20, 2100, 1024, false, false, false, rng);
-  cases += 6;
+  // one row (a decode step: the panels as 4 ranges side by side, the rest one by one): a ragged
+  // last panel inside a range (8 panels) and among the rest (63), float32 scales and blocks of
+  // 128, one and two threads
+  bad += check_qgemm_qb4_case(&one, 1, 125, 96, 32, false, true, true, rng);
+  bad += check_qgemm_qb4_case(&one, 1, 1000, 200, 32, false, true, false, rng);
+  bad += check_qgemm_qb4_case(&two, 1, 1000, 600, 128, true, false, true, rng);
+  bad += check_qgemm_qb4_case(&one, 1, 250, 100, 12, true, true, false, rng);
+  cases += 10;
   // the AMX path's shapes (M >= 16): rows not a multiple of the tile's 16, blocks of 12 (chunks
   // with padding), 32 (4 chunks), 64 (8: one whole piece), 96 and 128 (a piece and a remainder,
   // two pieces), 1024; more than 256 rows (row groups of 128), threads splitting panels

@@ -28,6 +28,13 @@ Path path() {
   return Path::Generic;
 }
 
+// A single row's tasks: ranges of panels (an even count, as gemm_tasks makes them), two a thread.
+GemmTasks row_tasks(int64_t panels, const ThreadPool* tp) {
+  const int64_t want = tp ? 2 * tp->num_threads() : 1, each = (panels + want - 1) / want;
+  const int64_t per = std::max<int64_t>(2, (each + 1) / 2 * 2);
+  return {per, (panels + per - 1) / per};
+}
+
 }  // namespace
 
 void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const float* sa, const int32_t* za,
@@ -112,7 +119,9 @@ void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const
 #endif
   ThreadPool* tp = gemm_pool(pool, M, w.N, w.K);
   const int64_t panels = w.panels;
-  const GemmTasks grid = gemm_tasks(groups, panels, tp);
+  // (one row, a decode step: at most two tasks a thread - the kernels stream a task's panels as a
+  // few ranges side by side, which keeps more lines in flight the longer the ranges are)
+  const GemmTasks grid = M == 1 ? row_tasks(panels, tp) : gemm_tasks(groups, panels, tp);
   const int64_t split = grid.split, per = grid.per;
   const int64_t* gt = group_tile.data();  // (the workers' own thread_locals are not this thread's)
   auto tasks = [&](int64_t t0, int64_t t1) {

@@ -37,12 +37,16 @@ struct Out {
 };
 
 inline const uint8_t* panel_at(const PackedQB4& w, int64_t p) { return w.data.data() + p * w.panel_bytes; }
-// the scales of block b's pair, and block b's first chunk
+// from a panel's start: the scales of block b's pair, and block b's first chunk
+inline int64_t pair_offset(const PackedQB4& w, int64_t b) { return 64 + (b >> 1) * w.pair_bytes; }
+inline int64_t chunks_offset(const PackedQB4& w, int64_t b) {
+  return pair_offset(w, b) + w.scale_bytes() + (b & 1) * w.chunks * 64;
+}
 inline const uint8_t* pair_at(const PackedQB4& w, const uint8_t* panel, int64_t b) {
-  return panel + 64 + (b >> 1) * w.pair_bytes;
+  return panel + pair_offset(w, b);
 }
 inline const uint8_t* chunks_at(const PackedQB4& w, const uint8_t* panel, int64_t b) {
-  return pair_at(w, panel, b) + w.scale_bytes() + (b & 1) * w.chunks * 64;
+  return panel + chunks_offset(w, b);
 }
 // column j's scale of block b (the portable path's reading of the pair)
 inline float scale_of(const PackedQB4& w, const uint8_t* panel, int64_t b, int64_t j) {
