@@ -1,6 +1,7 @@
 #include "kernels/compute/qgemm_generic.h"
 
 #include <array>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -67,27 +68,66 @@ void widen_rows(const T* src, int64_t n, int64_t ld, int16_t* dst, int64_t kq) {
   }
 }
 
-// q8_finish over one row's `cols` results, as loops the compiler vectorises (one per case)
+// Where a row's results go: the output, with the activation clamp and the grid's folded into one
+// pair of bounds in grid units (q8_bounds: exactly the clamp, then the grid's) where there is a grid
+struct RowOut {
+  const QOutput& out;
+  float lo, hi;      // the activation clamp
+  float bl, bh;      // q8_bounds of [lo, hi] and the grid
+  bool byte_codes;   // codes whose grid points are all bytes (grid_codes' first case): fused
+};
+
+// q8_finish over one row's 16 results (the panel's; `cols` of them stored, at element i of the
+// output), in one pass the compiler vectorises over all 16 lanes (no remainder loops): the scale,
+// bias and clamp, then the output grid's snap or byte codes (grid_codes' and snap_to_grid's
+// formulas on the folded bounds - a NaN, which finite int8 sums cannot give, takes the codes'
+// lower bound and stays NaN snapped, as there)
 void finish_row(const uint32_t* acc, int64_t cols, int32_t offset, float sa, const int32_t* col_sum, const float* sw,
-                const float* bias, float lo, float hi, float* c, bool accumulate, bool rows_first) {
+                const float* bias, bool rows_first, const RowOut& o, int64_t i) {
+  const QOutput& out = o.out;
   float v[NR];
-  for (int64_t j = 0; j < cols; j++) {
-    const int32_t q = (int32_t)(acc[j] - (uint32_t)offset * (uint32_t)col_sum[j]);
-    v[j] = (float)q;
-  }
+  for (int64_t j = 0; j < NR; j++) v[j] = (float)(int32_t)(acc[j] - (uint32_t)offset * (uint32_t)col_sum[j]);
   if (rows_first)
-    for (int64_t j = 0; j < cols; j++) v[j] = fma_exact(v[j] * sa, sw[j], bias ? bias[j] : 0.f);
+    for (int64_t j = 0; j < NR; j++) v[j] = fma_exact(v[j] * sa, sw[j], bias[j]);
   else
-    for (int64_t j = 0; j < cols; j++) v[j] = v[j] * (sa * sw[j]) + (bias ? bias[j] : 0.f);
-  if (accumulate)
-    for (int64_t j = 0; j < cols; j++) v[j] += c[j];
-  for (int64_t j = 0; j < cols; j++) c[j] = clamp_f32(v[j], lo, hi);
+    for (int64_t j = 0; j < NR; j++) v[j] = v[j] * (sa * sw[j]) + bias[j];
+  if (out.accumulate)
+    for (int64_t j = 0; j < cols; j++) v[j] += out.C[i + j];
+  if (!out.grid || (out.codes && !o.byte_codes)) {
+    for (int64_t j = 0; j < NR; j++) v[j] = clamp_f32(v[j], o.lo, o.hi);
+    store_q8_row(out, i, v, cols);
+    return;
+  }
+  const Int8Grid& g = *out.grid;
+  const float inv = g.inv, bl = o.bl, bh = o.bh;
+  if (out.codes) {
+    uint8_t c[NR];
+    const float glo = g.lo;
+    const uint32_t shift = (uint32_t)out.code_shift;
+    for (int64_t j = 0; j < NR; j++) {
+      float t = v[j] * inv;
+      t = select_f32(t < bl, bl, t);
+      t = select_f32(t > bh, bh, t);
+      t = select_f32(t >= glo, t, glo);  // (NaN)
+      c[j] = (uint8_t)(float_bits(t + 12582912.f) + shift);
+    }
+    std::memcpy(out.codes + i, c, (size_t)cols);
+    return;
+  }
+  const float scale = g.scale;
+  for (int64_t j = 0; j < NR; j++) {
+    float t = v[j] * inv;
+    t = select_f32(t < bl, bl, t);
+    t = select_f32(t > bh, bh, t);
+    v[j] = ((t + 12582912.f) - 12582912.f) * scale;
+  }
+  std::memcpy(out.C + i, v, (size_t)cols * sizeof(float));
 }
 
 }  // namespace
 
 void q8_rows_columns(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivations& a, const PackedQ8& w,
-                     const float* bias, float lo, float hi, float* C, int64_t ldc, bool accumulate) {
+                     const float* bias, float lo, float hi, const QOutput& out) {
   const int64_t Kp = w.Kp, rows = m1 - m0;
   // the rows' activations and one panel's weights widened to int16 (this thread's buffers), rows
   // of Kq: whole vectors of 8, zeros past Kp
@@ -98,11 +138,19 @@ void q8_rows_columns(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActi
   int16_t* x16 = xs.data();
   int16_t* w16 = ws.data();
   widen_rows(a.data + m0 * Kp, rows, Kp, x16, Kq);
+  RowOut o{out, lo, hi, lo, hi, false};
+  if (out.grid) {
+    q8_bounds(out, lo, hi, o.bl, o.bh);
+    const float sh = (float)out.code_shift;
+    o.byte_codes = out.grid->lo + sh >= 0.f && out.grid->hi + sh <= 255.f;
+  }
   const bool fixed = Kq > kFixedMin && Kq <= kFixedK;
   for (int64_t p = p0; p < p1; p++) {
     const int64_t n0 = p * NR, cols = std::min(NR, w.N - n0);
     const int64_t nc = (cols + 3) / 4 * 4;  // (a ragged panel's columns, in the tiles' fours)
     widen_rows(w.data.data() + p * NR * Kp, nc, Kp, w16, Kq);
+    float bp[NR] = {};  // (the panel's bias, zeros past N)
+    for (int64_t j = 0; bias && j < cols; j++) bp[j] = bias[n0 + j];
     for (int64_t m = 0; m < rows; m += 2) {
       const int64_t rr = std::min<int64_t>(2, rows - m);
       uint32_t acc[2][NR] = {};
@@ -117,8 +165,7 @@ void q8_rows_columns(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActi
       for (int64_t r = 0; r < rr; r++) {
         const int64_t row = m0 + m + r;
         finish_row(acc[r], cols, q8_code_offset(a.zero_point[row]), a.scale[row], w.col_sum.data() + n0,
-                   w.scale.data() + n0, bias ? bias + n0 : nullptr, lo, hi, C + (m + r) * ldc + n0 - p0 * NR, accumulate,
-                   a.scale_rows_first);
+                   w.scale.data() + n0, bp, a.scale_rows_first, o, row * out.ldc + n0);
       }
     }
   }
