@@ -268,9 +268,11 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
   // GEMM - 4096 pixels x 32 x 48 - would otherwise be one row task split over 3 panels).
   const int64_t row_bytes = MB * w.Kp * (avx2 ? 2 : 1);
   const int64_t nt = tp ? tp->num_threads() : 1;
-  // (the portable rows widen each panel's weights to int16 once a task: on one thread, one row
-  // task where the rows fit)
-  int64_t rows = std::max<int64_t>(1, std::min({rb, (256 << 10) / row_bytes, w.columns && nt == 1 ? rb : rb / (nt * 4)}));
+  // (the portable rows widen each panel's weights to int16 once a task: on one thread, tasks of
+  // up to 64 Ki results - their rows' activations, widened, stay in cache across the panels)
+  int64_t rows = std::max<int64_t>(1, std::min({rb, (256 << 10) / row_bytes,
+                                                w.columns && nt == 1 ? (int64_t(1) << 16) / (MB * panels * NR)
+                                                                     : rb / (nt * 4)}));
 #if defined(__x86_64__)
   if (amx && M >= 16) rows += rows & 1;  // (whole AMX tiles of 16 rows: row blocks in pairs)
 #endif
