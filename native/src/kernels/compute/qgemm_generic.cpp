@@ -92,9 +92,11 @@ struct RowTerms {
   float scale[NR];
   float sa;
 };
-void row_terms(int32_t offset, float sa, const int32_t* col_sum, const float* sw, RowTerms& t) {
+// (rows_first: the scales stay apart, fma_exact takes them one by one)
+void row_terms(int32_t offset, float sa, const int32_t* col_sum, const float* sw, bool rows_first, RowTerms& t) {
   for (int64_t j = 0; j < NR; j++) t.corr[j] = (uint32_t)offset * (uint32_t)col_sum[j];
-  for (int64_t j = 0; j < NR; j++) t.scale[j] = sa * sw[j];
+  if (!rows_first)
+    for (int64_t j = 0; j < NR; j++) t.scale[j] = sa * sw[j];
   t.sa = sa;
 }
 
@@ -213,7 +215,7 @@ void q8_rows_columns(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActi
     const int32_t* cs = w.col_sum.data() + n0;
     const float* sw = w.scale.data() + n0;
     RowTerms rt;
-    if (a.uniform) row_terms(q8_code_offset(a.zero_point[m0]), a.scale[m0], cs, sw, rt);
+    if (a.uniform) row_terms(q8_code_offset(a.zero_point[m0]), a.scale[m0], cs, sw, a.scale_rows_first, rt);
     for (int64_t m = 0; m < rows; m += 2) {
       const int64_t rr = std::min<int64_t>(2, rows - m);
       uint32_t acc[2][NR] = {};
@@ -227,7 +229,7 @@ void q8_rows_columns(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActi
       }
       for (int64_t r = 0; r < rr; r++) {
         const int64_t row = m0 + m + r;
-        if (!a.uniform) row_terms(q8_code_offset(a.zero_point[row]), a.scale[row], cs, sw, rt);
+        if (!a.uniform) row_terms(q8_code_offset(a.zero_point[row]), a.scale[row], cs, sw, a.scale_rows_first, rt);
         finish(acc[r], cols, rt, sw, bp, o, row * out.ldc + n0);
       }
     }
