@@ -90,14 +90,10 @@ struct RowOut {
 struct RowTerms {
   uint32_t corr[NR];
   float scale[NR];
-  float sa;
 };
-// (rows_first: the scales stay apart, fma_exact takes them one by one)
-void row_terms(int32_t offset, float sa, const int32_t* col_sum, const float* sw, bool rows_first, RowTerms& t) {
+void row_terms(int32_t offset, float sa, const int32_t* col_sum, const float* sw, RowTerms& t) {
   for (int64_t j = 0; j < NR; j++) t.corr[j] = (uint32_t)offset * (uint32_t)col_sum[j];
-  if (!rows_first)
-    for (int64_t j = 0; j < NR; j++) t.scale[j] = sa * sw[j];
-  t.sa = sa;
+  for (int64_t j = 0; j < NR; j++) t.scale[j] = sa * sw[j];
 }
 
 // Result j of the row before the clamp (q8_finish's formula; rows not scaled first)
@@ -155,19 +151,26 @@ void finish_row(const uint32_t* acc, int64_t cols, const RowTerms& rt, const flo
   store_first(out.C + i, r, cols);
 }
 
-// The same where the results are added to C first (out.accumulate), written as codes of a grid
-// wider than the bytes, or scaled rows first (dynamic int8: the double-precision fma_exact, which
-// the compiler vectorises best as loops over the `cols` results of their own): the clamp, then
-// store_q8_row.
-template <bool RF>
+// The same where the results are added to C first (out.accumulate) or written as codes of a grid
+// wider than the bytes: the clamp, then store_q8_row.
 void finish_row_general(const uint32_t* acc, int64_t cols, const RowTerms& rt, const float* sw, const float* bias,
                         const RowOut& o, int64_t i) {
   float v[NR];
-  for (int64_t j = 0; j < cols; j++) v[j] = (float)(int32_t)(acc[j] - rt.corr[j]);
-  if (RF)
-    for (int64_t j = 0; j < cols; j++) v[j] = fma_exact(v[j] * rt.sa, sw[j], bias[j]);
-  else
-    for (int64_t j = 0; j < cols; j++) v[j] = v[j] * rt.scale[j] + bias[j];
+  for (int64_t j = 0; j < NR; j++) v[j] = row_value(acc, rt, bias, j);
+  if (o.out.accumulate)
+    for (int64_t j = 0; j < cols; j++) v[j] += o.out.C[i + j];
+  for (int64_t j = 0; j < NR; j++) v[j] = clamp_f32(v[j], o.lo, o.hi);
+  store_q8_row(o.out, i, v, cols);
+}
+
+// Rows scaled first (dynamic int8: float32 results; QActivations::scale_rows_first): the
+// double-precision fma_exact, which the compiler vectorises best as loops over the `cols` results
+// of their own, the zero-point correction in the first
+void finish_rows_first(const uint32_t* acc, int64_t cols, int32_t offset, float sa, const int32_t* col_sum,
+                       const float* sw, const float* bias, const RowOut& o, int64_t i) {
+  float v[NR];
+  for (int64_t j = 0; j < cols; j++) v[j] = (float)(int32_t)(acc[j] - (uint32_t)offset * (uint32_t)col_sum[j]);
+  for (int64_t j = 0; j < cols; j++) v[j] = fma_exact(v[j] * sa, sw[j], bias[j]);
   if (o.out.accumulate)
     for (int64_t j = 0; j < cols; j++) v[j] += o.out.C[i + j];
   for (int64_t j = 0; j < cols; j++) v[j] = clamp_f32(v[j], o.lo, o.hi);
@@ -177,9 +180,8 @@ void finish_row_general(const uint32_t* acc, int64_t cols, const RowTerms& rt, c
 
 using FinishRow = void (*)(const uint32_t*, int64_t, const RowTerms&, const float*, const float*, const RowOut&,
                            int64_t);
-FinishRow finish_for(const QOutput& out, const RowOut& o, bool rows_first) {
-  if (rows_first) return &finish_row_general<true>;
-  if (out.accumulate || (out.grid && out.codes && !o.byte_codes)) return &finish_row_general<false>;
+FinishRow finish_for(const QOutput& out, const RowOut& o) {
+  if (out.accumulate || (out.grid && out.codes && !o.byte_codes)) return &finish_row_general;
   if (!out.grid) return &finish_row<Store::Float>;
   return out.codes ? &finish_row<Store::Codes> : &finish_row<Store::Snap>;
 }
@@ -204,7 +206,7 @@ void q8_rows_columns(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActi
     const float sh = (float)out.code_shift;
     o.byte_codes = out.grid->lo + sh >= 0.f && out.grid->hi + sh <= 255.f;
   }
-  const FinishRow finish = finish_for(out, o, a.scale_rows_first);
+  const FinishRow finish = finish_for(out, o);
   const bool fixed = Kq > kFixedMin && Kq <= kFixedK;
   for (int64_t p = p0; p < p1; p++) {
     const int64_t n0 = p * NR, cols = std::min(NR, w.N - n0);
@@ -215,7 +217,7 @@ void q8_rows_columns(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActi
     const int32_t* cs = w.col_sum.data() + n0;
     const float* sw = w.scale.data() + n0;
     RowTerms rt;
-    if (a.uniform) row_terms(q8_code_offset(a.zero_point[m0]), a.scale[m0], cs, sw, a.scale_rows_first, rt);
+    if (a.uniform && !a.scale_rows_first) row_terms(q8_code_offset(a.zero_point[m0]), a.scale[m0], cs, sw, rt);
     for (int64_t m = 0; m < rows; m += 2) {
       const int64_t rr = std::min<int64_t>(2, rows - m);
       uint32_t acc[2][NR] = {};
@@ -229,7 +231,12 @@ void q8_rows_columns(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActi
       }
       for (int64_t r = 0; r < rr; r++) {
         const int64_t row = m0 + m + r;
-        if (!a.uniform) row_terms(q8_code_offset(a.zero_point[row]), a.scale[row], cs, sw, a.scale_rows_first, rt);
+        if (a.scale_rows_first) {
+          finish_rows_first(acc[r], cols, q8_code_offset(a.zero_point[row]), a.scale[row], cs, sw, bp, o,
+                            row * out.ldc + n0);
+          continue;
+        }
+        if (!a.uniform) row_terms(q8_code_offset(a.zero_point[row]), a.scale[row], cs, sw, rt);
         finish(acc[r], cols, rt, sw, bp, o, row * out.ldc + n0);
       }
     }
