@@ -44,14 +44,11 @@ inline void store_q8_row(const QOutput& out, int64_t i, const float* r, int64_t 
   else std::memcpy(out.C + i, r, (size_t)n * sizeof(float));
 }
 
-#if defined(__x86_64__)
-// The clamp [lo, hi] of results and the output grid's as one (the vector stores): for a grid output,
-// bounds in grid units - r * inv clamped to lo * inv and hi * inv each clamped into [grid.lo,
-// grid.hi] is r clamped to [lo, hi], then times inv and clamped to the grid, the product being
-// monotonic (a NaN bound is none) - so a store clamps once; else [lo, hi]. Made once per block.
-struct Q8Bounds16 {
-  __m512 lo, hi;
-};
+// The clamp [lo, hi] of results and the output grid's as one (the vector stores, the portable
+// rows' epilogue): for a grid output, bounds in grid units - r * inv clamped to lo * inv and
+// hi * inv each clamped into [grid.lo, grid.hi] is r clamped to [lo, hi], then times inv and
+// clamped to the grid, the product being monotonic (a NaN bound is none) - so a store clamps
+// once; else [lo, hi]. Made once per block.
 inline void q8_bounds(const QOutput& out, float lo, float hi, float& bl, float& bh) {
   bl = lo, bh = hi;
   if (!out.grid) return;
@@ -59,6 +56,11 @@ inline void q8_bounds(const QOutput& out, float lo, float hi, float& bl, float& 
   const float l = lo * g.inv, h = hi * g.inv;
   bl = l > g.lo ? std::min(l, g.hi) : g.lo, bh = h < g.hi ? std::max(h, g.lo) : g.hi;  // (NaN: none)
 }
+
+#if defined(__x86_64__)
+struct Q8Bounds16 {
+  __m512 lo, hi;
+};
 ETNP_TARGET_INLINE("avx512f") Q8Bounds16 q8_bounds16(const QOutput& out, float lo, float hi) {
   float bl, bh;
   q8_bounds(out, lo, hi, bl, bh);

@@ -269,7 +269,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
   const int64_t row_bytes = MB * w.Kp * (avx2 ? 2 : 1);
   const int64_t nt = tp ? tp->num_threads() : 1;
   // (the portable rows widen each panel's weights to int16 once a task: on one thread, tasks of
-  // up to 64 Ki results - their float rows, before codes, stay in cache)
+  // up to 64 Ki results - their rows' activations, widened, stay in cache across the panels)
   int64_t rows = std::max<int64_t>(1, std::min({rb, (256 << 10) / row_bytes,
                                                 w.columns && nt == 1 ? (int64_t(1) << 16) / (MB * panels * NR)
                                                                      : rb / (nt * 4)}));
@@ -296,21 +296,21 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
         continue;
       }
 #endif
+      if (w.columns) {  // snaps (or writes codes) in its epilogue
+        q8_rows_columns(m0, m1, p0, p1, a, w, bias, lo, hi, out);
+        continue;
+      }
       const int64_t n0 = p0 * NR, n1 = std::min(w.N, p1 * NR);
-      auto rows = [&](float* c, int64_t ldc, bool accumulate) {
-        if (w.columns) q8_rows_columns(m0, m1, p0, p1, a, w, bias, lo, hi, c, ldc, accumulate);
-        else rows_groups4(m0, m1, p0, p1, a, w, bias, lo, hi, c, ldc, accumulate);
-      };
       if (codes) {  // float results of the rows into this thread's buffer, then their codes
         thread_local std::vector<float> tmp;
         const int64_t cols = n1 - n0;
         if (tmp.size() < (size_t)((m1 - m0) * cols)) tmp.resize((size_t)((m1 - m0) * cols));
-        rows(tmp.data(), cols, false);
+        rows_groups4(m0, m1, p0, p1, a, w, bias, lo, hi, tmp.data(), cols, false);
         for (int64_t m = m0; m < m1; m++)
           grid_codes(*out.grid, out.code_shift, tmp.data() + (m - m0) * cols, out.codes + m * out.ldc + n0, cols);
         continue;
       }
-      rows(out.C + m0 * out.ldc + n0, out.ldc, out.accumulate);
+      rows_groups4(m0, m1, p0, p1, a, w, bias, lo, hi, out.C + m0 * out.ldc + n0, out.ldc, out.accumulate);
       if (out.grid) snap_block(out.C, out.ldc, m0, m1, n0, n1, *out.grid);
     }
   };

@@ -35,9 +35,10 @@ inline float q8_finish(int32_t acc, int32_t offset, int32_t col_sum, float sa, f
 // w(k, n) at data[(n / 16 * 16 + n % 16) * Kp + k]: the portable rows' layout
 inline int64_t q8_columns_index(int64_t Kp, int64_t k, int64_t n) { return n * Kp + k; }
 
-// Rows [m0, m1) x panels [p0, p1) into C (row m0, column p0 * 16; `accumulate`: onto C's values),
-// weights in the columns layout.
+// Rows [m0, m1) x panels [p0, p1) into `out` (row 0, column 0 of the product: results clamped,
+// then snapped or written as codes in the epilogue, or added to C's values where
+// out.accumulate), weights in the columns layout.
 void q8_rows_columns(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivations& a, const PackedQ8& w,
-                     const float* bias, float lo, float hi, float* C, int64_t ldc, bool accumulate);
+                     const float* bias, float lo, float hi, const QOutput& out);
 
 }  // namespace etnp
