@@ -14,6 +14,7 @@ from .runtime_lock import _check_not_inside_op, _holding
 
 _KIND_NONE, _KIND_INT, _KIND_BOOL, _KIND_DOUBLE, _KIND_TENSOR = 0, 1, 2, 3, 4
 _MAIN_THREAD = threading.main_thread().ident
+_get_ident = threading.get_ident
 
 if TYPE_CHECKING:
     from .runtime import Program
@@ -96,6 +97,7 @@ class Method:
         if static_outs is not None:
             self._out_ptrs = ffi.new("void *[]", max(len(static_outs), 1))
             self._out_nbytes = ffi.new("size_t[]", [nb for _, _, _, nb in static_outs] or [0])
+        self._num_inputs = len(ins)
         self._fast_dtypes = [dtypes.to_numpy(code) if kind == _KIND_TENSOR and code in dtypes._CODE_TO_NP else None
                              for kind, code in self._in_codes]
 
@@ -190,18 +192,17 @@ class Method:
         lib.etnp_method_cancel(self._ptr)
 
     def _set_limits(self, timeout: Optional[float]) -> None:
-        seconds = _timeout_seconds(timeout)
-        main = threading.get_ident() == _MAIN_THREAD
+        seconds = 0.0 if timeout is None else _timeout_seconds(timeout)
+        main = _get_ident() == _MAIN_THREAD
         if main:
-            # (re)chains to the process's SIGINT handler when it is not ours any more (0.5 us: one
-            # sigaction query; signal.signal() replaces it even when it sets the same Python handler)
-            lib.etnp_install_interrupt_handler()
+            # (re)chains to the process's SIGINT handler when it is not ours any more (one sigaction
+            # query; signal.signal() replaces it even when it sets the same Python handler), then
             # a Ctrl-C from here on stops the call, also one that arrives before the call starts
-            lib.etnp_method_mark_interrupts(self._ptr)
-        limits = (seconds, main)
-        if limits != self._limits:
-            check(lib.etnp_method_set_run_limits(self._ptr, limits[0], int(main)))
-            self._limits = limits
+            lib.etnp_method_watch_interrupts(self._ptr)
+        limits = self._limits
+        if seconds != limits[0] or main is not limits[1]:
+            check(lib.etnp_method_set_run_limits(self._ptr, seconds, int(main)))
+            self._limits = (seconds, main)
 
     def __call__(self, inputs: Sequence[Any] = (), *, timeout: Optional[float] = None,
                  outputs: Optional[Sequence[np.ndarray]] = None, **feeds: Any) -> List[Any]:
@@ -210,6 +211,16 @@ class Method:
         dtypes and shapes to fill in place (returned). ``timeout`` (seconds) stops a call that
         runs longer (ExecutionError); Ctrl-C stops a call made from the main thread
         (KeyboardInterrupt); every call stops after 10**7 instructions (a program that loops)."""
+        lock = self._lock
+        if (outputs is None and not feeds and (type(inputs) is list or type(inputs) is tuple)
+                and len(inputs) == self._num_inputs and lock.acquire(False)):
+            # the common call (a list of inputs, fresh outputs) on a free lock: a thread inside a
+            # Python operator of this Runtime holds it, so that case takes the general path below
+            try:
+                self._set_limits(timeout)
+                return self._run(self._bind(inputs), None)
+            finally:
+                lock.release()
         if feeds or isinstance(inputs, dict):
             inputs = named_io.order_feeds(self.input_names, self.name, inputs, feeds)
         dests = None
@@ -221,78 +232,95 @@ class Method:
         if not isinstance(inputs, (list, tuple)):
             raise TypeError("a Method takes a list or tuple of inputs")
         n = len(inputs)
-        codes = self._in_codes
-        if n != len(codes):
-            raise ExecutionError(f"method {self.name!r} takes {len(codes)} inputs, got {n}")
-        tls = custom_ops._tls
-        outer = tls.lock
-        lock = self._lock
-        if outer is lock:
+        if n != self._num_inputs:
+            raise ExecutionError(f"method {self.name!r} takes {self._num_inputs} inputs, got {n}")
+        if custom_ops._tls.lock is lock:
             _check_not_inside_op(lock, f"call method {self.name!r}")
-        # the per-call C structures below are reused: build them under the lock
+        # the per-call C structures are reused: built under the lock
         with lock:
             self._set_limits(timeout)
-            cin, items, fast, last = self._cin, self._cin_items, self._fast_dtypes, self._last_shapes
-            keep = []
-            for i in range(n):
-                x = inputs[i]
-                kind, code = codes[i]
-                c = items[i]
-                if kind == _KIND_TENSOR:  # kind, dtype and the sizes array are set once, at load
-                    if not (type(x) is np.ndarray and x.dtype is fast[i] and x.flags.c_contiguous and x.flags.aligned):
-                        x = self._tensor(i, x, code)
-                    shape = x.shape
-                    if shape != last[i]:
-                        nd = len(shape)
-                        if nd > 16:
-                            raise ExecutionError(f"input {i}: rank {nd} is above the maximum of 16")
-                        self._shapes[i][0:nd] = shape
-                        c.ndim = nd
-                        last[i] = shape
-                    nbytes = x.nbytes
-                    if nbytes:
-                        try:
-                            data = ffi.from_buffer("char[]", x)
-                        except (TypeError, ValueError, BufferError):  # dtypes without a buffer format (ml_dtypes)
-                            data = ffi.from_buffer("char[]", x.reshape(-1).view(np.uint8))
-                    else:
-                        data = ffi.NULL
-                    keep.append(data)  # the cdata keeps its array (x, or x's copy) alive
-                    c.data, c.nbytes = data, nbytes
+            outs = self._run(self._bind(inputs), dests)
+            return outs if dests is None else list(outputs)
+
+    def _bind(self, inputs: Sequence[Any]) -> List[Any]:
+        """Fills the reused input descriptors (the lock is held); returns the cdata that keep the
+        inputs' memory (the arrays, or their converted copies) alive over the call."""
+        codes, items, fast, last = self._in_codes, self._cin_items, self._fast_dtypes, self._last_shapes
+        keep = []
+        for i in range(len(inputs)):
+            x = inputs[i]
+            kind, code = codes[i]
+            c = items[i]
+            if kind == _KIND_TENSOR:  # kind, dtype and the sizes array are set once, at load
+                if type(x) is not np.ndarray or x.dtype is not fast[i] or not (f := x.flags).c_contiguous or not f.aligned:
+                    x = self._tensor(i, x, code)
+                shape = x.shape
+                if shape != last[i]:
+                    nd = len(shape)
+                    if nd > 16:
+                        raise ExecutionError(f"input {i}: rank {nd} is above the maximum of 16")
+                    self._shapes[i][0:nd] = shape
+                    c.ndim = nd
+                    last[i] = shape
+                nbytes = x.nbytes
+                if nbytes:
+                    try:
+                        data = ffi.from_buffer("char[]", x)
+                    except (TypeError, ValueError, BufferError):  # dtypes without a buffer format (ml_dtypes)
+                        data = ffi.from_buffer("char[]", x.reshape(-1).view(np.uint8))
                 else:
-                    self._scalar(i, x, kind, c)
-            static = self._static_outs
-            if static is not None:  # static output shapes: one call runs and fills fresh arrays
-                ptrs, outs, bufs = self._out_ptrs, [], []  # bufs keeps the cdata alive over the call
-                for j, (shape, dt, carrier, nbytes) in enumerate(static):
-                    arr = np.empty(shape, dtype=carrier) if dests is None else dests[j]
-                    if nbytes:
-                        b = ffi.from_buffer(arr)
-                        bufs.append(b)
-                        ptrs[j] = b
-                    else:
-                        ptrs[j] = ffi.NULL
-                    outs.append(arr if carrier is dt else arr.view(dt))
-                tls.lock, owner, tls.owner = self._lock, tls.owner, (self._ptr, keep)
-                try:
-                    status = lib.etnp_method_run_into(self._ptr, cin, n, ptrs, self._out_nbytes, len(outs))
-                finally:
-                    tls.lock, tls.owner = outer, owner
-                if status:
-                    self._raise_run_error(status)
-                return outs if dests is None else list(outputs)
-            tls.lock, owner, tls.owner = self._lock, tls.owner, (self._ptr, keep)
-            try:
-                status = lib.etnp_method_run(self._ptr, cin, n, self._res)
-            finally:
-                tls.lock, tls.owner = outer, owner
+                    data = ffi.NULL
+                keep.append(data)  # the cdata keeps its array (x, or x's copy) alive
+                c.data, c.nbytes = data, nbytes
+            else:
+                self._scalar(i, x, kind, c)
+        return keep
+
+    def _run(self, keep: List[Any], dests: Optional[List[np.ndarray]]) -> List[Any]:
+        """Runs the bound call (the lock is held): outputs into fresh arrays, or into ``dests``."""
+        n = self._num_inputs
+        static = self._static_outs
+        if static is not None:  # static output shapes: one call runs and fills the arrays
+            ptrs, outs, bufs = self._out_ptrs, [], []  # bufs keeps the cdata alive over the call
+            for j, (shape, dt, carrier, nbytes) in enumerate(static):
+                arr = np.empty(shape, dtype=carrier) if dests is None else dests[j]
+                if nbytes:
+                    b = ffi.from_buffer(arr)
+                    bufs.append(b)
+                    ptrs[j] = b
+                else:
+                    ptrs[j] = ffi.NULL
+                outs.append(arr if carrier is dt else arr.view(dt))
+            if self._py_ops:
+                status = self._run_with_callbacks(keep, lib.etnp_method_run_into, self._ptr, self._cin, n, ptrs,
+                                                  self._out_nbytes, len(outs))
+            else:  # no Python operator: nothing calls back during the call
+                status = lib.etnp_method_run_into(self._ptr, self._cin, n, ptrs, self._out_nbytes, len(outs))
             if status:
                 self._raise_run_error(status)
-            result = self._res[0]
-            try:
-                return self._outputs(result)
-            finally:
-                lib.etnp_result_destroy(result)
+            return outs
+        if self._py_ops:
+            status = self._run_with_callbacks(keep, lib.etnp_method_run, self._ptr, self._cin, n, self._res)
+        else:
+            status = lib.etnp_method_run(self._ptr, self._cin, n, self._res)
+        if status:
+            self._raise_run_error(status)
+        result = self._res[0]
+        try:
+            return self._outputs(result)
+        finally:
+            lib.etnp_result_destroy(result)
+
+    def _run_with_callbacks(self, keep: List[Any], fn: Any, *args: Any) -> int:
+        """fn(*args) with this thread's call state set for the Python operators it calls back:
+        the Runtime lock held (re-entrance refused) and what keeps the call's tensors alive."""
+        tls = custom_ops._tls
+        outer, owner = tls.lock, tls.owner
+        tls.lock, tls.owner = self._lock, (self._ptr, keep)
+        try:
+            return fn(*args)
+        finally:
+            tls.lock, tls.owner = outer, owner
 
     def _raise_run_error(self, status: int) -> None:
         cause = custom_ops.take_pending_exception()  # an exception raised inside a Python-defined op
