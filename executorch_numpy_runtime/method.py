@@ -283,7 +283,7 @@ class Method:
         if static is not None:  # static output shapes: one call runs and fills the arrays
             ptrs, outs, bufs = self._out_ptrs, [], []  # bufs keeps the cdata alive over the call
             for j, (shape, dt, carrier, nbytes) in enumerate(static):
-                arr = np.empty(shape, dtype=carrier) if dests is None else dests[j]
+                arr = np.empty(shape, carrier) if dests is None else dests[j]
                 if nbytes:
                     b = ffi.from_buffer(arr)
                     bufs.append(b)
