@@ -213,14 +213,13 @@ class Method:
         (KeyboardInterrupt); every call stops after 10**7 instructions (a program that loops)."""
         lock = self._lock
         if (outputs is None and not feeds and (type(inputs) is list or type(inputs) is tuple)
-                and len(inputs) == self._num_inputs and lock.acquire(False)):
-            # the common call (a list of inputs, fresh outputs) on a free lock: a thread inside a
-            # Python operator of this Runtime holds it, so that case takes the general path below
-            try:
+                and len(inputs) == self._num_inputs and not lock.locked()):
+            # the common call (a list of inputs, fresh outputs) while the lock is free, so not held
+            # by this thread (a thread inside a Python operator of this Runtime holds it: the
+            # general path below refuses that call); another thread may take it first: waited for
+            with lock:
                 self._set_limits(timeout)
                 return self._run(self._bind(inputs), None)
-            finally:
-                lock.release()
         if feeds or isinstance(inputs, dict):
             inputs = named_io.order_feeds(self.input_names, self.name, inputs, feeds)
         dests = None
