@@ -197,7 +197,7 @@ def profile_method(method: Any, inputs: Any, feeds: Dict[str, Any], repeat: int,
         raise ValueError("repeat must be a positive int")
     mode, ids = _capture_args(intermediate_outputs)
     calls, debug_calls, outs, wall = [], [], [], 0.0
-    from .runtime import _holding
+    from .runtime_lock import _holding
 
     check(lib.etnp_method_set_profiling(method._ptr, 1), "turning profiling on")
     try:

@@ -26,6 +26,7 @@
 #include "kernels/compute/half_convert.h"
 #include "kernels/compute/qgemm.h"
 #include "kernels/compute/quantize_row.h"
+#include "kernels/compute/row_sums.h"
 #include "kernels/compute/transpose_f32.h"
 #include "kernels/compute/vec_math.h"
 #include "kernels/compute/window_reduce.h"
@@ -520,6 +521,33 @@ static void check_column_sums(std::mt19937& rng) {
         if (got[(size_t)c] != want && failures++ < 5)
           std::printf("column_sums rows=%ld n=%ld column %ld: %.17g != %.17g\n", (long)rows, (long)n, (long)c,
                       got[(size_t)c], want);
+      }
+    }
+}
+
+// row_sums_f64 (NCHW global average pooling, row sums / means) against its scalar formula (8 double
+// lanes, the lanes' tree, the tail in order), bit for bit: every row count up to the 4-row blocks
+// and past them, lengths around the 8-lane steps, a row stride beyond the length
+static void check_row_sums(std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-100.f, 100.f);
+  for (int64_t rows : {1, 2, 3, 4, 5, 9})
+    for (int64_t len : {0, 1, 7, 8, 9, 16, 49, 63, 200}) {
+      const int64_t stride = len + 3;
+      std::vector<float> x((size_t)(rows * stride));
+      for (auto& v : x) v = u(rng);
+      std::vector<double> got((size_t)rows, -1.0);
+      row_sums_f64(x.data(), rows, len, stride, got.data());
+      for (int64_t r = 0; r < rows; r++) {
+        const float* row = x.data() + r * stride;
+        double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int64_t j = 0;
+        for (; j + 8 <= len; j += 8)
+          for (int l = 0; l < 8; l++) lane[l] += row[j + l];
+        double want = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+        for (; j < len; j++) want += row[j];
+        if (got[(size_t)r] != want && failures++ < 5)
+          std::printf("row_sums rows=%ld len=%ld row %ld: %.17g != %.17g\n", (long)rows, (long)len, (long)r,
+                      got[(size_t)r], want);
       }
     }
 }
@@ -1078,6 +1106,7 @@ int main() {
   check_grid_lookup(rng);
   check_snap(rng);
   check_column_sums(rng);
+  check_row_sums(rng);
   check_row_extreme(rng);
   check_quantize_row(rng);
   check_depthwise(rng);

@@ -191,6 +191,9 @@ int etnp_install_interrupt_handler(void);
  * it prepares the call, so an interrupt that arrives meanwhile is not lost (without a mark, the
  * call counts from its own start). */
 void etnp_method_mark_interrupts(etnp_method *m);
+/* etnp_install_interrupt_handler, then etnp_method_mark_interrupts(M) (also when the install fails,
+ * whose status it returns): one call for a caller on the thread that receives SIGINT. */
+int etnp_method_watch_interrupts(etnp_method *m);
 
 /* ---- profiling ----
  * With profiling on, each call of M records one event per kernel or delegate instruction (depth 0)

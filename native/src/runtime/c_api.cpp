@@ -281,6 +281,12 @@ void etnp_method_mark_interrupts(etnp_method* m) {
 int etnp_install_interrupt_handler(void) {
   return install_interrupt_handler() ? ETNP_OK : fail(ETNP_ERR_INTERNAL, "cannot install the SIGINT handler");
 }
+int etnp_method_watch_interrupts(etnp_method* m) {
+  REQUIRE(m);
+  const int status = etnp_install_interrupt_handler();
+  m->m->control().mark_interrupts();
+  return status;
+}
 size_t etnp_method_num_inputs(const etnp_method* m) { return m ? m->m->num_inputs() : 0; }
 size_t etnp_method_num_outputs(const etnp_method* m) { return m ? m->m->num_outputs() : 0; }
 int etnp_method_input_meta(const etnp_method* m, size_t i, etnp_value_meta* out) {

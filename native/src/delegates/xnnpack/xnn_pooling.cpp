@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/compute/column_sums.h"
+#include "kernels/compute/row_sums.h"
 #include "kernels/kernel_util.h"
 #include "kernels/compute/window_reduce.h"
 
@@ -107,27 +108,22 @@ void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
 // GlobalAvgPooling2d that absorbed the NCHW -> NHWC transpose before it (xnn_fuse.cpp): each
 // channel's pixels are contiguous - the same double sums, in the same parts of kRows pixels
 static void global_avg_pool_nchw(KernelContext& ctx, const Value& a, Value& o, int64_t N, int64_t C, int64_t HW) {
-  // each channel's HW values are contiguous: summed in double in 8 independent lanes (the
-  // compiler's vectors) per part of kRows, parts added in order - as the NHWC path's columns
-  constexpr int64_t kRows = 512, kLanes = 8;
+  // each channel's HW values are contiguous: summed in double in 8 lanes per part of kRows
+  // (kernels/compute/row_sums.h, several channels side by side), parts added in order - as the
+  // NHWC path's columns
+  constexpr int64_t kRows = 512, kBlock = 64;
   const float* X = a.cdata();
   float* Y = o.data.data();
   const int64_t NC = N * C;
   parallel(ctx, NC, std::max<int64_t>(1, (int64_t(1) << 10) / std::max<int64_t>(HW, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; i++) {
-      const float* row = X + i * HW;
-      double acc = 0;
+    double acc[kBlock], part[kBlock];
+    for (int64_t i0 = b; i0 < e; i0 += kBlock) {
+      const int64_t m = std::min(kBlock, e - i0);
       for (int64_t r0 = 0; r0 < HW; r0 += kRows) {
-        const int64_t r1 = std::min(HW, r0 + kRows);
-        double lane[kLanes] = {};
-        int64_t r = r0;
-        for (; r + kLanes <= r1; r += kLanes)
-          for (int64_t j = 0; j < kLanes; j++) lane[j] += row[r + j];
-        double part = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
-        for (; r < r1; r++) part += row[r];
-        acc = r0 == 0 ? part : acc + part;
+        row_sums_f64(X + i0 * HW + r0, m, std::min(HW, r0 + kRows) - r0, HW, part);
+        for (int64_t k = 0; k < m; k++) acc[k] = r0 == 0 ? part[k] : acc[k] + part[k];
       }
-      Y[i] = HW ? (float)(acc / (double)HW) : std::nanf("");
+      for (int64_t k = 0; k < m; k++) Y[i0 + k] = HW ? (float)(acc[k] / (double)HW) : std::nanf("");
     }
   });
 }

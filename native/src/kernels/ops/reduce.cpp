@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/compute/row_extreme.h"
+#include "kernels/compute/row_sums.h"
 #include "kernels/kernel_util.h"
 
 namespace etnp {
@@ -58,14 +59,9 @@ void reduce(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& dim
     float* Y = out.ptr<float>();
     parallel(ctx, (int64_t)r.kept.size(), 16, [&](int64_t b, int64_t e) {
       for (int64_t k = b; k < e; k++) {
-        const float* row = X + r.kept[(size_t)k];
-        // in double (exact for rows of like magnitudes), 8 independent lanes: the compiler's vectors
-        double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        int64_t j = 0;
-        for (; j + 8 <= R; j += 8)
-          for (int l = 0; l < 8; l++) lane[l] += row[j + l];
-        double acc = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
-        for (; j < R; j++) acc += row[j];
+        // in double (exact for rows of like magnitudes), 8 independent lanes (kernels/compute/row_sums.h)
+        double acc;
+        row_sums_f64(X + r.kept[(size_t)k], 1, R, R, &acc);
         if (op == Op::Mean) acc = R ? acc / (double)R : NAN;
         Y[k] = (float)acc;
       }
