@@ -1002,6 +1002,23 @@ static void check_add_q8(std::mt19937& rng) {
       }
 }
 
+// Channel block b's tile of a 1-D convolution test: input rows xs apart, clamped to [-2.5, 3].
+static Conv1dRowsTile conv1d_test_tile(const float* x, int64_t xs, int64_t C, int64_t KW, int64_t dw, const PackedB& pb,
+                                       int64_t b, const float* bias) {
+  Conv1dRowsTile t;
+  t.x = x;
+  t.xs = xs;
+  t.C = C;
+  t.KW = KW;
+  t.dw = dw;
+  t.K = KW * C;
+  t.wpanel = pb.data.data() + (b / 2) * 16 * t.K + (b % 2) * 8;
+  t.bias = bias ? bias + b * 8 : nullptr;
+  t.lo = -2.5f;
+  t.hi = 3.f;
+  return t;
+}
+
 // The 1-D convolution tile read from channel-major rows (AVX-512; nothing elsewhere) against the
 // definition: 8 output channels (either half of a packed panel) x 16 * pv positions, strided rows,
 // dilation, with and without bias, clamped, the output transposed into rows ldy apart; odd blocks
@@ -1022,17 +1039,7 @@ static void check_conv1d_rows(std::mt19937& rng) {
         const PackedB pb = pack_b(nullptr, K, cs.OC, B.data(), cs.OC, 1);
         std::vector<float> y((size_t)(P * ldy), NAN);
         for (int64_t b = 0; b < cs.OC / 8; b++) {
-          Conv1dRowsTile t;
-          t.x = x.data();
-          t.xs = xs;
-          t.C = cs.C;
-          t.KW = cs.KW;
-          t.dw = cs.dw;
-          t.wpanel = pb.data.data() + (b / 2) * 16 * K + (b % 2) * 8;
-          t.K = K;
-          t.bias = with_bias ? bias.data() + b * 8 : nullptr;
-          t.lo = -2.5f;
-          t.hi = 3.f;
+          Conv1dRowsTile t = conv1d_test_tile(x.data(), xs, cs.C, cs.KW, cs.dw, pb, b, with_bias ? bias.data() : nullptr);
           t.y = y.data() + b * 8;
           t.ldy = ldy;
           if (cs.C >= 5 && b % 2) {  // in two channel chunks, the partial sums carried between them
@@ -1088,17 +1095,7 @@ static void check_conv1d_rows_nchw(std::mt19937& rng) {
         const PackedB pb = pack_b(nullptr, K, cs.OC, B.data(), cs.OC, 1);
         std::vector<float> y((size_t)(cs.OC * ldy), NAN), y2((size_t)(cs.OC * ldy), NAN);
         for (int64_t b = 0; b < cs.OC / 8; b++) {
-          Conv1dRowsTile t;
-          t.x = x.data();
-          t.xs = xs;
-          t.C = cs.C;
-          t.KW = cs.KW;
-          t.dw = cs.dw;
-          t.wpanel = pb.data.data() + (b / 2) * 16 * K + (b % 2) * 8;
-          t.K = K;
-          t.bias = bias.data() + b * 8;
-          t.lo = -2.5f;
-          t.hi = 3.f;
+          Conv1dRowsTile t = conv1d_test_tile(x.data(), xs, cs.C, cs.KW, cs.dw, pb, b, bias.data());
           t.channel_major = true;
           t.y = y.data() + b * 8 * ldy;
           t.ldy = ldy;
