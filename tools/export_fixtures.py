@@ -303,7 +303,7 @@ class ResBlock1d(nn.Module):
     (XNNPACK-lowered): each Conv1d's transpose back to NCHW, the LeakyReLU after it, the residual
     add and the LeakyReLU of the residual sum fuse into the convolution (xnn_fuse.cpp); a transposed
     convolution, a Tanh after a convolution, one LeakyReLU computed twice, a length that leaves ragged
-    tiles, and convolutions the direct kernel does not take (4 output channels; a 2-D one)."""
+    tiles, convolutions the direct kernel does not take (4 output channels) and 2-D ones of one kernel row."""
 
     def __init__(self):
         super().__init__()
@@ -315,8 +315,9 @@ class ResBlock1d(nn.Module):
         self.c4 = nn.Conv1d(8, 8, 3, padding=1)
         self.post = nn.Conv1d(8, 4, 7, padding=3)
         self.im = nn.Conv2d(8, 8, (1, 3), padding=(0, 1))
+        self.im2 = nn.Conv2d(8, 16, (1, 5), padding=(0, 4), dilation=(1, 2))  # its result NCHW: written so
 
-    def forward(self, x, im):
+    def forward(self, x, im, im2):
         h = self.pre(x)
         for a, b in zip(self.c1, self.c2):
             r = h
@@ -324,7 +325,7 @@ class ResBlock1d(nn.Module):
             h = b(F.leaky_relu(a(h), 0.1)) + r
         u = self.up(F.leaky_relu(h, 0.1))
         h = (torch.tanh(self.c3(F.leaky_relu(u, 0.1))) + self.c4(F.leaky_relu(u, 0.1))) + u  # (one LeakyReLU twice)
-        return self.post(F.leaky_relu(h)), h, F.leaky_relu(self.im(im), 0.2)
+        return self.post(F.leaky_relu(h)), h, F.leaky_relu(self.im(im), 0.2), self.im2(im2)
 
 
 class HalfXnn(nn.Module):
@@ -908,7 +909,7 @@ def fixtures():
     f["half_xnn"] = dict(methods={"forward": (HalfXnn().half(), (rnd(1, 3, 20, 24, dtype=torch.float16),))}, xnn=True)
     f["conv_regimes_xnn"] = dict(methods={"forward": (ConvRegimes(), (rnd(2, 16, 12), rnd(1, 6, 9, 11), rnd(1, 1, 400),
                                                                        rnd(2, 1, 10, 12)))}, xnn=True)
-    f["resblock1d_xnn"] = dict(methods={"forward": (ResBlock1d(), (rnd(2, 8, 100), rnd(1, 8, 3, 70)))}, xnn=True)
+    f["resblock1d_xnn"] = dict(methods={"forward": (ResBlock1d(), (rnd(2, 8, 100), rnd(1, 8, 3, 70), rnd(2, 8, 3, 37)))}, xnn=True)
     f["encoder_xnn"] = dict(methods={"forward": (Encoder(), (rnd(2, 6, 32),))}, xnn=True)
     f["mlp_dynamic_xnn"] = dict(methods={"forward": (MLP(), (rnd(3, 16),))}, xnn=True,
                                 dynamic={"forward": ({0: Dim("batch", min=1, max=8)},)})
