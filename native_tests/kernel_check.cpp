@@ -1030,6 +1030,23 @@ static void check_add_q8(std::mt19937& rng) {
       }
 }
 
+// Channel block b's tile of a 1-D convolution test: input rows xs apart, clamped to [-2.5, 3].
+static Conv1dRowsTile conv1d_test_tile(const float* x, int64_t xs, int64_t C, int64_t KW, int64_t dw, const PackedB& pb,
+                                       int64_t b, const float* bias) {
+  Conv1dRowsTile t;
+  t.x = x;
+  t.xs = xs;
+  t.C = C;
+  t.KW = KW;
+  t.dw = dw;
+  t.K = KW * C;
+  t.wpanel = pb.data.data() + (b / 2) * 16 * t.K + (b % 2) * 8;
+  t.bias = bias ? bias + b * 8 : nullptr;
+  t.lo = -2.5f;
+  t.hi = 3.f;
+  return t;
+}
+
 // The 1-D convolution tile read from channel-major rows (AVX-512; nothing elsewhere) against the
 // definition: 8 output channels (either half of a packed panel) x 16 * pv positions, strided rows,
 // dilation, with and without bias, clamped, the output transposed into rows ldy apart; odd blocks
@@ -1050,17 +1067,7 @@ static void check_conv1d_rows(std::mt19937& rng) {
         const PackedB pb = pack_b(nullptr, K, cs.OC, B.data(), cs.OC, 1);
         std::vector<float> y((size_t)(P * ldy), NAN);
         for (int64_t b = 0; b < cs.OC / 8; b++) {
-          Conv1dRowsTile t;
-          t.x = x.data();
-          t.xs = xs;
-          t.C = cs.C;
-          t.KW = cs.KW;
-          t.dw = cs.dw;
-          t.wpanel = pb.data.data() + (b / 2) * 16 * K + (b % 2) * 8;
-          t.K = K;
-          t.bias = with_bias ? bias.data() + b * 8 : nullptr;
-          t.lo = -2.5f;
-          t.hi = 3.f;
+          Conv1dRowsTile t = conv1d_test_tile(x.data(), xs, cs.C, cs.KW, cs.dw, pb, b, with_bias ? bias.data() : nullptr);
           t.y = y.data() + b * 8;
           t.ldy = ldy;
           if (cs.C >= 5 && b % 2) {  // in two channel chunks, the partial sums carried between them
@@ -1096,6 +1103,71 @@ static void check_conv1d_rows(std::mt19937& rng) {
       }
 }
 
+// The same tile storing channel rows (an NCHW output: channel i's positions at y + i * ldy), with
+// two residuals added and clamped in turn, a LeakyReLU applied, and the LeakyReLU of that into a second output.
+static void check_conv1d_rows_nchw(std::mt19937& rng) {
+  if (!conv1d_rows_available()) return;
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  struct Case { int64_t C, KW, dw, OC; };
+  const Case cases[] = {{3, 3, 1, 16}, {32, 11, 5, 32}, {17, 2, 2, 40}};
+  for (const Case& cs : cases)
+    for (int pv = 1; pv <= 3; pv++)
+      for (int mode = 0; mode < 4; mode++) {  // bit 0: residual; bit 1: leaky and a second output
+        const bool with_res = mode & 1, with_act = mode & 2;
+        const int64_t P = 16 * pv, span = (cs.KW - 1) * cs.dw, xs = P + span + 5, K = cs.KW * cs.C, ldy = P + 7, ldr = P + 7;
+        std::vector<float> x((size_t)(cs.C * xs)), B((size_t)(K * cs.OC)), bias((size_t)cs.OC), res((size_t)(cs.OC * ldr));
+        for (auto& v : x) v = u(rng);
+        for (auto& v : B) v = u(rng);
+        for (auto& v : bias) v = u(rng);
+        for (auto& v : res) v = u(rng);
+        const PackedB pb = pack_b(nullptr, K, cs.OC, B.data(), cs.OC, 1);
+        std::vector<float> y((size_t)(cs.OC * ldy), NAN), y2((size_t)(cs.OC * ldy), NAN);
+        for (int64_t b = 0; b < cs.OC / 8; b++) {
+          Conv1dRowsTile t = conv1d_test_tile(x.data(), xs, cs.C, cs.KW, cs.dw, pb, b, bias.data());
+          t.channel_major = true;
+          t.y = y.data() + b * 8 * ldy;
+          t.ldy = ldy;
+          if (with_res) {  // two residuals, each sum clamped
+            t.res[0] = res.data() + b * 8 * ldr;
+            t.res[1] = res.data() + 5 + b * 8 * ldr;
+            t.ldr = ldr;
+            t.res_lo[0] = -2.f;
+            t.res_hi[0] = 2.75f;
+            t.res_lo[1] = -2.25f;
+            t.res_hi[1] = 2.5f;
+          }
+          if (with_act) {
+            t.leaky = true;
+            t.slope = 0.1f;
+            t.y2 = y2.data() + b * 8 * ldy;
+            t.slope2 = 0.01f;
+          }
+          if (!conv1d_rows_tile(t, pv) && failures++ < 5) std::printf("conv1d_rows (NCHW): tile declined\n");
+        }
+        for (int64_t p = 0; p < P; p++)
+          for (int64_t oc = 0; oc < cs.OC; oc++) {
+            double want = bias[(size_t)oc];
+            for (int64_t j = 0; j < cs.KW; j++)
+              for (int64_t c = 0; c < cs.C; c++)
+                want += (double)x[(size_t)(c * xs + p + j * cs.dw)] * B[(size_t)((j * cs.C + c) * cs.OC + oc)];
+            want = std::min(std::max(want, -2.5), 3.0);
+            if (with_res) {
+              want = std::min(std::max((double)(float)want + res[(size_t)(oc * ldr + p)], -2.0), 2.75);
+              want = std::min(std::max((double)(float)want + res[(size_t)(oc * ldr + p + 5)], -2.25), 2.5);
+            }
+            if (with_act) want = want > 0 ? want : want * (double)0.1f;
+            const float got = y[(size_t)(oc * ldy + p)];
+            if (!(std::fabs(got - want) <= 1e-5 * (1 + K / 16)) && failures++ < 5)
+              std::printf("conv1d_rows (NCHW) C=%ld KW=%ld OC=%ld pv=%d mode %d (%ld,%ld): %g != %g\n", (long)cs.C,
+                          (long)cs.KW, (long)cs.OC, pv, mode, (long)p, (long)oc, got, want);
+            // the second output: exactly the LeakyReLU of the first
+            const float g2 = y2[(size_t)(oc * ldy + p)], w2 = got > 0 ? got : got * 0.01f;
+            if (with_act && !(g2 == w2) && failures++ < 5)
+              std::printf("conv1d_rows (NCHW) second output (%ld,%ld): %g != %g\n", (long)p, (long)oc, g2, w2);
+          }
+      }
+}
+
 int main() {
   check_pool();
   std::mt19937 rng(7);
@@ -1111,6 +1183,7 @@ int main() {
   check_quantize_row(rng);
   check_depthwise(rng);
   check_conv1d_rows(rng);
+  check_conv1d_rows_nchw(rng);
   check_depthwise_q8(rng);
   check_add_q8(rng);
   check_qgemm_indirect(rng);

@@ -40,7 +40,7 @@ print("ok")
 """
 
 MODELS = ["mobilenet_v2_xnn", "conv_inputs_xnn", "small_cnn_xnn", "act_cnn_xnn", "encoder_xnn", "mlp_xnn", "qmlp_dyn_xnn", "qcnn_static_xnn",
-          "qadd_constant_xnn", "qact_cnn_static_xnn"]
+          "qadd_constant_xnn", "qact_cnn_static_xnn", "resblock1d_xnn"]
 
 
 def run(mode, models, profile=False):
@@ -115,6 +115,29 @@ def test_convolutions_run_the_chains_after_them():
     assert off.returncode == 0 and "Conv2d+Sigmoid" not in off.stderr and "Conv2d+Hardswish" not in off.stderr, off.stderr[-3000:]
     qon = run("on", ["qact_cnn_static_xnn"], profile=True)  # static int8: the int8 GEMM's blocks
     assert qon.returncode == 0 and "XNNConv2d+Convert+Hardswish+Convert " in qon.stderr, qon.stderr[-3000:]
+
+
+def test_conv1d_neighbours_fuse_into_the_convolution():
+    # a Conv1d between NCHW-layout nodes ([N, C, L, 1]) writes NCHW itself - no transpose back -
+    # with the LeakyReLU after it, the residual add, and the LeakyReLU of the residual sum (a second
+    # output: the sum is read by the next add too) fused in (xnn_fuse.cpp); =off keeps every node
+    on = run("on", ["resblock1d_xnn"], profile=True)
+    assert on.returncode == 0, on.stderr[-3000:]
+    prof = on.stderr
+    for fused in ("XNNStaticTranspose+Conv2d+StaticTranspose+(LeakyReLU) ",  # the first: its result is a residual
+                  "XNNStaticTranspose+Conv2d+StaticTranspose+LeakyReLU ",
+                  "XNNStaticTranspose+Conv2d+StaticTranspose+Add+(LeakyReLU) ",
+                  "XNNStaticTranspose+Conv2d+StaticTranspose+Add+LeakyReLU ",
+                  "XNNStaticTranspose+Conv2d+StaticTranspose+Tanh ",
+                  "XNNStaticTranspose+Conv2d+StaticTranspose+Add+Add+(LeakyReLU) "):  # two residuals
+        assert fused in prof, (fused, prof[-3000:])
+    # per runtime: all 1-D convolutions with 8k output channels (7), not the last one (4 channels),
+    # and the 2-D one of one kernel row whose result is the NCHW graph output
+    assert prof.count("+Conv2d+StaticTranspose") == 2 * 8, prof[-3000:]
+    # the LeakyReLU of the upsampled signal, written twice in the model, is computed once
+    assert prof.count("XNNLeakyReLU ") == 2 * 1, prof[-3000:]
+    off = run("off", ["resblock1d_xnn"], profile=True)
+    assert off.returncode == 0 and "Conv2d+StaticTranspose" not in off.stderr, off.stderr[-3000:]
 
 
 SAME = r"""

@@ -298,6 +298,36 @@ class ConvRegimes(nn.Module):
                 self.s1(w), F.gelu(self.s2(w)), self.s3(im), self.t5(x), self.t6(a))
 
 
+class ResBlock1d(nn.Module):
+    """1-D convolutions between NCHW-layout nodes, as in a HiFi-GAN vocoder's residual blocks
+    (XNNPACK-lowered): each Conv1d's transpose back to NCHW, the LeakyReLU after it, the residual
+    add and the LeakyReLU of the residual sum fuse into the convolution (xnn_fuse.cpp); a transposed
+    convolution, a Tanh after a convolution, one LeakyReLU computed twice, a length that leaves ragged
+    tiles, convolutions the direct kernel does not take (4 output channels) and 2-D ones of one kernel row."""
+
+    def __init__(self):
+        super().__init__()
+        self.pre = nn.Conv1d(8, 16, 7, padding=3)
+        self.c1 = nn.ModuleList([nn.Conv1d(16, 16, 3, padding=d, dilation=d) for d in (1, 3)])
+        self.c2 = nn.ModuleList([nn.Conv1d(16, 16, 3, padding=1) for _ in (1, 3)])
+        self.up = nn.ConvTranspose1d(16, 8, 8, stride=4, padding=2)
+        self.c3 = nn.Conv1d(8, 8, 5, padding=2)
+        self.c4 = nn.Conv1d(8, 8, 3, padding=1)
+        self.post = nn.Conv1d(8, 4, 7, padding=3)
+        self.im = nn.Conv2d(8, 8, (1, 3), padding=(0, 1))
+        self.im2 = nn.Conv2d(8, 16, (1, 5), padding=(0, 4), dilation=(1, 2))  # its result NCHW: written so
+
+    def forward(self, x, im, im2):
+        h = self.pre(x)
+        for a, b in zip(self.c1, self.c2):
+            r = h
+            h = F.leaky_relu(h, 0.1)
+            h = b(F.leaky_relu(a(h), 0.1)) + r
+        u = self.up(F.leaky_relu(h, 0.1))
+        h = (torch.tanh(self.c3(F.leaky_relu(u, 0.1))) + self.c4(F.leaky_relu(u, 0.1))) + u  # (one LeakyReLU twice)
+        return self.post(F.leaky_relu(h)), h, F.leaky_relu(self.im(im), 0.2), self.im2(im2)
+
+
 class HalfXnn(nn.Module):
     """An fp16 program lowered to XNNPACK (model.half()): convolutions, a depthwise one, hardswish,
     residual add, global pooling, linear - every node's output rounded to fp16 in the delegate."""
@@ -879,6 +909,7 @@ def fixtures():
     f["half_xnn"] = dict(methods={"forward": (HalfXnn().half(), (rnd(1, 3, 20, 24, dtype=torch.float16),))}, xnn=True)
     f["conv_regimes_xnn"] = dict(methods={"forward": (ConvRegimes(), (rnd(2, 16, 12), rnd(1, 6, 9, 11), rnd(1, 1, 400),
                                                                        rnd(2, 1, 10, 12)))}, xnn=True)
+    f["resblock1d_xnn"] = dict(methods={"forward": (ResBlock1d(), (rnd(2, 8, 100), rnd(1, 8, 3, 70), rnd(2, 8, 3, 37)))}, xnn=True)
     f["encoder_xnn"] = dict(methods={"forward": (Encoder(), (rnd(2, 6, 32),))}, xnn=True)
     f["mlp_dynamic_xnn"] = dict(methods={"forward": (MLP(), (rnd(3, 16),))}, xnn=True,
                                 dynamic={"forward": ({0: Dim("batch", min=1, max=8)},)})

@@ -221,6 +221,7 @@ bool conv_nchw_direct(KernelContext& ctx, const Node& n, const Value& a, int64_t
 }  // namespace
 
 void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
+  if (n.nchw_output != kInvalidId) return conv2d_nchw_output(ctx, g, n, sc);  // (xnn_conv_rows.cpp)
   const Value* ap = &in(g, n, 0);  // NHWC, or NCHW when a transpose was fused in (until it runs)
   Value& w = in(g, n, 1);
   bool nchw = n.nchw_transposed != kInvalidId;

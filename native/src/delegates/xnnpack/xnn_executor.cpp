@@ -260,7 +260,7 @@ class XnnDelegate : public DelegateHandle {
     for (const Reuse& r : code_reuse_.swaps) code_taker[r.taker] = 1;
     auto use = [&](const Node& n) {
       for (uint32_t id : n.inputs) if (id < used.size()) used[id] = 1;
-      for (uint32_t id : {n.output, n.output2, n.unfused, n.nchw_transposed}) if (id < used.size()) used[id] = 1;
+      for (uint32_t id : {n.output, n.output2, n.unfused, n.nchw_transposed, n.nchw_output}) if (id < used.size()) used[id] = 1;
     };
     for (const Node& n : g_.nodes) {
       use(n);

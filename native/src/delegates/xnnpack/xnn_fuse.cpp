@@ -6,10 +6,15 @@
 //    copy of its input is built straight from NCHW;
 //  - pointwise Conv2d -> DepthwiseConv2d -> pointwise Conv2d (an inverted-residual block's
 //    expansion and projection, either or both): run in bands of rows, so the large intermediate
-//    images stay in cache instead of going through memory.
+//    images stay in cache instead of going through memory;
+//  - a 1-D Conv2d reading NCHW -> StaticTranspose NHWC -> NCHW (a Conv1d between NCHW-layout
+//    nodes): the convolution writes NCHW; then the Add, the unary function (LeakyReLU) and a
+//    unary function of a result others read too (a second output) after it, through a reshape;
+//  - repeated unary nodes (the same function of the same value): computed once.
 // Each fused node keeps the intermediate value so that it can fall back to the two steps
 // (xnn_ops.cpp), and its inputs list every value it reads, for the buffer planner.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -17,6 +22,8 @@
 
 #include "delegates/xnnpack/xnn_graph.h"
 #include "delegates/xnnpack/xnn_ops.h"
+#include "delegates/xnnpack/xnn_conv_rows.h"
+#include "delegates/xnnpack/xnn_node_util.h"
 
 namespace etnp::xnn {
 
@@ -167,6 +174,181 @@ bool fuse_input_transpose(Graph& g, const Uses& u, size_t t) {
   return false;
 }
 
+// Conv2d c -> StaticTranspose t (NHWC -> NCHW) of its result, where c reads an NCHW input (a
+// fused input transpose) and is a 1-D convolution conv_nchw_rows can take: c writes the NCHW
+// result itself (its register tiles are channel rows: stored as they are, no transpose) - a
+// Conv1d between NCHW-layout nodes (ExecuTorch's [N, C, L, 1]: LeakyReLU, adds) needs neither
+// of the transposes around it.
+bool fuse_output_transpose(Graph& g, const Uses& u, size_t t) {
+  const Node& tr = g.nodes[t];
+  if (tr.type != StaticTranspose || tr.inputs.size() != 1 || tr.ints != std::vector<int64_t>{0, 3, 1, 2}) return false;
+  const uint32_t x = tr.inputs[0], y = tr.output;
+  if (x >= g.values.size() || y >= g.values.size() || x == y || u.producer[x] < 0 || u.producer[y] != (int64_t)t)
+    return false;
+  const size_t c = (size_t)u.producer[x];
+  Node& conv = g.nodes[c];
+  if (conv.type != Conv2d || conv.nchw_transposed == kInvalidId || conv.nchw_output != kInvalidId ||
+      conv.residual != kInvalidId || conv.output2 != kInvalidId || conv.pre || conv.post || conv.output != x ||
+      conv.inputs.empty() || conv.inputs[0] >= g.values.size() || conv.inputs[0] == y)
+    return false;
+  const Value &vx = g.values[x], &vy = g.values[y];
+  if (!private_link(g, u, x, c) || !plain_f32(vy) || !static_dims(vx) || vx.dims.size() != 4 ||
+      vy.dims != std::vector<int64_t>{vx.dims[0], vx.dims[3], vx.dims[1], vx.dims[2]} ||
+      !nchw_rows_candidate(conv, g.values[conv.inputs[0]].dims))
+    return false;
+  // nothing before the transpose may read its output (a well-formed graph never does)
+  for (size_t k = 0; k < t; k++)
+    for (uint32_t id : g.nodes[k].inputs)
+      if (id == y) return false;
+  conv.nchw_output = x;
+  conv.output = y;
+  return true;
+}
+
+// The Conv2d writing NCHW (fuse_output_transpose) whose result node `k` reads as its input x:
+// directly, or through a StaticReshape (a Conv1d's [N, C, L, 1] squeezed back to [N, C, L]);
+// every value on the way read only there. Its index, and in `via` the reshape's (or -1).
+// With `shared`, x itself may have other readers (it is then kept, and the node's function of it
+// becomes the convolution's second result).
+int64_t nchw_conv_before(const Graph& g, const Uses& u, uint32_t x, int64_t& via, bool shared = false) {
+  via = -1;
+  if (x >= g.values.size() || u.producer[x] < 0) return -1;
+  int64_t p = u.producer[x];
+  const Node* n = &g.nodes[(size_t)p];
+  if (shared && !plain_f32(g.values[x])) return -1;
+  auto link = [&](uint32_t id, size_t from) { return shared && id == x ? true : private_link(g, u, id, from); };
+  if (n->type == StaticReshape) {
+    if (!link(x, (size_t)p) || n->inputs.size() != 1 || n->output != x) return -1;
+    via = p;
+    x = n->inputs[0];
+    if (x >= g.values.size() || u.producer[x] < 0) return -1;
+    p = u.producer[x];
+    n = &g.nodes[(size_t)p];
+  }
+  if (n->type != Conv2d || n->nchw_output == kInvalidId || n->output != x || n->act2 != 0 || n->output2 != kInvalidId ||
+      (n->act != 0 && !shared) || !link(x, (size_t)p))
+    return -1;
+  return p;
+}
+
+// Where x reached node k through nchw_conv_before: the convolution (or the reshape after it) now
+// writes `to`, the node k's result.
+void take_result(Graph& g, int64_t conv, int64_t via, uint32_t to) {
+  g.nodes[(size_t)(via >= 0 ? via : conv)].output = to;
+}
+
+// Whether value id is read by a node before node j (a well-formed graph never reads a value
+// before writing it).
+bool read_before(const Graph& g, uint32_t id, size_t j) {
+  for (size_t k = 0; k < j; k++)
+    for (uint32_t v : g.nodes[k].inputs)
+      if (v == id) return true;
+  return false;
+}
+
+// An Add j of an NCHW-writing convolution's result (nchw_conv_before) and another value of the
+// same shape that is ready before the convolution runs: the convolution adds it to each tile.
+bool fuse_nchw_residual(Graph& g, const Uses& u, size_t j) {
+  const Node& add = g.nodes[j];
+  if (add.type != Add || add.inputs.size() != 2 || add.output >= g.values.size() ||
+      u.producer[add.output] != (int64_t)j || !plain_f32(g.values[add.output]) || read_before(g, add.output, j))
+    return false;
+  for (int side = 0; side < 2; side++) {
+    const uint32_t x = add.inputs[side], r = add.inputs[1 - side];
+    if (x == r || r >= g.values.size()) continue;
+    int64_t via;
+    const int64_t c = nchw_conv_before(g, u, x, via);
+    if (c < 0 || c >= (int64_t)j) continue;
+    Node& conv = g.nodes[(size_t)c];
+    const Value &vx = g.values[x], &vr = g.values[r], &vo = g.values[add.output];
+    // (a second residual: a sum of residual blocks' results, its first block's ready before)
+    const bool second = conv.residual != kInvalidId;
+    if (conv.residual2 != kInvalidId || (second ? conv.inputs.size() != 4 : conv.inputs.size() > 3) ||
+        vr.dtype != FP32 || vr.quant != Quant::None || vr.as_codes || u.producer[r] == -2 || u.producer[r] >= c ||
+        !static_dims(vx) || vr.dims != vx.dims || vo.dims != vx.dims || r == conv.output || r == conv.nchw_output)
+      continue;
+    conv.inputs.resize(second ? 4 : 3, kInvalidId);  // (no bias: an absent third input)
+    conv.inputs.push_back(r);
+    (second ? conv.residual2 : conv.residual) = r;
+    (second ? conv.res2_min : conv.res_min) = add.out_min;
+    (second ? conv.res2_max : conv.res_max) = add.out_max;
+    take_result(g, c, via, add.output);
+    return true;
+  }
+  return false;
+}
+
+// Node k is a unary elementwise function (LeakyReLU, Tanh, ...; not a clamp or copy, no clamp of
+// its own) that alone writes its result, which nothing before it reads.
+bool fusable_unary(const Graph& g, const Uses& u, size_t k) {
+  const Node& f = g.nodes[k];
+  return unary_op(f.type) && f.type != Clamp && f.type != Copy && f.type != Convert && f.inputs.size() == 1 &&
+         f.output < g.values.size() && u.producer[f.output] == (int64_t)k && !std::isfinite(f.out_min) &&
+         !std::isfinite(f.out_max) && !read_before(g, f.output, k);
+}
+
+// A unary elementwise node k (LeakyReLU, Tanh, ...; no clamp of its own) on an NCHW-writing
+// convolution's result: the convolution applies the function as it stores each tile.
+bool fuse_nchw_unary(Graph& g, const Uses& u, size_t k) {
+  const Node& f = g.nodes[k];
+  if (!fusable_unary(g, u, k)) return false;
+  const uint32_t x = f.inputs[0];
+  int64_t via;
+  const int64_t c = nchw_conv_before(g, u, x, via);
+  if (c < 0 || c >= (int64_t)k) return false;
+  const Value &vx = g.values[x], &vo = g.values[f.output];
+  if (!plain_f32(vo) || vo.dims != vx.dims || !static_dims(vx)) return false;
+  Node& conv = g.nodes[(size_t)c];
+  conv.act = f.type;
+  conv.act_param = f.fparam;
+  take_result(g, c, via, f.output);
+  return true;
+}
+
+// The same where the unary node's input has other readers too (a residual sum that the next
+// residual add also reads): the convolution writes the function's result as its second output.
+bool fuse_nchw_unary_copy(Graph& g, const Uses& u, size_t k) {
+  const Node& f = g.nodes[k];
+  if (!fusable_unary(g, u, k)) return false;
+  const uint32_t x = f.inputs[0];
+  int64_t via;
+  const int64_t c = nchw_conv_before(g, u, x, via, true);
+  if (c < 0 || c >= (int64_t)k) return false;
+  Node& conv = g.nodes[(size_t)c];
+  const Value &vx = g.values[x], &vo = g.values[f.output];
+  if (!plain_f32(vo) || vo.dims != vx.dims || !static_dims(vx) || f.output == conv.output || f.output == conv.residual)
+    return false;
+  for (uint32_t id : conv.inputs)
+    if (id == f.output) return false;
+  conv.output2 = f.output;
+  conv.act2 = f.type;
+  conv.act2_param = f.fparam;
+  return true;
+}
+
+// Unary node j computing what an earlier unary node i computes - the same function and parameter
+// of the same value, no clamp (a LeakyReLU that each residual block of a vocoder stage applies to
+// the stage's input): j is dropped and its readers read i's result instead.
+bool merge_repeated_unary(Graph& g, const Uses& u, size_t j) {
+  if (!fusable_unary(g, u, j)) return false;
+  const Node& nj = g.nodes[j];
+  const uint32_t x = nj.inputs[0], y = nj.output;
+  if (x >= g.values.size() || u.producer[x] == -2 || is_graph_io(g, y) || is_graph_io(g, x)) return false;
+  for (size_t i = 0; i < j; i++) {
+    const Node& ni = g.nodes[i];
+    if (ni.type != nj.type || ni.inputs != nj.inputs || std::memcmp(&ni.fparam, &nj.fparam, sizeof(float)) != 0 ||
+        !fusable_unary(g, u, i) || ni.output == x || u.producer[x] > (int64_t)i)
+      continue;
+    const Value &vi = g.values[ni.output], &vj = g.values[y];
+    if (vi.dtype != vj.dtype || vi.quant != vj.quant || vi.dims != vj.dims || !plain_f32(vi) || !plain_f32(vj)) continue;
+    for (size_t k = j + 1; k < g.nodes.size(); k++)
+      for (uint32_t& id : g.nodes[k].inputs)
+        if (id == y) id = ni.output;
+    return true;
+  }
+  return false;
+}
+
 // Band pipelines pay where the intermediate image is not small: above ~1 MiB it would leave the
 // per-core cache, and from a few hundred KiB the saved passes and thread hand-offs still win
 // (MobileNetV2 at 2 threads: 200 KiB measured 2% faster than 1 MiB). Below, finer work splits
@@ -272,18 +454,28 @@ FusionMode fusion_mode() {
 
 void fuse_nodes(Graph& g) {
   if (fusion_mode() == FusionMode::Off) return;
+  fuse_pass(g, merge_repeated_unary);
   fuse_pass(g, fuse_clamp);
   // residual adds first: a projection takes its add along when it joins a depthwise node
   fuse_pass(g, [](Graph& gg, const Uses& u, size_t k) { return fuse_residual(gg, u, k) || fuse_input_transpose(gg, u, k); });
   fuse_pass(g, fuse_expand_depthwise);
   fuse_pass(g, fuse_project);
+  // 1-D convolutions between NCHW-layout nodes: the output transpose, then an add and a function after
+  fuse_pass(g, fuse_output_transpose);
+  fuse_pass(g, fuse_nchw_residual);
+  fuse_pass(g, fuse_nchw_unary);
+  fuse_pass(g, fuse_nchw_unary_copy);
 }
 
 std::string node_display_name(const Node& n) {
   std::string s = node_type_name(n.type);
   if (n.nchw_transposed != kInvalidId) s = "XNNStaticTranspose+" + s.substr(3);
   if (n.clamp_fused) s += "+Clamp";
+  if (n.nchw_output != kInvalidId) s += "+StaticTranspose";
   if (n.residual != kInvalidId) s += "+Add";
+  if (n.residual2 != kInvalidId) s += "+Add";
+  if (n.act) s += std::string("+") + std::string(node_type_name(n.act)).substr(3);
+  if (n.act2) s += std::string("+(") + std::string(node_type_name(n.act2)).substr(3) + ")";
   if (n.pre) s = node_display_name(*n.pre) + "+" + s.substr(3);
   if (n.post) s += "+" + node_display_name(*n.post).substr(3);
   return s;

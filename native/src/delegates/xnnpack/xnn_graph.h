@@ -133,6 +133,20 @@ struct Node {
   // A Conv2d that absorbed the NCHW -> NHWC transpose before it: inputs[0] is the NCHW value,
   // `nchw_transposed` the transpose's result, written only when the conv cannot read NCHW itself.
   uint32_t nchw_transposed = kInvalidId;
+  // A Conv2d that absorbed the NHWC -> NCHW transpose after it (a 1-D convolution between
+  // NCHW-layout nodes): `output` is the transpose's NCHW result, written by the convolution itself;
+  // `nchw_output` the convolution's own NHWC result, written only when it cannot write NCHW.
+  // `residual` then is an operand of the NCHW result's element order (an Add after the transpose
+  // and a reshape of it), and `act` (a unary node type, 0 none; parameter act_param) an
+  // elementwise function applied last, in place of the unary node that read the result.
+  // `act2` (0 none), another unary function, is applied to a copy of the final result that the
+  // node writes to `output2` (a LeakyReLU of a residual sum that the next residual add also reads).
+  // `residual2` (also inputs[4]; res2_min / res2_max) is a second Add's operand, added after the
+  // first (a sum of residual blocks' results).
+  uint32_t nchw_output = kInvalidId, residual2 = kInvalidId;
+  float res2_min = -std::numeric_limits<float>::infinity(), res2_max = std::numeric_limits<float>::infinity();
+  int act = 0, act2 = 0;
+  float act_param = 0, act2_param = 0;
   bool residual_pending = false;  // during a call: the add is still to be applied (shapes differed)
   bool clamp_fused = false;       // a Clamp after it was fused into out_min/out_max (profiles say so)
   bool snapped = false;           // during a call: the node finished its output itself (clamped, snapped / rounded): run_node does not

@@ -69,6 +69,27 @@ ETNP_TARGET("avx512f") void tile_avx512(const Conv1dRowsTile& t) {
     return;
   }
   const __m512 vlo = _mm512_set1_ps(t.lo), vhi = _mm512_set1_ps(t.hi);
+  if (t.channel_major) {
+    const __m512 rlo0 = _mm512_set1_ps(t.res_lo[0]), rhi0 = _mm512_set1_ps(t.res_hi[0]);
+    const __m512 rlo1 = _mm512_set1_ps(t.res_lo[1]), rhi1 = _mm512_set1_ps(t.res_hi[1]), slope = _mm512_set1_ps(t.slope);
+    const __m512 slope2 = _mm512_set1_ps(t.slope2), zero = _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+      const __m512 b = t.bias ? _mm512_set1_ps(t.bias[i]) : _mm512_setzero_ps();
+#pragma GCC unroll 3
+      for (int v = 0; v < PV; v++) {
+        __m512 r = _mm512_min_ps(vhi, _mm512_max_ps(vlo, t.bias ? _mm512_add_ps(acc[i][v], b) : acc[i][v]));
+        if (t.res[0]) r = _mm512_min_ps(rhi0, _mm512_max_ps(rlo0, _mm512_add_ps(r, _mm512_loadu_ps(t.res[0] + i * t.ldr + 16 * v))));
+        if (t.res[1]) r = _mm512_min_ps(rhi1, _mm512_max_ps(rlo1, _mm512_add_ps(r, _mm512_loadu_ps(t.res[1] + i * t.ldr + 16 * v))));
+        // (not r > 0, NaN included: r * slope, as the LeakyReLU node computes it)
+        if (t.leaky) r = _mm512_mask_mul_ps(r, _mm512_cmp_ps_mask(r, zero, _CMP_NGT_UQ), r, slope);
+        _mm512_storeu_ps(t.y + i * t.ldy + 16 * v, r);
+        if (t.y2)
+          _mm512_storeu_ps(t.y2 + i * t.ldy + 16 * v, _mm512_mask_mul_ps(r, _mm512_cmp_ps_mask(r, zero, _CMP_NGT_UQ), r, slope2));
+      }
+    }
+    return;
+  }
 #pragma GCC unroll 3
   for (int v = 0; v < PV; v++) {
     __m512 r[8];

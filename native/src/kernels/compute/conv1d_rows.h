@@ -22,6 +22,20 @@ struct Conv1dRowsTile {
   float lo = 0, hi = 0;           // the clamp
   float* y = nullptr;             // position p's 8 outputs at y + p * ldy
   int64_t ldy = 0;
+  // channel_major: channel i's 16 * pv outputs at y + i * ldy instead (an NCHW output's rows: no
+  // transpose); then also, after the clamp, res[0] and then res[1] (each laid out as y, rows ldr
+  // apart) added, each sum clamped to [res_lo[k], res_hi[k]], where set, and where `leaky`,
+  // x > 0 ? x : x * slope
+  bool channel_major = false;
+  const float* res[2] = {nullptr, nullptr};
+  int64_t ldr = 0;
+  float res_lo[2] = {0, 0}, res_hi[2] = {0, 0};
+  bool leaky = false;
+  float slope = 0;
+  // and where y2 is set (channel_major), y2's rows (laid out as y) get x > 0 ? x : x * slope2 of
+  // that final result
+  float* y2 = nullptr;
+  float slope2 = 0;
   // a channel range [c0, c0 + C) of a longer sum over Cw channels (Cw: the weights' channels, C when
   // 0; wpanel and x then start at channel c0): `init`, when set, holds the sums so far and
   // `partial`, when set, receives the raw sums (no bias, clamp or store to y); both channel-major,
