@@ -119,8 +119,8 @@ struct TileBlocks {
   const uint8_t* panel;
   int64_t ldq, astep, bstep, full, rem, nb, pair_bytes;
   bool f32;
-  // the next panel's bytes, fetched into the cache a few lines a block (pf_lines a block from
-  // pf, up to pf_end) while this panel's tiles are multiplied; null: none
+  // the next panel's bytes, fetched into L2 a few lines a block (pf_lines a block from pf, up to
+  // pf_end) while this panel's tiles are multiplied; null: none
   const uint8_t* pf;
   const uint8_t* pf_end;
   int64_t pf_lines;
@@ -169,7 +169,7 @@ void block_step(const TileBlocks& t, int64_t b, int32_t* buf, __m512* F) {
   if (t.pf) {
     for (int64_t l = 0; l < t.pf_lines; l++) {
       const uint8_t* at = t.pf + (b * t.pf_lines + l) * 64;
-      if (at < t.pf_end) _mm_prefetch((const char*)at, _MM_HINT_T0);
+      if (at < t.pf_end) _mm_prefetch((const char*)at, _MM_HINT_T1);  // (to L2: L1 holds the tiles' data)
     }
   }
   acc_store<CT>(buf);
