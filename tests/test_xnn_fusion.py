@@ -156,9 +156,9 @@ np.savez(sys.argv[2], **outs)
 """
 
 
-@pytest.mark.parametrize("models", [["act_cnn_xnn", "qact_cnn_static_xnn", "mobilenet_v2_xnn", "qadd_constant_xnn"]])
-def test_fusion_does_not_change_results(models, tmp_path):
-    # fused units compute the same arithmetic as the nodes one by one: bit-identical outputs
+def saved_by_mode(script, args, tmp_path):
+    """{mode: the arrays `script` saved} for fusion on and off: each mode in its own process,
+    running `script` with argv [tests dir, the .npz path] + args."""
     import executorch_numpy_runtime
     import numpy as np
     tests_dir = os.path.dirname(os.path.abspath(__file__))
@@ -167,10 +167,41 @@ def test_fusion_does_not_change_results(models, tmp_path):
         env = dict(os.environ, ETNP_XNN_FUSION=mode)
         env["PYTHONPATH"] = os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__))
         path = str(tmp_path / f"{mode}.npz")
-        r = subprocess.run([sys.executable, "-c", SAME, tests_dir, path] + models, capture_output=True, text=True,
+        r = subprocess.run([sys.executable, "-c", script, tests_dir, path] + args, capture_output=True, text=True,
                            timeout=300, env=env, cwd=tests_dir)
         assert r.returncode == 0, r.stderr[-3000:]
         got[mode] = dict(np.load(path))
+    return got
+
+
+@pytest.mark.parametrize("models", [["act_cnn_xnn", "qact_cnn_static_xnn", "mobilenet_v2_xnn", "qadd_constant_xnn"]])
+def test_fusion_does_not_change_results(models, tmp_path):
+    # fused units compute the same arithmetic as the nodes one by one: bit-identical outputs
+    import numpy as np
+    got = saved_by_mode(SAME, models, tmp_path)
     assert got["on"].keys() == got["off"].keys() and got["on"]
     for k in got["on"]:
         np.testing.assert_array_equal(got["on"][k], got["off"][k], err_msg=k)
+
+
+CONVERTS = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import executorch_numpy_runtime as en
+from conftest import model_path
+m = en.Runtime(num_threads=1).load_program(model_path(sys.argv[3])).load_method("forward")
+inp = [np.array([[5, 7, 9, 11]], np.int64), np.array([0], np.int64)]
+out = np.asarray(m(inp)[0])
+converts = sum(1 for e in m.profile(inp).calls[-1] if e.depth == 1 and e.name.startswith("XNNConvert"))
+np.savez(sys.argv[2], out=out, converts=converts)
+"""
+
+
+def test_repeated_converts_merge(tmp_path):
+    # an LLM layer quantizes one normalised input once per linear (q, k, v; gate, up): the repeated
+    # Convert nodes are merged into the first, with bit-identical logits
+    import numpy as np
+    got = saved_by_mode(CONVERTS, ["llm_8da4w_kv"], tmp_path)
+    assert 0 < int(got["on"]["converts"]) < int(got["off"]["converts"]), (got["on"]["converts"], got["off"]["converts"])
+    np.testing.assert_array_equal(got["on"]["out"], got["off"]["out"])

@@ -1,5 +1,6 @@
 // The two inner kernels of attention_f32 (attention.h), with the query heads that share a KV head
-// (grouped-query attention) together, so each K and V row is read once per KV head:
+// (grouped-query attention) together, so each K row is read once per KV head, each V row once per
+// three of its query heads (their sums held in registers):
 //   attention_scores: s[g][j] = dot(q_g, k_j) * scale (+ mask[j]) for the G query rows and a block
 //                     of keys;
 //   attention_values: out_g[d0, d1) += w[g][j] * v_j[d0, d1) for j = 0, 1, ... in order (weights

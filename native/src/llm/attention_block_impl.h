@@ -45,9 +45,40 @@ void scores(const ScoreBlock& a) {
   }
 }
 
+// values for a range of 4 vectors (32 floats) and query heads g0 .. g0 + NG - 1: their sums held
+// in registers over the keys (loaded from out first, stored after) - the same multiply and add per
+// weight, keys in order - instead of out's floats loaded and stored again for every key
+template <class S, int NG>
+void values_4v(const ValueSums& a, int64_t g0) {
+  using V = typename S::V;
+  V acc[NG][4];
+  for (int g = 0; g < NG; g++)
+    for (int c = 0; c < 4; c++) acc[g][c] = S::load(a.out + (g0 + g) * a.head_dim + a.d0 + 8 * c);
+  for (int64_t j = 0; j < a.n; j++) {
+    const float* vr = a.v + j * a.kv_stride + a.d0;
+    if (j + kAhead < a.n) prefetch_range<S>(vr + kAhead * a.kv_stride, 32);
+    for (int g = 0; g < NG; g++) {
+      const float w = a.w[(g0 + g) * a.ld + j];
+      if (w == 0.f) continue;
+      const V vw = S::set1(w);
+      for (int c = 0; c < 4; c++) acc[g][c] = S::add(acc[g][c], S::mul(vw, S::load(vr + 8 * c)));
+    }
+  }
+  for (int g = 0; g < NG; g++)
+    for (int c = 0; c < 4; c++) S::store(a.out + (g0 + g) * a.head_dim + a.d0 + 8 * c, acc[g][c]);
+}
+
 template <class S>
 void values(const ValueSums& a) {
   const int64_t G = a.groups, d0 = a.d0, d1 = a.d1;
+  if (d1 - d0 == 32) {  // (attention_f32's whole chunks) up to 3 heads at a time: 12 sums in registers
+    for (int64_t g0 = 0; g0 < G; g0 += 3) {
+      if (G - g0 >= 3) values_4v<S, 3>(a, g0);
+      else if (G - g0 == 2) values_4v<S, 2>(a, g0);
+      else values_4v<S, 1>(a, g0);
+    }
+    return;
+  }
   for (int64_t j = 0; j < a.n; j++) {
     const float* vr = a.v + j * a.kv_stride;
     if (j + kAhead < a.n && d1 > d0) prefetch_range<S>(vr + kAhead * a.kv_stride + d0, d1 - d0);

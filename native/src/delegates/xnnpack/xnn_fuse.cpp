@@ -1,4 +1,6 @@
 // Load-time fusion of XNNPACK graph nodes whose intermediate value is read by nothing else:
+//  - Convert nodes repeating an earlier Convert of the same value: dropped, their readers reading
+//    the first one's output;
 //  - any node -> Clamp: the node clamps its own output (its output range narrowed);
 //  - Conv2d / FullyConnected -> Add (a residual connection): the GEMM adds the other operand to
 //    each output tile while it is in cache, so the intermediate is never written and re-read;
@@ -17,6 +19,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -418,6 +421,37 @@ bool fuse_project(Graph& g, const Uses& u, size_t k) {
   return true;
 }
 
+// Convert k computes what an earlier Convert already did: the same input into an output of the same
+// type (a program converts a linear's input once a linear - the q, k and v projections of one
+// normalised input, the gate and up projections: three and two identical dynamic quantizations).
+// k's readers then read the earlier output, and k is dropped.
+bool same_type(const Value& a, const Value& b) {
+  return a.dtype == b.dtype && a.dims == b.dims && a.flags == b.flags && a.quant == b.quant && a.scale == b.scale &&
+         a.zero_point == b.zero_point && a.scales == b.scales && a.channel_dim == b.channel_dim &&
+         a.group_size == b.group_size && a.nonbatch_dims == b.nonbatch_dims && !a.is_constant && !b.is_constant;
+}
+bool plain_convert(const Graph& g, const Node& n) {
+  return n.type == Convert && n.inputs.size() == 1 && n.output < g.values.size() && n.output2 == kInvalidId &&
+         !is_graph_io(g, n.output) && !n.clamp_fused && n.out_min == -std::numeric_limits<float>::infinity() &&
+         n.out_max == std::numeric_limits<float>::infinity();
+}
+bool merge_convert(Graph& g, const Uses&, size_t k) {
+  const Node& n = g.nodes[k];
+  if (!plain_convert(g, n)) return false;
+  for (size_t i = 0; i < k; i++) {
+    const Node& e = g.nodes[i];
+    if (!plain_convert(g, e) || e.inputs[0] != n.inputs[0] || e.flags != n.flags ||
+        !same_type(g.values[e.output], g.values[n.output]))
+      continue;
+    const uint32_t from = n.output, to = e.output;
+    for (Node& r : g.nodes)
+      for (uint32_t& id : r.inputs)
+        if (id == from) id = to;
+    return true;
+  }
+  return false;
+}
+
 // One pass of `fuse` over the nodes; the nodes it absorbs are dropped.
 template <typename F>
 void fuse_pass(Graph& g, F fuse) {
@@ -454,6 +488,8 @@ FusionMode fusion_mode() {
 
 void fuse_nodes(Graph& g) {
   if (fusion_mode() == FusionMode::Off) return;
+  // repeats first (the fusions below see the merged readers)
+  fuse_pass(g, merge_convert);
   fuse_pass(g, merge_repeated_unary);
   fuse_pass(g, fuse_clamp);
   // residual adds first: a projection takes its add along when it joins a depthwise node

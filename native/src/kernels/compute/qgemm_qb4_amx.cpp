@@ -24,6 +24,7 @@
 #include "kernels/compute/gemm_tasks.h"
 #include "kernels/compute/qgemm_qb4_kernels.h"
 #include "util/compiler.h"
+#include "util/float_buffer.h"
 
 namespace etnp::qb4 {
 namespace {
@@ -118,6 +119,11 @@ struct TileBlocks {
   const uint8_t* panel;
   int64_t ldq, astep, bstep, full, rem, nb, pair_bytes;
   bool f32;
+  // the next panel's bytes, fetched into L2 a few lines a block (pf_lines a block from pf, up to
+  // pf_end) while this panel's tiles are multiplied; null: none
+  const uint8_t* pf;
+  const uint8_t* pf_end;
+  int64_t pf_lines;
 };
 // block b's scales (qgemm_qb4_kernels.h's pair_at)
 inline const uint8_t* pair_at_b(const uint8_t* panel, int64_t b, const TileBlocks& t) {
@@ -143,24 +149,37 @@ void block_dot(const TileBlocks& t, int64_t b) {
   }
 }
 
-// Block b (in tile CT): block b + 3's product issued (into tile (CT + 3) % 4, free since block
-// b - 1's sums were scaled), then F[i] = fma((float)sums of row i, scales, F[i]) from tile CT
-// (through buf). Four tiles in flight: the multiplies run while earlier blocks are scaled.
-template <int CT>
-ETNP_TARGET_INLINE("avx512f,amx-tile,amx-int8")
-void block_step(const TileBlocks& t, int64_t b, int32_t* buf, __m512* F) {
-  if (b >= t.nb) return;
-  if (b + 3 < t.nb) block_dot<(CT + 3) % 4>(t, b + 3);
-  acc_store<CT>(buf);
+// F[i] = fma((float)sums of row i, scales, F[i]) for block b's sums in buf
+ETNP_TARGET_INLINE("avx512f")
+void block_scale(const TileBlocks& t, int64_t b, const int32_t* buf, __m512* F) {
   const __m512 sw = block_scales(t.f32, pair_at_b(t.panel, b, t), b & 1);
 #pragma GCC unroll 16
   for (int i = 0; i < kRows; i++)
     F[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(buf + i * 16)), sw, F[i]);
 }
 
-// rows m0 .. m0 + 15 x panel p, its weights unpacked at wb
+// Block b (in tile CT): block b + 3's product issued (into tile (CT + 3) % 4, free since block
+// b - 1's sums were stored), block b's sums stored to buf and scaled. Four tiles in flight: the
+// multiplies run while earlier blocks are scaled.
+template <int CT>
+ETNP_TARGET_INLINE("avx512f,amx-tile,amx-int8")
+void block_step(const TileBlocks& t, int64_t b, int32_t* buf, __m512* F) {
+  if (b >= t.nb) return;
+  if (b + 3 < t.nb) block_dot<(CT + 3) % 4>(t, b + 3);
+  if (t.pf) {
+    for (int64_t l = 0; l < t.pf_lines; l++) {
+      const uint8_t* at = t.pf + (b * t.pf_lines + l) * 64;
+      if (at < t.pf_end) _mm_prefetch((const char*)at, _MM_HINT_T1);  // (to L2: L1 holds the tiles' data)
+    }
+  }
+  acc_store<CT>(buf);
+  block_scale(t, b, buf, F);
+}
+
+// rows m0 .. m0 + 15 x panel p, its weights unpacked at wb; fetching panel `next` (or none: -1)
+// into the cache meanwhile
 ETNP_TARGET("avx512f,avx512bw,amx-tile,amx-int8")
-void tile(const Job& j, int64_t m0, int64_t p, const int8_t* wb) {
+void tile(const Job& j, int64_t m0, int64_t p, const int8_t* wb, int64_t next) {
   const PackedQB4& w = *j.w;
   const uint8_t* panel = panel_at(w, p);
   const int64_t n0 = p * 16, cols = std::min<int64_t>(16, w.N - n0);
@@ -173,6 +192,9 @@ void tile(const Job& j, int64_t m0, int64_t p, const int8_t* wb) {
   t.a = j.q + m0 * j.ldq, t.wb = wb, t.panel = panel;
   t.ldq = j.ldq, t.astep = w.chunks * 8, t.bstep = w.chunks * 128, t.full = j.full, t.rem = j.rem, t.nb = w.nb;
   t.pair_bytes = w.pair_bytes, t.f32 = w.f32_scales;
+  t.pf = next >= 0 ? panel_at(w, next) : nullptr;
+  t.pf_end = t.pf ? t.pf + w.panel_bytes : nullptr;
+  t.pf_lines = (w.panel_bytes / 64 + t.nb) / t.nb;  // (every line of it within the tile's blocks)
   // blocks 0, 1, 2 issued; then each step issues the block 3 ahead and scales its own
   block_dot<0>(t, 0);
   if (t.nb > 1) block_dot<1>(t, 1);
@@ -187,7 +209,11 @@ void tile(const Job& j, int64_t m0, int64_t p, const int8_t* wb) {
   const __m512 bv = j.o.bias ? _mm512_maskz_loadu_ps(mask, j.o.bias + n0) : _mm512_setzero_ps();
   const __m512 vlo = _mm512_set1_ps(j.o.lo), vhi = _mm512_set1_ps(j.o.hi);
   const int64_t rows = std::min<int64_t>(kRows, j.M - m0);
-  for (int64_t i = 0; i < rows; i++) {
+  // (every index of F a constant: F stays in registers - an index known only at run time would
+  // keep it in memory, loaded and stored by every block's FMAs)
+#pragma GCC unroll 16
+  for (int i = 0; i < kRows; i++) {
+    if (i >= rows) break;
     const __m512 r = _mm512_fmadd_ps(F[i], _mm512_set1_ps(j.sa[m0 + i]), bv);
     _mm512_mask_storeu_ps(j.o.C + (m0 + i) * j.o.ldc + n0, mask, _mm512_min_ps(vhi, _mm512_max_ps(vlo, r)));
   }
@@ -207,13 +233,15 @@ void codes_to_int8(const uint8_t* src, int64_t n, int8_t* d) {
 // rows [r0, r1) (whole tiles) x panels [p0, p1), panel by panel: each panel unpacked once
 ETNP_TARGET("amx-tile,amx-int8")
 void rows_x_panels(const Job& j, int64_t r0, int64_t r1, int64_t p0, int64_t p1) {
-  thread_local std::vector<int8_t> scratch;
+  thread_local std::vector<int8_t, UninitAllocator<int8_t>> scratch;  // (64-byte aligned: B tile rows are whole lines)
   scratch.resize((size_t)(j.w->nb * j.w->chunks * 128));
   _tile_loadconfig(&j.cfg);
   for (int64_t p = p0; p < p1; p++) {
     unpack_panel(*j.w, panel_at(*j.w, p), scratch.data());
     ETNP_COMPILER_BARRIER();  // (the tile loads read the scratch: GCC's tile intrinsics do not say so)
-    for (int64_t m0 = r0; m0 < r1; m0 += kRows) tile(j, m0, p, scratch.data());
+    // (the next panel fetched during the first row tile: its weights are read from memory once
+    // a call, and without this the unpacking waits for them)
+    for (int64_t m0 = r0; m0 < r1; m0 += kRows) tile(j, m0, p, scratch.data(), m0 == r0 && p + 1 < p1 ? p + 1 : -1);
   }
   _tile_release();
 }
@@ -226,7 +254,7 @@ void gemm_amx(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const 
   const int64_t nb = w.nb, bs = w.bs, chunks = w.chunks, K = w.K, ldq = nb * chunks * 8;
   // the activations as int8 (q = code - 128), each block on chunks * 8 bytes (on the calling
   // thread: M * K bytes)
-  thread_local std::vector<int8_t> qbuf;
+  thread_local std::vector<int8_t, UninitAllocator<int8_t>> qbuf;  // (64-byte aligned)
   thread_local std::vector<float> zbuf;
   qbuf.assign((size_t)(Mp * ldq), 0);
   zbuf.assign((size_t)Mp, 0.f);

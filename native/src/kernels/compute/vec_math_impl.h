@@ -210,12 +210,14 @@ inline void softmax_row(const float* x, float* y, int64_t n) {
     acc = S::add(acc, e);
   }
   double sum = S::hsum(acc);
-  for (; i < n; i++) {
+  if (i < n) {  // the tail's exponentials in one vector (lane by lane as whole vectors), summed in order
     float buf[W] = {};
-    buf[0] = x[i] - m;
+    for (int64_t k = i; k < n; k++) buf[k - i] = x[k] - m;
     S::store(buf, exp_full<S>(S::load(buf)));
-    y[i] = buf[0];
-    sum += buf[0];
+    for (int64_t k = i; k < n; k++) {
+      y[k] = buf[k - i];
+      sum += buf[k - i];
+    }
   }
   const V inv = S::set1((float)(1.0 / sum));
   i = 0;
