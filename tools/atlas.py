@@ -77,17 +77,9 @@ def check(reg, atlas, args, tmp):
     """Run once in each runtime; ours against the reference's outputs."""
     pte, npz = os.path.join(atlas, reg["name"] + ".pte"), os.path.join(atlas, reg["name"] + ".npz")
     meta, calls = zoo_compare.load_ref(npz)
-    saved = os.environ.get("PYTHONPATH")
-    try:
-        os.environ["PYTHONPATH"] = ROOT  # ours: this checkout, ahead of any installed copy
-        ours, ours_out = zoo_compare.run_worker(args.ours_python, pte, npz, args.timeout, tmp)
-        os.environ.pop("PYTHONPATH")  # the reference: never shadowed by this checkout
-        ref, ref_out = zoo_compare.run_worker(args.peer_python, pte, npz, args.timeout, tmp)
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
+    # (ours imports this checkout, the reference never does: zoo_compare.run_worker sets PYTHONPATH)
+    ours, ours_out = zoo_compare.run_worker(args.ours_python, pte, npz, args.timeout, tmp, True)
+    ref, ref_out = zoo_compare.run_worker(args.peer_python, pte, npz, args.timeout, tmp, False)
     res = dict(ours=ours, ref=ref, run_s=ours.get("run_s") or ref.get("run_s"))
     if ours.get("ok") and ref.get("ok"):
         rtol = RTOL.get(reg["dtype"], zoo_compare.FP32_RTOL)

@@ -46,8 +46,8 @@ def agreement(got, want):
 def check(name, zoo, args, tmp):
     pte, npz = os.path.join(zoo, name + ".pte"), os.path.join(zoo, name + ".npz")
     _, calls = load_ref(npz)
-    runs = {who: run_worker(py, pte, npz, args.timeout, tmp) for who, py in (("ours", args.ours_python),
-                                                                           ("ref", args.ref_python))}
+    runs = {who: run_worker(py, pte, npz, args.timeout, tmp, who == "ours")
+            for who, py in (("ours", args.ours_python), ("ref", args.ref_python))}
     print(f"\n{name}: {len(calls)} calls (call 0 a prefill of {calls[0][0][0].shape[-1]} tokens)")
     for who, (status, _) in runs.items():
         if not status.get("ok"):
