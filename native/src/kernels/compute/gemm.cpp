@@ -23,6 +23,17 @@
 namespace etnp {
 namespace {
 
+// ep.rows_done over all M rows, in blocks shared by the threads (the GEMM paths whose tasks do not
+// hold whole rows: once every task is finished)
+void rows_done_after(ThreadPool* tp, int64_t M, const GemmEpilogue& ep) {
+  if (!ep.rows_done) return;
+  constexpr int64_t kRows = 64;
+  auto run = [&](int64_t b, int64_t e) { ep.rows_done(ep.rows_ctx, b * kRows, std::min(M, e * kRows)); };
+  const int64_t blocks = (M + kRows - 1) / kRows;
+  if (tp) tp->parallel_for(blocks, 1, run);
+  else run(0, blocks);
+}
+
 constexpr int MR = 6, NR = 16;
 
 // Panel pn of B as float32, for the kernels that read float32 panels only (packed-A micro-kernels,
@@ -58,17 +69,6 @@ ETNP_TARGET_INLINE("avx2,fma,f16c") __m256 load8(const uint16_t* p) {
 ETNP_TARGET_INLINE("avx512f") __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 ETNP_TARGET_INLINE("avx512f") __m512 load16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p));
-}
-
-// ep.rows_done over all M rows, in blocks shared by the threads (the GEMM paths whose tasks do not
-// hold whole rows: once every task is finished)
-void rows_done_after(ThreadPool* tp, int64_t M, const GemmEpilogue& ep) {
-  if (!ep.rows_done) return;
-  constexpr int64_t kRows = 64;
-  auto run = [&](int64_t b, int64_t e) { ep.rows_done(ep.rows_ctx, b * kRows, std::min(M, e * kRows)); };
-  const int64_t blocks = (M + kRows - 1) / kRows;
-  if (tp) tp->parallel_for(blocks, 1, run);
-  else run(0, blocks);
 }
 
 // d[i] = h[i] widened, n a multiple of 16 (float16 panel rows)

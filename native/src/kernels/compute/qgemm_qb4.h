@@ -56,10 +56,10 @@ inline void PackedQB4::set_layout() {
   panel_bytes = 64 + (nb - 1) / 2 * pair_bytes + last_pair;
 }
 
-// Whether this build uses it: x86-64 only for now (aarch64 keeps the int8 blocks, n.qblocks,
-// on its NEON int8 GEMM until a NEON kernel of this product exists).
+// Whether this build uses it: x86-64 and aarch64 (qgemm_qb4_neon.cpp); other CPUs keep the
+// int8 blocks (n.qblocks) on the portable int8 GEMM.
 constexpr bool kQb4Used =
-#if defined(__x86_64__) || defined(_M_X64)
+#if defined(__x86_64__) || defined(_M_X64) || defined(__aarch64__)
     true;
 #else
     false;

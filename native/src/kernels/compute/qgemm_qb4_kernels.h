@@ -27,7 +27,7 @@ struct Acts {
 };
 
 // The most rows a tile of each path holds.
-constexpr int64_t kTileRowsVnni = 12, kTileRowsAvx2 = 4, kTileRowsGeneric = 1;
+constexpr int64_t kTileRowsVnni = 12, kTileRowsAvx2 = 4, kTileRowsGeneric = 1, kTileRowsNeon = 1;
 
 struct Out {
   const float* bias = nullptr;
@@ -64,13 +64,16 @@ inline float scale_of(const PackedQB4& w, const uint8_t* panel, int64_t b, int64
 }
 
 // Tiles [t0, t1) x panels [p0, p1), panel by panel, every tile of a panel while its part of
-// the weights is in L1. The AVX2 and VNNI ones are defined on x86-64 only (the caller checks
-// the CPU).
+// the weights is in L1. The AVX2 and VNNI ones are defined on x86-64 only, the NEON one on
+// aarch64 only (the caller checks the CPU).
 void tiles_generic(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                    const Out& o);
 void tiles_avx2(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                 const Out& o);
 void tiles_vnni(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
+                const Out& o);
+// (aarch64 only: qgemm_qb4_neon.cpp)
+void tiles_neon(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                 const Out& o);
 
 // The whole product on AMX-INT8 tiles (qgemm_qb4_amx.cpp; x86-64 only, where cpu_has_amx_int8()):
