@@ -93,8 +93,10 @@ void slice_kernel(KernelContext& ctx, EValue** a, size_t) {
   end = std::min(std::max<int64_t>(end, start), n);
   View v = view_of(x);
   v.offset = start * x.strides[d];
-  v.sizes[d] = (end - start + step - 1) / step;
-  v.strides[d] = x.strides[d] * step;
+  // (no overflow for any step: a step past the span takes one element, whose stride is unused)
+  const int64_t span = end - start;
+  v.sizes[d] = span == 0 ? 0 : 1 + (span - 1) / step;
+  v.strides[d] = v.sizes[d] > 1 ? x.strides[d] * step : x.strides[d];
   prepare_out(ctx, out, x.dtype, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
   copy_view(v, out);
 }
