@@ -329,6 +329,14 @@ bool fuse_nchw_unary_copy(Graph& g, const Uses& u, size_t k) {
   return true;
 }
 
+// Every reader of value `from` reads `to` instead (a node repeating an earlier one's work is then
+// dropped: merge_repeated_unary, merge_convert).
+void read_instead(Graph& g, uint32_t from, uint32_t to) {
+  for (Node& r : g.nodes)
+    for (uint32_t& id : r.inputs)
+      if (id == from) id = to;
+}
+
 // Unary node j computing what an earlier unary node i computes - the same function and parameter
 // of the same value, no clamp (a LeakyReLU that each residual block of a vocoder stage applies to
 // the stage's input): j is dropped and its readers read i's result instead.
@@ -344,9 +352,7 @@ bool merge_repeated_unary(Graph& g, const Uses& u, size_t j) {
       continue;
     const Value &vi = g.values[ni.output], &vj = g.values[y];
     if (vi.dtype != vj.dtype || vi.quant != vj.quant || vi.dims != vj.dims || !plain_f32(vi) || !plain_f32(vj)) continue;
-    for (size_t k = j + 1; k < g.nodes.size(); k++)
-      for (uint32_t& id : g.nodes[k].inputs)
-        if (id == y) id = ni.output;
+    read_instead(g, y, ni.output);
     return true;
   }
   return false;
@@ -421,10 +427,7 @@ bool fuse_project(Graph& g, const Uses& u, size_t k) {
   return true;
 }
 
-// Convert k computes what an earlier Convert already did: the same input into an output of the same
-// type (a program converts a linear's input once a linear - the q, k and v projections of one
-// normalised input, the gate and up projections: three and two identical dynamic quantizations).
-// k's readers then read the earlier output, and k is dropped.
+// Two values of one type (merge_convert)
 bool same_type(const Value& a, const Value& b) {
   return a.dtype == b.dtype && a.dims == b.dims && a.flags == b.flags && a.quant == b.quant && a.scale == b.scale &&
          a.zero_point == b.zero_point && a.scales == b.scales && a.channel_dim == b.channel_dim &&
@@ -435,6 +438,10 @@ bool plain_convert(const Graph& g, const Node& n) {
          !is_graph_io(g, n.output) && !n.clamp_fused && n.out_min == -std::numeric_limits<float>::infinity() &&
          n.out_max == std::numeric_limits<float>::infinity();
 }
+// Convert k computes what an earlier Convert already did: the same input into an output of the same
+// type (a program converts a linear's input once a linear - the q, k and v projections of one
+// normalised input, the gate and up projections: three and two identical dynamic quantizations).
+// k's readers then read the earlier output, and k is dropped.
 bool merge_convert(Graph& g, const Uses&, size_t k) {
   const Node& n = g.nodes[k];
   if (!plain_convert(g, n)) return false;
@@ -443,10 +450,7 @@ bool merge_convert(Graph& g, const Uses&, size_t k) {
     if (!plain_convert(g, e) || e.inputs[0] != n.inputs[0] || e.flags != n.flags ||
         !same_type(g.values[e.output], g.values[n.output]))
       continue;
-    const uint32_t from = n.output, to = e.output;
-    for (Node& r : g.nodes)
-      for (uint32_t& id : r.inputs)
-        if (id == from) id = to;
+    read_instead(g, n.output, e.output);
     return true;
   }
   return false;
