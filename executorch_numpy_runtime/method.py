@@ -156,10 +156,11 @@ class Method:
     def memory_stats(self) -> dict:
         """Bytes this method holds, by kind: ``program_bytes`` (the program file as its Program holds
         it: its copy or mapping, less the pages given back after packing), ``data_file_bytes`` (.ptd copies), ``planned``
-        (memory-planned buffers), ``folded`` (constants folded at load), ``packed_weights``,
+        (memory-planned buffers' sizes: their pages that no call has written are not resident), ``folded`` (constants folded at load), ``packed_weights``,
         ``constants`` (decoded constant copies), ``values`` (intermediate buffers) and ``scratch``
-        of its delegates, and ``mapped_weights`` (packed weights viewed in a weight cache file's
-        shared read-only mapping: not in ``packed_weights``). The program's figures are shared by all its methods."""
+        of its delegates, and ``mapped_weights`` (packed weights, and constants that kernels read in
+        place, viewed in a weight cache file's shared read-only mapping: not in ``packed_weights``
+        nor ``program_bytes``). The program's figures are shared by all its methods."""
         s = ffi.new("etnp_memory_stats *")
         check(lib.etnp_method_memory_stats(self._ptr, s), f"reading the memory of {self.name!r}")
         return {k: int(getattr(s, k)) for k in ("program_bytes", "data_file_bytes", "planned", "folded",

@@ -28,6 +28,7 @@
 #include "kernels/compute/quantize_row.h"
 #include "kernels/compute/row_sums.h"
 #include "kernels/compute/transpose_f32.h"
+#include "kernels/compute/transpose_u8.h"
 #include "kernels/compute/vec_math.h"
 #include "kernels/compute/window_reduce.h"
 #include "util/fma_exact.h"
@@ -415,6 +416,23 @@ static void check_transpose() {
     }
 }
 
+// the byte transpose (int8 values kept as codes) against the naive loop, odd sizes, split ranges
+static void check_transpose_u8() {
+  for (int64_t R : {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 24, 58, 70, 300})
+    for (int64_t S : {1, 3, 7, 8, 9, 16, 17, 33, 64, 100, 300}) {
+      std::vector<uint8_t> x((size_t)(R * S)), y((size_t)(R * S), 0xAB);
+      for (size_t i = 0; i < x.size(); i++) x[i] = (uint8_t)(i * 7 + i / 251);
+      const int64_t mid = S / 3, rmid = R / 2;
+      transpose_2d_u8(x.data(), R, S, y.data(), 0, mid, 0, R);
+      transpose_2d_u8(x.data(), R, S, y.data(), mid, S, 0, rmid);
+      transpose_2d_u8(x.data(), R, S, y.data(), mid, S, rmid, R);
+      for (int64_t s = 0; s < S; s++)
+        for (int64_t r = 0; r < R; r++)
+          if (y[(size_t)(s * R + r)] != x[(size_t)(r * S + s)] && failures++ < 5)
+            std::printf("transpose_u8 R=%ld S=%ld: (%ld,%ld) wrong\n", (long)R, (long)S, (long)s, (long)r);
+    }
+}
+
 // Byte codes of grid values (static-int8 convolution inputs) against the definition: every
 // length's tail, values off the grid, out of range, halves (nearest even) and NaN.
 static void check_codes(std::mt19937& rng) {
@@ -449,6 +467,17 @@ static void check_codes(std::mt19937& rng) {
           if (c[(size_t)i] != grid_code(y[(size_t)i], g, shift) && failures++ < 5)
             std::printf("grid_codes shift %d x=%g: %d != %d\n", (int)shift, y[(size_t)i], c[(size_t)i],
                         grid_code(y[(size_t)i], g, shift));
+      }
+    // codes_to_floats (codes back to grid points) against the formula, every byte value
+    std::vector<uint8_t> c((size_t)n);
+    std::vector<float> back((size_t)n);
+    for (int64_t i = 0; i < n; i++) c[(size_t)i] = (uint8_t)(i * 37 + 255 * (i % 2));
+    for (const int32_t shift : {0, 128, 131})
+      for (const float scale : {0.125f, 0.0371f}) {
+        codes_to_floats(c.data(), n, shift, scale, back.data());
+        for (int64_t i = 0; i < n; i++)
+          if (back[(size_t)i] != (float)((int32_t)c[(size_t)i] - shift) * scale && failures++ < 5)
+            std::printf("codes_to_floats code %d shift %d: %g\n", (int)c[(size_t)i], (int)shift, back[(size_t)i]);
       }
   }
 }
@@ -798,7 +827,7 @@ static void check_broadcast(std::mt19937& rng) {
 // window_max / window_mean against the scalar formulas (tap order, NaN passed over by max)
 static void check_window_reduce(std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-4.f, 4.f);
-  for (int64_t C : {1, 7, 8, 9, 16, 23, 40}) {
+  for (int64_t C : {1, 7, 8, 9, 15, 16, 23, 24, 40, 58}) {
     for (int64_t taps = 0; taps <= 9; taps++) {
       std::vector<std::vector<float>> rows((size_t)taps, std::vector<float>((size_t)C));
       std::vector<const float*> x;
@@ -1173,6 +1202,7 @@ int main() {
   std::mt19937 rng(7);
   check_vec_math(rng);
   check_transpose();
+  check_transpose_u8();
   check_half(rng);
   check_codes(rng);
   check_grid_lookup(rng);

@@ -1,14 +1,16 @@
 // Kernel check (included by kernel_check.cpp): the qd8 x qb4w GEMM on 4-bit weights (qgemm_qb4)
 // bit for bit against a scalar model of qgemm_qb4.h's float steps (int32 block sums, one FMA a
 // block, the zero point's column constant, fma(F, sa, bias), the clamp) - every CPU path makes
-// exactly these, so each run (ETNP_CPU=native / avx2 / generic) must match it - and, as a check
-// of the formula itself, within a small tolerance of the product computed in double. Ragged K
+// exactly these, so each run (ETNP_CPU=native / avx2 / generic; on aarch64 native / neon /
+// generic: the dot-product tiles of 1 to 4 rows, the base NEON and portable ones) must match it -
+// and, as a check of the formula itself, within a small tolerance of the product computed in
+// double. Ragged K
 // (not a multiple of the block, nor of 8), ragged N, M = 1 and more (tiles of rows, row groups),
 // bfloat16 and float32 scales, with and without bias and clamp, zero points in and out of qd8's
 // range, one and two threads. Where the CPU has AMX-INT8 (and ETNP_CPU allows it), 16 rows and
 // more take the tile path (qgemm_qb4_amx.cpp): rows, columns and K ragged against its tiles,
 // blocks of fewer than, exactly and more than 8 chunks (one 64-byte tile piece), and several
-// row groups.
+// row groups. One block of all K (per-channel qc4w filters), up to kQb4MaxBlock.
 #pragma once
 #include <cmath>
 #include <cstring>
@@ -130,7 +132,7 @@ static int check_qgemm_qb4(std::mt19937& rng) {
   }
   etnp::ThreadPool one(1), two(2);
   int bad = 0, cases = 0;
-  const int64_t Ms[] = {1, 2, 3, 5, 8, 9, 13, 17, 64};
+  const int64_t Ms[] = {1, 2, 3, 4, 5, 8, 9, 13, 17, 64};
   const int64_t Ns[] = {1, 15, 16, 17, 40, 64, 70};
   const int64_t Ks[] = {7, 32, 33, 64, 100, 130, 256};
   const int64_t Bs[] = {32, 32, 16, 12, 64};
@@ -157,7 +159,14 @@ static int check_qgemm_qb4(std::mt19937& rng) {
   bad += check_qgemm_qb4_case(&one, 1, 1000, 200, 32, false, true, false, rng);
   bad += check_qgemm_qb4_case(&two, 1, 1000, 600, 128, true, false, true, rng);
   bad += check_qgemm_qb4_case(&one, 1, 250, 100, 12, true, true, false, rng);
-  cases += 10;
+  // one block of all K (a per-channel qc4w filter): K not a multiple of 8, a decode step's long
+  // K (8192: the block's int32 sums over all of it), a few rows, the largest block
+  bad += check_qgemm_qb4_case(&one, 3, 40, 37, 37, true, true, false, rng);
+  bad += check_qgemm_qb4_case(&two, 1, 70, 8192, 8192, true, true, false, rng);
+  bad += check_qgemm_qb4_case(&one, 1, 33, 2051, 2051, false, false, true, rng);
+  bad += check_qgemm_qb4_case(&two, 13, 50, 1000, 1000, true, false, false, rng);
+  bad += check_qgemm_qb4_case(&one, 2, 17, etnp::kQb4MaxBlock, etnp::kQb4MaxBlock, true, true, false, rng);
+  cases += 15;
   // the AMX path's shapes (M >= 16): rows not a multiple of the tile's 16, blocks of 12 (chunks
   // with padding), 32 (4 chunks), 64 (8: one whole piece), 96 and 128 (a piece and a remainder,
   // two pieces), 1024; more than 256 rows (row groups of 128), threads splitting panels
@@ -177,7 +186,10 @@ static int check_qgemm_qb4(std::mt19937& rng) {
   bad += check_qgemm_qb4_case(&one, 257, 16, 64, 64, true, false, true, rng);
   bad += check_qgemm_qb4_case(&two, 32, 1536, 576, 32, false, false, false, rng);
   bad += check_qgemm_qb4_case(&one, 20, 33, 2100, 1024, false, true, false, rng);
-  cases += acase + 4;
+  // one block of all K (qc4w) on the tiles: a remainder past the 64-byte pieces, a long K
+  bad += check_qgemm_qb4_case(&two, 40, 48, 1500, 1500, true, true, false, rng);
+  bad += check_qgemm_qb4_case(&one, 17, 20, 4100, 4100, true, false, true, rng);
+  cases += acase + 6;
   std::printf("qgemm_qb4: %d cases (16 rows and more on %s), %d mismatches\n", cases,
               etnp::cpu_has_amx_int8() ? "AMX tiles" : "the vector path", bad);
   return bad;

@@ -36,15 +36,15 @@ def test_forced_kernel_paths_match_torch(cpu):
         want = "generic"
     elif cpu == "avx512":  # everything but the AMX tiles
         want = native.replace(",amx-int8", "")
-    else:  # ETNP_CPU=avx2 caps x86 at AVX2; it leaves aarch64's NEON on
-        want = "neon" if native == "neon" else "avx2,fma"
+    else:  # ETNP_CPU=avx2 caps x86 at AVX2; on aarch64 it keeps NEON without the dot product
+        want = "neon" if native.startswith("neon") else "avx2,fma"
     assert f"cpu={want}\n" in r.stdout
 
 
 def test_cpu_features_reported():
     import executorch_numpy_runtime as en
     assert en.runtime_info()["cpu_features"] in ("generic", "avx2,fma", "avx512f,avx2,fma", "avx512f,avx2,fma,amx-int8",
-                                                 "neon")
+                                                 "neon", "neon,dotprod")
 
 
 def _cpu_has_avx2_fma():
@@ -125,3 +125,19 @@ def test_amx_path_gives_the_vnni_paths_bits():
         outs[cpu] = r.stdout
     assert "cpu=avx512f,avx2,fma,amx-int8\n" in outs["native"] and "cpu=avx512f,avx2,fma\n" in outs["avx512"]
     assert outs["native"].split("bits=")[1] == outs["avx512"].split("bits=")[1]
+
+
+def test_neon_dot_path_gives_the_base_neon_paths_bits():
+    """aarch64's 4-bit GEMM on the dot-product instructions (SDOT: prefill tiles of up to 4 rows,
+    decode steps) makes the base NEON and the portable paths' float steps: the same bits, whichever
+    runs (ETNP_CPU=neon keeps NEON without the dot product, generic turns NEON off)."""
+    import executorch_numpy_runtime as en
+    if "dotprod" not in en.runtime_info()["cpu_features"]:
+        pytest.skip("no NEON dot product here (not aarch64, or a CPU without FEAT_DotProd)")
+    outs = {}
+    for cpu in ("native", "neon", "generic"):
+        r = run_with_cpu(cpu, BITS_SCRIPT)
+        assert r.returncode == 0, r.stderr[-3000:]
+        outs[cpu] = r.stdout
+    assert "cpu=neon,dotprod\n" in outs["native"] and "cpu=neon\n" in outs["neon"] and "cpu=generic\n" in outs["generic"]
+    assert outs["native"].split("bits=")[1] == outs["neon"].split("bits=")[1] == outs["generic"].split("bits=")[1]

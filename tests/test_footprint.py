@@ -126,3 +126,29 @@ def test_rss_growth_is_bounded_by_the_weights():
     s, weights = row["stats"], os.path.getsize(path)
     bound = 1.1 * weights + s["values"] + s["planned"] + s["scratch"] + 8 * 2 ** 20
     assert row["growth"] < bound, (row, bound)
+
+
+@linux
+def test_a_constant_folded_at_load_gives_its_program_bytes_back(tmp_path):
+    """permute_copy(W) -> mm folds W's copy at load: W itself is read by nothing else, so its program
+    bytes are given back; a second method load reads them back (checked) and folds the same."""
+    from pte_build import F32, Program
+    w = np.random.default_rng(8).standard_normal((256, 512)).astype(np.float32)  # 512 KiB
+    p = Program()
+    x = p.tensor(F32, [1, 512], planned=True)
+    wv = p.tensor(F32, [256, 512], const=w.tobytes())
+    wt = p.tensor(F32, [512, 256], planned=True)
+    o = p.tensor(F32, [1, 256], planned=True)
+    p.call(p.op("aten::permute_copy", "out"), [wv, p.int_list([1, 0]), wt, wt])
+    p.call(p.op("aten::mm", "out"), [x, wt, o, o])
+    p.inputs, p.outputs = [x], [o]
+    path = tmp_path / "fold.pte"
+    path.write_bytes(p.to_bytes())
+    xin = np.random.default_rng(9).standard_normal((1, 512)).astype(np.float32)
+    prog = en.Runtime(num_threads=1).load_program(str(path))
+    m = prog.load_method("forward")
+    s = m.memory_stats()
+    assert s["folded"] >= w.nbytes and s["program_bytes"] < w.nbytes // 2, s
+    got = m([xin])[0]
+    np.testing.assert_allclose(got, xin @ w.T, rtol=1e-4, atol=1e-3)
+    np.testing.assert_array_equal(prog.load_method("forward")([xin])[0], got)

@@ -3,7 +3,7 @@ inputs must end in success or a documented error, never another exception, a cra
 
 Each run is a subprocess (the fuzzer itself runs its cases in a child under RLIMIT_AS with a
 watchdog); a few hundred cases per format, seed 1, a few seconds each. The fuzzer's own checks are
-tested too: deliberately injected bugs (an IndexError escaping bundled.parse, a crash, a hang) must
+tested too: deliberately injected bugs (an IndexError escaping bundled.parse, a crash, hangs) must
 be reported as findings with their reproducers.
 """
 from __future__ import annotations
@@ -12,6 +12,7 @@ import contextlib
 import io
 import os
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -28,9 +29,22 @@ CASES = 250  # per format: a few seconds each on a slow machine
 def fuzz(tmp_path, *args, timeout=600):
     # bounded by --max-cases only (no --seconds: a loaded machine still runs every case), with a
     # generous per-case watchdog; the subprocess timeout is the last resort
+    # (the children import the package this test imported, not whichever one is installed)
+    import executorch_numpy_runtime
+    pkg_root = os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (pkg_root, os.environ.get("PYTHONPATH")))))
     out = tmp_path / "fuzz"
-    r = subprocess.run([sys.executable, FUZZER, "--seed", "1", "--seconds", "0", "--case-timeout", "60",
-                        "--out", str(out), *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    cmd = [sys.executable, FUZZER, "--seed", "1", "--seconds", "0", "--case-timeout", "60", "--out", str(out), *args]
+    # its own process group: past the timeout, the fuzzer and its child (which may be hung) go together
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
+                          start_new_session=True) as p:
+        try:
+            stdout, stderr = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            raise
+    r = subprocess.CompletedProcess(cmd, p.returncode, stdout, stderr)
     findings = [line.split("FINDING ", 1)[1] for line in r.stdout.splitlines() if "FINDING " in line]
     return r, findings, out
 
@@ -62,16 +76,41 @@ def test_fuzzer_reports_an_escaping_exception(tmp_path):
     assert any(n.endswith(".bpte") for n in saved) and any(n.endswith(".txt") for n in saved), saved
 
 
+# A case hangs when it uses --case-timeout seconds of CPU time or none for --case-timeout seconds
+# (tools/fuzzing/case_clock.py): a slow case on a loaded machine is neither. Without /proc the
+# fuzzer can only count wall time: there, a limit far above a real case's time on a loaded machine.
+HANG_LIMIT = 5 if os.path.exists(f"/proc/{os.getpid()}/stat") else 40
+
+
+def run_budget(cases, faults):
+    """The longest a run may take on a loaded machine (a quarter of a core): a child's start per
+    fault and one more (imports, warm-up), each case, and each hang's limit (a busy one's CPU time
+    at a quarter of a core)."""
+    return 60 * (faults + 1) + 5 * cases + 4 * HANG_LIMIT * faults
+
+
 def test_fuzzer_survives_crashes_and_hangs(tmp_path):
-    r, findings, out = fuzz(tmp_path, "--formats", "bpte", "--max-cases", "12", "--inject", "bpte-crash")
-    assert r.returncode == 1 and findings and all("crash (signal SIGSEGV)" in f for f in findings), r.stdout + r.stderr
-    assert "bpte: 12 cases" in r.stdout, r.stdout  # a new child went on after each crash
-    # (a case timeout well above a real case's time on a loaded machine - a child's first case
-    # imports what it needs - and far below the injected hang's hour)
-    r, findings, out = fuzz(tmp_path, "--formats", "bpte", "--max-cases", "8", "--inject", "bpte-hang",
-                            "--case-timeout", "40")
-    assert r.returncode == 1 and findings and all("hang > 40.0 s" in f for f in findings), r.stdout + r.stderr
-    assert "bpte: 8 cases" in r.stdout, r.stdout
+    # one run, a fault at each of three chosen cases: a crash (SIGSEGV), a hang that sleeps (no CPU
+    # time) and one that spins (CPU time); each ends its child, and a new child goes on at the
+    # next case, so that every case is counted and only the chosen ones are findings
+    faults = {0: "crash", 3: "hang", 7: "spin"}
+    inject = ",".join(f"bpte-{kind}@{case}" for case, kind in faults.items())
+    r, findings, out = fuzz(tmp_path, "--formats", "bpte", "--max-cases", "8", "--inject", inject,
+                            "--case-timeout", str(HANG_LIMIT), timeout=run_budget(8, len(faults)))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "bpte: 8 cases" in r.stdout and "3 findings" in r.stdout, r.stdout + r.stderr
+    if HANG_LIMIT == 5:
+        stalled, busy = "hang (stalled: no CPU time for 5 s)", "hang (busy: over 5 s of CPU time)"
+    else:
+        stalled = busy = "hang (no result in 40 s)"
+    expected = {0: "crash (signal SIGSEGV)", 3: stalled, 7: busy}
+    got = {}
+    for f in findings:
+        m = re.match(r"bpte case (\d+): (.*) -> (.*)$", f)
+        assert m, f
+        got[int(m.group(1))] = m.group(2)
+        assert os.path.isfile(m.group(3)), f  # the reproducer
+    assert got == expected, r.stdout + r.stderr
 
 
 def test_fuzz_is_deterministic():

@@ -257,3 +257,58 @@ def test_concurrent_first_loads_write_one_good_file(tmp_path):
     m, got = _load("q8da4w_xnn", cache)
     assert m.memory_stats()["mapped_weights"] > 0
     _same(got, _load("q8da4w_xnn", None)[1])
+
+
+def _constant_program(k=512, n=2048, write_weight=False):
+    """forward(x [1, k]) = mm(x, W) with W [k, n] float32 a constant read in place by a portable
+    kernel (4 MiB: one run of constants). write_weight: a second instruction has W as its out
+    (add.out(y, y, 1, out=W)) - a malformed program, which must not crash."""
+    from pte_build import F32, Program
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    p = Program()
+    x = p.tensor(F32, [1, k], planned=True)
+    wv = p.tensor(F32, [k, n], const=w.tobytes())
+    o = p.tensor(F32, [1, n], planned=True)
+    p.call(p.op("aten::mm", "out"), [x, wv, o, o])
+    p.inputs, p.outputs = [x], [o]
+    if write_weight:
+        y = p.tensor(F32, [k, n], planned=True)
+        p.call(p.op("aten::add", "out"), [y, y, p.int(1), wv, wv])
+    return p.to_bytes(), w
+
+
+@pytest.mark.parametrize("use_mmap", [False, True])
+def test_constants_read_in_place_are_shared_through_the_cache(tmp_path, use_mmap):
+    data, w = _constant_program()
+    path, cache = tmp_path / "c.pte", str(tmp_path / "c.etnpwc")
+    path.write_bytes(data)
+    x = np.random.default_rng(6).standard_normal((1, 512)).astype(np.float32)
+    rt = en.Runtime(num_threads=1)
+    first = rt.load_program(str(path), weight_cache=cache, mmap=use_mmap).load_method("forward")
+    want = first([x])[0]
+    np.testing.assert_allclose(want, x @ w, rtol=1e-4, atol=1e-3)
+    s1 = first.memory_stats()
+    assert s1["mapped_weights"] == 0
+    hit = rt.load_program(str(path), weight_cache=cache, mmap=use_mmap).load_method("forward")
+    s2 = hit.memory_stats()
+    np.testing.assert_array_equal(hit([x])[0], want)
+    if use_mmap:  # (a mapping's pages are shared already: nothing written for them, nothing viewed)
+        assert s2["mapped_weights"] == 0 and not os.path.exists(cache)
+    else:  # W viewed in the cache's mapping, the program's copy of it given back
+        assert s2["mapped_weights"] >= w.nbytes, s2
+        assert s2["program_bytes"] <= s1["program_bytes"] - w.nbytes + 65536, (s1, s2)
+        # a third load reads the given-back bytes back (checked) where it needs them: the same
+        np.testing.assert_array_equal(rt.load_program(str(path)).load_method("forward")([x])[0], want)
+
+
+def test_constants_an_instruction_writes_are_not_shared(tmp_path):
+    data, _ = _constant_program(write_weight=True)
+    path, cache = tmp_path / "c.pte", str(tmp_path / "c.etnpwc")
+    path.write_bytes(data)
+    x = np.ones((1, 512), np.float32)
+    rt = en.Runtime(num_threads=1)
+    want = rt.load_program(str(path), weight_cache=cache).load_method("forward")([x])[0]
+    hit = rt.load_program(str(path), weight_cache=cache).load_method("forward")
+    assert hit.memory_stats()["mapped_weights"] == 0  # W stays the program's (writable) bytes
+    np.testing.assert_array_equal(hit([x])[0], want)

@@ -1,8 +1,9 @@
 """The operator atlas's regimes (tools/atlas_export.py exports them; tools/atlas.py runs them).
 
 Each regime: a name that says the regime, a family (the table groups by it), a recipe of
-tools/zoo_export.py (fp32-xnn, fp32-portable, fp16-xnn, int8-static-xnn, int8-dyn-xnn, 8da4w-xnn,
-8da8w-xnn), a model constructor and its input shapes (seeded uniform [-1, 1) inputs; weights the
+tools/zoo_export.py (fp32-xnn, fp32-portable, fp16-xnn, int8-static-xnn, int8-dyn-xnn, int8-dyn-qc4w-xnn,
+int8-static-qc4w-xnn, 8da4w-xnn, 8da8w-xnn), a model constructor and its input shapes (seeded uniform
+[-1, 1) inputs; weights the
 modules' seeded default initialisation). ``note`` says where the regime comes from (``hole``: a
 model's measured slow spot; ``model``: a real model's layer; ``corner``: an edge of the operator's
 parameter space). Every hole found in a model becomes a regime here.
@@ -16,7 +17,9 @@ import torch.nn.functional as F
 
 REGIMES = {}
 DTYPE = {"fp32-xnn": "fp32", "fp32-portable": "fp32", "fp16-xnn": "fp16", "int8-static-xnn": "int8-static",
-         "int8-dyn-xnn": "int8-dynamic", "8da4w-xnn": "8da4w", "8da8w-xnn": "8da8w"}
+         "int8-dyn-xnn": "int8-dynamic", "int8-dyn-qc4w-xnn": "qc4w-dynamic", "int8-static-qc4w-xnn": "qc4w-static",
+         "8da4w-xnn": "8da4w",
+         "8da8w-xnn": "8da8w"}
 
 
 class Fn(nn.Module):
@@ -213,6 +216,14 @@ reg("linear_8da4w_2048x8192_m64", "4-bit", "8da4w-xnn", lambda: L(2048, 8192, bi
 reg("linear_8da4w_4096x4096_m1", "4-bit", "8da4w-xnn", lambda: L(4096, 4096, bias=False), (1, 4096), note="model: 7B decode")
 reg("linear_8da4w_576x1536_m128", "4-bit", "8da4w-xnn", lambda: L(576, 1536, bias=False), (1, 128, 576), note="model: smollm")
 reg("linear_8da8w_2048x2048_m1", "4-bit", "8da8w-xnn", lambda: L(2048, 2048, bias=False), (1, 2048), note="corner: 8-bit weights")
+# PT2E per-channel int4 weights (XNNPACK qcint4: one scale a column), dynamic int8 activations
+Q4C = "int8-dyn-qc4w-xnn"
+reg("linear_qc4w_2048x2048_m1", "4-bit", Q4C, lambda: L(2048, 2048, bias=False), (1, 2048), note="corner: qc4w decode")
+reg("linear_qc4w_2048x8192_m64", "4-bit", Q4C, lambda: L(2048, 8192, bias=False), (64, 2048), note="corner: qc4w prefill")
+reg("linear_qc4w_576x1536_m128", "4-bit", Q4C, lambda: L(576, 1536), (1, 128, 576), note="corner: qc4w, bias")
+# (static int8 activations x qc4w: the partitioner emits it, XNNPACK runs it as qs8-qc4w)
+reg("q8s_linear_qc4w_768x768_m128", "4-bit", "int8-static-qc4w-xnn", lambda: L(768, 768), (1, 128, 768),
+    note="corner: static qc4w")
 
 # ------------------------------------------------------------------ attention
 reg("attn_qk_12x128x64", "attention", X, lambda: Fn(lambda q, k: q @ k.transpose(-1, -2)), (1, 12, 128, 64), (1, 12, 128, 64),

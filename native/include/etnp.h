@@ -230,7 +230,7 @@ typedef struct {
   uint64_t constants;
   uint64_t values;
   uint64_t scratch;
-  uint64_t mapped_weights; /* packed weights viewed in a weight cache file's shared read-only mapping */
+  uint64_t mapped_weights; /* packed weights and constants viewed in a weight cache file's shared read-only mapping */
 } etnp_memory_stats;
 int etnp_method_memory_stats(const etnp_method *m, etnp_memory_stats *out);
 

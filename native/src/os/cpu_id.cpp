@@ -8,11 +8,39 @@
 #define ETNP_CPUID_MSVC_X86 1
 #elif defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#elif (defined(__aarch64__) || defined(_M_ARM64)) && defined(_WIN32)
+#include "os/win32_api.h"
+#ifndef PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE  // (older SDK / mingw-w64 headers lack the constant)
+#define PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE 43
+#endif
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP  // (<asm/hwcap.h>'s bit, for C libraries whose headers predate it)
+#define HWCAP_ASIMDDP (1UL << 20)
+#endif
 #endif
 
 namespace etnp::os {
 
 namespace {
+#if defined(__aarch64__) || defined(_M_ARM64)
+bool arm64_dotprod() {
+#if defined(_WIN32)
+  return IsProcessorFeaturePresent(PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE) != 0;
+#elif defined(__APPLE__)
+  int v = 0;  // (macOS 12 and later name it; earlier ones answer an error: absent)
+  size_t size = sizeof(v);
+  return sysctlbyname("hw.optional.arm.FEAT_DotProd", &v, &size, nullptr, 0) == 0 && v != 0;
+#elif defined(__linux__)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#else
+  return false;
+#endif
+}
+#endif
+
 CpuId detect() {
   CpuId id;
 #if defined(ETNP_CPUID_MSVC_X86)
@@ -51,6 +79,7 @@ CpuId detect() {
   }
 #elif defined(__aarch64__) || defined(_M_ARM64)
   id.neon = true;
+  id.dotprod = arm64_dotprod();
 #endif
   return id;
 }

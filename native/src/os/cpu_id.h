@@ -1,7 +1,11 @@
 // Which instruction-set extensions this CPU (and, for the wide registers, the OS) supports.
 // GCC and Clang ask __builtin_cpu_supports; under MSVC and clang-cl (no libgcc / compiler-rt
 // to support that) os/cpu_id.cpp reads CPUID and XGETBV itself. Arm64 always
-// has NEON (Advanced SIMD is part of the base architecture).
+// has NEON (Advanced SIMD is part of the base architecture); its dot-product extension (SDOT /
+// UDOT, FEAT_DotProd: ARMv8.2 optional, ARMv8.4 mandatory) is asked of the OS, which alone can
+// read the ID registers: Linux getauxval(AT_HWCAP) & HWCAP_ASIMDDP, Apple
+// sysctlbyname("hw.optional.arm.FEAT_DotProd"), Windows IsProcessorFeaturePresent(
+// PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE); elsewhere (or an OS too old to say) it counts as absent.
 #pragma once
 
 namespace etnp::os {
@@ -12,6 +16,7 @@ struct CpuId {
   // bits 17, 18); a process must still ask the OS for the tiles (os/amx_permission.h)
   bool amx_int8 = false;
   bool neon = false;                                                    // aarch64
+  bool dotprod = false;  // aarch64 SDOT / UDOT (FEAT_DotProd)
 };
 
 const CpuId& cpu_id();

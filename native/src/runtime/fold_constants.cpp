@@ -4,6 +4,7 @@
 // its own, and the instruction becomes a no-op. Applied only where it is provably the same:
 // straight-line plans (no jumps or moves), a copy op whose only tensor input is a constant,
 // and an output read by nothing but known matrix ops (never written again, never returned).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -86,6 +87,22 @@ void Method::fold_constant_copies() {
     folded_.emplace_back((uint8_t*)mem);
     folded_bytes_ += bytes;
     x.kind = Instruction::Free;  // a no-op from now on
+    // A constant that nothing else reads is not needed any more: its program bytes are given back
+    // (whole pages; read back, checked, if another method needs them - Program::release).
+    bool sole = true;
+    for (size_t j = 0; j < instructions_.size() && sole; j++)
+      for (const EValue* a : instructions_[j].args) sole = sole && (j == i || a != in);
+    for (const EValue& v : values_) {
+      sole = sole && (&v == in || v.tag != Tag::Tensor || v.t.data != in->t.data);
+      for (int64_t item : v.items) sole = sole && (item < 0 || &values_[(size_t)item] != in);  // (in a list)
+    }
+    for (int64_t v : inputs_) sole = sole && &values_[v] != in;
+    for (int64_t v : outputs_) sole = sole && &values_[v] != in;
+    if (sole) {
+      const Span s{(const uint8_t*)in->t.data, std::max(in->t.capacity, in->t.nbytes())};
+      prog_->unprotect(s);
+      prog_->release(s);
+    }
   }
 }
 

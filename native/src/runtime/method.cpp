@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "os/pages.h"
 #include "os/probes.h"
 #include "runtime/runtime.h"
 
@@ -14,18 +15,19 @@ namespace etnp {
 
 void Method::memory(uint64_t* planned, uint64_t* folded, DelegateMemory* delegates) const {
   *planned = 0;
-  for (size_t s : buffer_sizes_) *planned += s;
+  for (const auto& b : buffers_) *planned += b->size();
   *folded = folded_bytes_;
   for (const auto& d : delegates_) d->add_memory(*delegates);
+  delegates->mapped_weights += shared_constant_bytes_;  // (constants viewed in the weight cache's mapping)
 }
 
-// Back to a freshly loaded method's memory: planned buffers zeroed, then the state tensors'
-// initial data.
+// Back to a freshly loaded method's memory: planned buffers zeroed (large ones' pages given
+// back), then the state tensors' initial data (pages it leaves zero not written).
 void Method::reset_state() {
-  for (size_t i = 0; i < buffers_.size(); i++) std::memset(buffer_base(i), 0, buffer_sizes_[i]);
+  for (const auto& b : buffers_) b->zero();
   for (const State& st : state_) {
     Tensor& t = values_[(size_t)st.value].t;
-    if (st.init.data) std::memcpy(t.data, st.init.data, std::min(st.init.size, t.capacity));
+    if (st.init.data) os::copy_changed_pages(t.data, st.init.data, std::min(st.init.size, t.capacity));
   }
 }
 

@@ -10,10 +10,12 @@
 #include "core/profiler.h"
 #include "delegates/backend.h"
 #include "kernels/registry.h"
+#include "runtime/planned_buffer.h"
 #include "runtime/program.h"
 #include "runtime/run_control.h"
 
 namespace etnp {
+namespace os { class ReadOnlyMapping; }
 
 struct Instruction {
   enum Kind { Kernel, Delegate, Move, JumpFalse, Free } kind;
@@ -74,7 +76,9 @@ class Method {
  private:
   void parse_values(const fb::Table& plan);
   void parse_tensor(const fb::Table& t, EValue& v);
-  void prepare_instructions(const fb::Table& plan);
+  void prepare_instructions(const fb::Table& plan, WeightCacheSession* weight_cache);
+  void share_constants(WeightCacheSession& cache);  // runtime/shared_constants.cpp
+  std::vector<bool> written_values() const;
   void check_tensor_args(const Instruction& x) const;
   void fold_constant_copies();  // runtime/fold_constants.cpp
   void collect_state();
@@ -91,16 +95,17 @@ class Method {
   struct FreeDeleter {
     void operator()(uint8_t* p) const { std::free(p); }
   };
-  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> buffers_;
-  std::vector<size_t> buffer_sizes_;
-  // planned buffer i's first byte (its allocation rounded up to 64 bytes)
-  uint8_t* buffer_base(size_t i) const { return (uint8_t*)(((uintptr_t)buffers_[i].get() + 63) & ~(uintptr_t)63); }
+  std::vector<std::unique_ptr<PlannedBuffer>> buffers_;
+  // planned buffer i's first byte (64-byte aligned)
+  uint8_t* buffer_base(size_t i) const { return buffers_[i]->data(); }
   std::vector<Instruction> instructions_;
   std::vector<std::vector<uint8_t>> reordered_inputs_;
   std::vector<State> state_;  // unplanned non-default dim-order inputs
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> folded_;  // storage of copies folded at load
   uint64_t folded_bytes_ = 0;
   std::vector<std::unique_ptr<DelegateHandle>> delegates_;
+  std::shared_ptr<const os::ReadOnlyMapping> shared_constants_;  // the weight cache file constants are viewed in
+  uint64_t shared_constant_bytes_ = 0;
   std::vector<std::shared_ptr<const struct CallbackOp>> callback_ops_;  // kept alive while loaded
   RunControl control_;
   std::unique_ptr<Profiler> profiler_;

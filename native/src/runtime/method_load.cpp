@@ -17,22 +17,11 @@
 namespace etnp {
 
 namespace {
-// SPANS sorted and joined where less than GAP bytes lie between them (segment padding): a
-// delegate's named data is one small segment per tensor, each too small to give back alone
-// (Program::release takes whole pages), together most of the file.
-std::vector<Span> merge_nearby(std::vector<Span> spans, size_t gap) {
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.data < b.data; });
-  std::vector<Span> out;
-  for (const Span& s : spans) {
-    if (!s.data) continue;
-    if (!out.empty() && s.data <= out.back().data + out.back().size + gap) {
-      const uint8_t* end = std::max(out.back().data + out.back().size, s.data + s.size);
-      out.back().size = (size_t)(end - out.back().data);
-    } else {
-      out.push_back(s);
-    }
-  }
-  return out;
+bool all_zero(Span s) {
+  static const uint8_t zeros[4096] = {};
+  for (size_t at = 0; at < s.size; at += sizeof zeros)
+    if (std::memcmp(s.data + at, zeros, std::min(sizeof zeros, s.size - at)) != 0) return false;
+  return true;
 }
 // ExecutionPlan fields
 enum { EP_NAME = 0, EP_VALUES = 2, EP_INPUTS = 3, EP_OUTPUTS = 4, EP_CHAINS = 5, EP_OPERATORS = 6,
@@ -107,11 +96,10 @@ Method::Method(std::shared_ptr<Program> prog, const std::string& name) : prog_(s
     int64_t sz = bs.at<int64_t>(i);
     if (sz < 0 || (uint64_t)sz > kMaxBufferBytes)
       throw_load("planned buffer " + std::to_string(i) + " has an invalid size " + std::to_string(sz));
-    // calloc: zeroed pages are mapped lazily, so a huge (corrupt) plan costs nothing until used
-    void* mem = std::calloc((size_t)sz + 64, 1);
-    if (!mem) throw_load("cannot allocate planned buffer " + std::to_string(i) + " of " + std::to_string(sz) + " bytes");
-    buffers_.emplace_back((uint8_t*)mem);
-    buffer_sizes_.push_back((size_t)sz);
+    // (pages that no call writes are never resident: PlannedBuffer)
+    buffers_.push_back(std::make_unique<PlannedBuffer>((size_t)sz));
+    if (!buffers_.back()->data())
+      throw_load("cannot allocate planned buffer " + std::to_string(i) + " of " + std::to_string(sz) + " bytes");
   }
   parse_values(plan);
   fb::Vector in = plan.vector(EP_INPUTS, 4), out = plan.vector(EP_OUTPUTS, 4);
@@ -127,12 +115,21 @@ Method::Method(std::shared_ptr<Program> prog, const std::string& name) : prog_(s
     outputs_.push_back(idx);
   }
   protect_tensor_data();
-  prepare_instructions(plan);  // (gives back each delegate's consumed bytes right after its packing)
+  // the program's packed-weight cache: read by each delegate and for the constants, written once
+  // the method has loaded
+  std::unique_ptr<WeightCacheSession> weight_cache;
+  const std::string cache_path = prog_->weight_cache();
+  if (!cache_path.empty()) weight_cache = std::make_unique<WeightCacheSession>(cache_path);
+  prepare_instructions(plan, weight_cache.get());  // (gives back each delegate's consumed bytes after its packing)
   check_plan_consistency();
   fold_constant_copies();
   collect_state();
   for (const State& s : state_)
     if (s.init.data) prog_->protect(s.init);
+  if (weight_cache) {
+    share_constants(*weight_cache);  // runtime/shared_constants.cpp
+    weight_cache->finish();
+  }
 }
 
 // What the method reads of the program's bytes during calls stays in memory (Program::protect):
@@ -208,7 +205,7 @@ void Method::parse_tensor(const fb::Table& t, EValue& v) {
     if (mem_id == 0 || mem_id > buffers_.size())
       throw_load("tensor memory id " + std::to_string(mem_id) + " names no planned buffer (" +
                  std::to_string(buffers_.size()) + " planned)");
-    size_t bsz = buffer_sizes_[mem_id - 1];
+    size_t bsz = buffers_[mem_id - 1]->size();
     if (off > bsz || nbytes > bsz - off) throw_load("planned tensor lies outside its memory buffer");
     if (off % x.elem_size()) throw_load("planned tensor offset " + std::to_string(off) + " is misaligned for its dtype");
     x.data = buffer_base((size_t)mem_id - 1) + off;
@@ -218,7 +215,15 @@ void Method::parse_tensor(const fb::Table& t, EValue& v) {
       if (!init.data && nbytes)
         throw_load("tensor has constant data index " + std::to_string(buf_idx) +
                    " and a planned allocation, but the program has no mutable data for it");
-      if (init.data) std::memcpy(x.data, init.data, nbytes);
+      // (the buffer is zeros: pages the initial data leaves zero - an all-zero KV cache - stay
+      // unwritten, and all-zero initial data is not kept: reset_state zeroes)
+      if (init.data) {
+        os::copy_changed_pages(x.data, init.data, nbytes);
+        if (all_zero(init)) {
+          prog_->release(init);
+          init = Span{};
+        }
+      }
       std::string name = extra ? extra.string(1) : std::string();
       state_.push_back(State{(int64_t)(&v - values_.data()), init, name});
     }
@@ -293,12 +298,8 @@ void Method::parse_values(const fb::Table& plan) {
   }
 }
 
-void Method::prepare_instructions(const fb::Table& plan) {
+void Method::prepare_instructions(const fb::Table& plan, WeightCacheSession* weight_cache) {
   fb::Vector dels = plan.vector(EP_DELEGATES, 4);
-  // the program's packed-weight cache: read by each delegate, written once all have loaded
-  std::unique_ptr<WeightCacheSession> weight_cache;
-  const std::string cache_path = dels.size() ? prog_->weight_cache() : std::string();
-  if (!cache_path.empty()) weight_cache = std::make_unique<WeightCacheSession>(cache_path);
   for (uint32_t i = 0; i < dels.size(); i++) {
     fb::Table d = dels.table(i);
     std::string id = d.string(0);
@@ -321,11 +322,12 @@ void Method::prepare_instructions(const fb::Table& plan) {
     }
     std::vector<Span> consumed;
     BackendInit init{blob, &specs, prog_.get(), prog_->runtime().pool().num_threads(), &consumed};
-    init.weight_cache = weight_cache.get();
+    init.weight_cache = weight_cache;
     delegates_.push_back(be->init(init));
+    // (a delegate's named data is one small segment per tensor, each too small to give back
+    // alone - Program::release takes whole pages -, together most of the file)
     for (const Span& s : merge_nearby(consumed, os::page_size())) prog_->release(s);
   }
-  if (weight_cache) weight_cache->finish();
 
   std::vector<std::string> ops = plan_operator_names(plan);
   std::vector<const KernelEntry*> kernels(ops.size(), nullptr);

@@ -21,6 +21,21 @@ enum { P_VERSION = 0, P_PLANS = 1, P_CONST_BUFFER = 2, P_DELEGATE_DATA = 3, P_SE
        P_CONST_SEGMENT = 5, P_MUTABLE_SEGMENTS = 6, P_NAMED_DATA = 7 };
 }  // namespace
 
+std::vector<Span> merge_nearby(std::vector<Span> spans, size_t gap) {
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.data < b.data; });
+  std::vector<Span> out;
+  for (const Span& s : spans) {
+    if (!s.data) continue;
+    if (!out.empty() && s.data <= out.back().data + out.back().size + gap) {
+      const uint8_t* end = std::max(out.back().data + out.back().size, s.data + s.size);
+      out.back().size = (size_t)(end - out.back().data);
+    } else {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
 std::shared_ptr<Program> Program::from_bytes(std::shared_ptr<Runtime> rt, const void* data, size_t size) {
   ETNP_PROBE2(program_load_begin, "<bytes>", (uint64_t)size);
   try {
@@ -86,6 +101,15 @@ void Program::protect(Span s) const {
   std::lock_guard<std::mutex> g(release_mu_);
   const size_t b = (size_t)(s.data - file_);
   protected_.emplace_back(b, b + std::min(s.size, file_size_ - b));
+}
+
+void Program::unprotect(Span s) const {
+  if (!s.data || s.data < file_ || s.data >= file_ + file_size_) return;
+  std::lock_guard<std::mutex> g(release_mu_);
+  const size_t b = (size_t)(s.data - file_);
+  const std::pair<size_t, size_t> r(b, b + std::min(s.size, file_size_ - b));
+  auto it = std::find(protected_.begin(), protected_.end(), r);
+  if (it != protected_.end()) protected_.erase(it);
 }
 
 void Program::release(Span s) const {

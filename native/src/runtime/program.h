@@ -21,6 +21,9 @@ struct Span {
   size_t size = 0;
 };
 
+// SPANS sorted and joined where at most GAP bytes lie between them (segment padding).
+std::vector<Span> merge_nearby(std::vector<Span> spans, size_t gap);
+
 class Program {
  public:
   // Reads the file (a private copy), or maps it when `map` is set (see os/file_source.h).
@@ -82,6 +85,10 @@ class Program {
   // ETNP_RELEASE_PROGRAM_BYTES=off keeps every program's.
   void release(Span s) const;
   void protect(Span s) const;
+  void unprotect(Span s) const;  // takes back one protect(S) of the same span
+  // Whether the bytes are a private copy of a file (not a mapping, not bytes given to from_bytes):
+  // then what release gives back is memory of this process alone.
+  bool reads_file_copy() const { return read_ != nullptr; }
   void ensure(Span s) const;
   uint64_t released_bytes() const;
  private:

@@ -16,7 +16,9 @@ constexpr char kMagic[8] = {'E', 'T', 'N', 'P', 'W', 'C', '\r', '\n'};
 constexpr uint32_t kFormatVersion = 1;
 // Bumped whenever a packed layout (gemm.h, qgemm.h, qgemm_qb4.h, depthwise_q8.h) or what a
 // delegate stores in its section changes: files written by other builds are then misses.
-constexpr uint32_t kPackingVersion = 2;
+// 3: per-channel 4-bit filters (qd8 x qc4w) packed as 4-bit (qgemm_qb4.h, one block of all K),
+// where earlier builds stored a float packing of them (the layouts themselves are unchanged)
+constexpr uint32_t kPackingVersion = 3;
 constexpr uint32_t kByteOrder = 0x01020304u;
 
 struct Header {  // 64 bytes, at offset 0
@@ -42,11 +44,11 @@ void SectionWriter::align(size_t a) {
 
 uint64_t weight_cache_cpu_key() {
   std::string s = cpu_features_string();
-  // (the AMX paths read the packed layouts of the AVX-512 VNNI path: the same key, so that a
-  // cache written under ETNP_CPU=avx512 serves the native path; a path with a layout of its own
-  // must change this)
-  const std::string amx = ",amx-int8";
-  if (s.size() > amx.size() && s.compare(s.size() - amx.size(), amx.size(), amx) == 0) s.resize(s.size() - amx.size());
+  // (the AMX paths read the packed layouts of the AVX-512 VNNI path, aarch64's dot-product
+  // kernels those of its base NEON ones: the same key, so that a cache written under
+  // ETNP_CPU=avx512 / neon serves the native path; a path with a layout of its own must change this)
+  for (const std::string tail : {",amx-int8", ",dotprod"})
+    if (s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0) s.resize(s.size() - tail.size());
   if (cpu_has_avx512f() && os::cpu_id().avx512vnni) s += ",vnni";
   return ContentHash::of(s.data(), s.size());
 }

@@ -9,6 +9,18 @@
 //                           the Windows wheel, setup.py - define it; MSVC's cl.exe does not, so a
 //                           cl.exe build runs the portable kernels.)
 //  ETNP_TARGET_INLINE("avx2")  the same, for a helper that must be inlined into its callers.
+//  ETNP_ARM_DOTPROD         the target string of an aarch64 function using the dot-product
+//                           instructions (SDOT / UDOT, FEAT_DotProd): ETNP_TARGET(ETNP_ARM_DOTPROD).
+//                           The build stays base ARMv8. GCC wants "arch=armv8.2-a+dotprod" (its
+//                           arm_neon.h declares SDOT for that target: "+dotprod" on base ARMv8 is
+//                           not a superset), Clang (clang-cl too) "dotprod".
+//  ETNP_NEON_DOT_KERNELS    1 where the aarch64 dot-product kernels are compiled: GCC, Clang 17 and
+//                           later (checked: 19), and an older Clang whose target has the extension
+//                           anyway, as Apple's arm64 (Clang 14 declares the SDOT intrinsics only
+//                           then); 0 elsewhere: cpu_has_neon_dot() is false there.
+//  ETNP_PREFETCH(p)         a hint to bring the cache line at p into the cache ahead of a read
+//                           (GCC/Clang builtin; nothing under cl.exe, which compiles no kernel
+//                           that uses it).
 //  ETNP_COMPILER_BARRIER()  the compiler keeps every memory access on its side (GCC's AMX tile
 //                           intrinsics are asm statements that do not tell it which memory a tile
 //                           load reads: the stores that fill a tile's source, or the tile config,
@@ -21,6 +33,8 @@
 //                           OS layer grants AMX on Linux only, and mingw-w64 GCC's tile intrinsics
 //                           pass the tile stride as a 32-bit `long` there, which its assembler
 //                           rejects). 0 elsewhere: the AMX entry points are never-called stubs.
+//  ETNP_SANITIZED           1 in an ASan / MSan / TSan build: large buffers then stay heap blocks
+//                           (which the sanitizers watch) instead of pages mapped from the OS.
 //  etnp::mul_overflow / etnp::add_overflow  checked integer arithmetic (GCC/Clang builtins, plain
 //                           C++ under cl.exe; mul_overflow under clang-cl too, since the MSVC
 //                           runtime lacks the compiler-rt helper that Clang may call to multiply
@@ -44,6 +58,32 @@
 #define ETNP_COMPILER_BARRIER() __asm__ __volatile__("" ::: "memory")
 #define ETNP_TARGET(features) __attribute__((target(features)))
 #define ETNP_TARGET_INLINE(features) __attribute__((target(features), always_inline)) inline
+#endif
+
+#if defined(__aarch64__) && (!defined(__clang__) || __clang_major__ >= 17 || defined(__ARM_FEATURE_DOTPROD))
+#define ETNP_NEON_DOT_KERNELS 1
+#else
+#define ETNP_NEON_DOT_KERNELS 0
+#endif
+#if defined(__clang__)
+#define ETNP_ARM_DOTPROD "dotprod"
+#else
+#define ETNP_ARM_DOTPROD "arch=armv8.2-a+dotprod"
+#endif
+
+#if defined(_MSC_VER) && !defined(__clang__)
+#define ETNP_PREFETCH(p) ((void)(p))
+#else
+#define ETNP_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#endif
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || __has_feature(thread_sanitizer)
+#define ETNP_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ETNP_SANITIZED 1
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "os/pages.h"
+#include "util/compiler.h"
 
 namespace etnp {
 
@@ -21,14 +22,6 @@ struct UninitAllocator : std::allocator<T> {
   UninitAllocator(const UninitAllocator<U>&) noexcept {}
   // 64-byte aligned: vector loads and stores of a row never straddle a cache line
   static constexpr std::align_val_t kAlign{64};
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || __has_feature(thread_sanitizer)
-#define ETNP_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define ETNP_SANITIZED 1
-#endif
 #if !defined(ETNP_SANITIZED)  // sanitizers watch heap blocks
   // Large buffers (packed weights, activations) come straight from the OS as whole pages (on
   // Linux with their pages populated in one call: they are written in full right away, and one

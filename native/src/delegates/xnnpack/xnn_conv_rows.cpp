@@ -23,6 +23,25 @@ namespace etnp::xnn {
 
 constexpr int64_t kGroupWeightBytes = int64_t(512) << 10;
 constexpr int64_t kChunkWindowBytes = int64_t(16) << 10;
+constexpr int64_t kDirectWeightBytes = int64_t(32) << 10;  // an 8-channel block's weight lines, kept in L1
+
+// Whether the direct kernel is the cheaper way to a 1-D convolution's rows of OW positions x OC
+// channels, against the GEMM over the input's NHWC copy (conv_indirect in xnn_conv.cpp): the
+// direct kernel broadcasts its weights, K cache lines an 8-channel block, for every tile, and where
+// they stay in L1 it runs ~10% above the GEMM (1 thread, CPU time: Conv1d(32, 32, 11) on 25600
+// samples 0.85 of the GEMM's time, (64, 64, 7) 0.92, (128, 128, 3) 0.91, (80, 384, 3) 0.86);
+// beyond L1 it falls behind ((256, 256, 11): 1.24x the GEMM, (512, 512, 7): 1.37x; Inception's 1x7
+// convolution of 128 channels on 17x17, 2.6x). It also computes whole 16-position vectors of a
+// row (a 17-wide row as 32) where the GEMM pads the channels to its 16-column panels: beyond a
+// third more multiply-adds than the GEMM's it declines too (a guard, not measured on its own: the
+// GEMM path adds the input's NHWC copy and, for a fused NCHW result, the passes of what was fused).
+namespace {
+bool direct_beats_gemm(int64_t K, int64_t OW, int64_t OC) {
+  if (K * 64 > kDirectWeightBytes) return false;
+  const int64_t computed = (OW + 15) / 16 * 16 * OC, gemm = OW * ((OC + 15) / 16 * 16);
+  return computed * 3 <= gemm * 4;
+}
+}  // namespace
 
 bool conv_nchw_rows(KernelContext& ctx, const Node& n, const Value& a, int64_t N, int64_t H, int64_t W, int64_t C,
                     int64_t OH, int64_t OW, const GemmEpilogue& ep, float* Y, int64_t OC, const NchwStore* nchw) {
@@ -45,6 +64,7 @@ bool conv_nchw_rows(KernelContext& ctx, const Node& n, const Value& a, int64_t N
     H = OH = 1;
   }
   const int64_t plane = H * W, rows = N * OH, vecs = (OW + 15) / 16, ocb = OC / 8;
+  if (!direct_beats_gemm(B.K, OW, OC)) return false;
   const int64_t oplane = OH * OW;  // (an NCHW output's channel plane)
   const float* X = a.cdata();
   const bool cm = nchw != nullptr;
@@ -184,7 +204,12 @@ bool nchw_rows_candidate(const Node& n, const std::vector<int64_t>& in) {
   const bool along_w = n.kh == 1 && n.sh == 1 && !n.pad_top && !n.pad_bottom && n.sw == 1 && (n.kw > 1 || n.pad_left || n.pad_right);
   const bool along_h = in[3] == 1 && n.kw == 1 && n.sw == 1 && !n.pad_left && !n.pad_right && n.sh == 1 &&
                        (n.kh > 1 || n.pad_top || n.pad_bottom);
-  return along_w || along_h;
+  if (!(along_w || along_h)) return false;
+  // the positions along the signal (unknown, <= 0: left to the run)
+  const int64_t len = along_w ? in[3] : in[2], pad = along_w ? (int64_t)n.pad_left + n.pad_right : (int64_t)n.pad_top + n.pad_bottom;
+  const int64_t span = along_w ? ((int64_t)n.kw - 1) * n.dw : ((int64_t)n.kh - 1) * n.dh;
+  const int64_t OW = len + pad - span;
+  return OW <= 0 || direct_beats_gemm(n.packed[0].K, OW, n.packed[0].N);
 }
 
 void conv2d_nchw_output(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {

@@ -7,8 +7,9 @@
 // ordinary convolution of the input with that phase's taps: per (group, row phase, column phase)
 // the filter's taps are packed once as a [taps * ICg, OCg] GEMM operand, and each output row's
 // pixels of one column phase gather their input pixels (zeros outside the input) into rows of
-// that K and multiply them - no zero-stuffed input, no scatter, every output element written once
-// and by one task, so the work splits across threads by output rows and phases.
+// that K and multiply them (a phase of one tap reads its input pixels in place) - no zero-stuffed
+// input, no scatter, every output element written once and by one task, so the work splits across
+// threads by output rows and phases.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -165,6 +166,20 @@ void deconv(KernelContext& ctx, Graph& g, Node& n) {
       const std::vector<int64_t>& ti = taps_h[(size_t)rh];
       const std::vector<int64_t>& tj = taps_w[(size_t)rw];
       const int64_t K = pb.K;
+      if (K == ICg) {
+        // One tap (stride >= kernel extent: U-Net's 2x2 / 2, a 1-D upsampler): its block's
+        // input pixels are equally spaced - read in place as the GEMM's rows where all are inside
+        // the input, no gathered copy. (Else a gathered block: zero rows for the pixels outside.)
+        const int64_t i = ti[0], j = tj[0];
+        int64_t ohl, owl;
+        pixel(m - 1, ohl, owl);
+        const int64_t qh0 = oh + pt - i * dh, qw0 = ow + pl - j * dw, qh1 = ohl + pt - i * dh, qw1 = owl + pl - j * dw;
+        if (qh0 >= 0 && qw0 >= 0 && qh1 / sh < H && qw1 / sw < W) {  // (the first is the least, the last the most)
+          const float* src = x + ((bn * H + qh0 / sh) * W + qw0 / sw) * C + gi * ICg;
+          sgemm_packed(nullptr, m, src, along_w ? C : W * C, 1, pb, dst, ldc, ep);
+          continue;
+        }
+      }
       if ((int64_t)rows.size() < m * K) rows.resize((size_t)(m * K));
       for (int64_t k = 0; k < m; k++) {
         pixel(k, oh, ow);

@@ -362,19 +362,31 @@ class XnnDelegate : public DelegateHandle {
     return n.type == FullyConnected && n.qpacked.N > 0;
   }
   // A static-int8 value that one int8 node writes and only int8 nodes read - GEMM and depthwise
-  // nodes (input 0; no fused part reads it), int8 adds, concatenations and max pooling (any
-  // input) - is kept as its byte codes alone (Value::as_codes): the writer's epilogue produces the
-  // next node's input, no float32 grid points between them. Graph inputs and outputs and
+  // nodes (input 0; no fused part reads it), int8 adds, concatenations, max pooling, transposes
+  // and reshapes (any input), Converts from or to float32 (int8_convert: not in a chain) - is
+  // kept as its byte codes alone (Value::as_codes): the writer's epilogue produces the next
+  // node's input, no float32 grid points between them. Graph inputs and outputs and
   // constants stay float32. ETNP_XNN_CODES=off keeps every value float32.
   void plan_codes() {
     const size_t nv = g_.values.size();
     std::vector<uint8_t> ok(nv, 1), written(nv, 0), read(nv, 0);
     for (uint32_t id : g_.input_ids) ok[id] = 0;
     for (uint32_t id : g_.output_ids) ok[id] = 0;
+    std::vector<uint8_t> handed(g_.nodes.size(), 0);  // (run as a producer's chain, on its float32 output)
+    for (size_t k = 0; k < g_.nodes.size(); k++)
+      for (size_t j = k + 1; j <= k + (size_t)then_[k] && j < g_.nodes.size(); j++) handed[j] = 1;
+    std::vector<uint8_t> moved(nv, 0);  // written by a move (transpose, reshape, concatenation, max pooling)
+    for (size_t i = 0; i < g_.nodes.size(); i++)
+      if (moves(i) && g_.nodes[i].output < nv) moved[g_.nodes[i].output] = 1;
     for (size_t i = 0; i < g_.nodes.size(); i++) {
       const Node& n = g_.nodes[i];
       const bool any_input = (int8_add(g_, n) || moves(i)) && chains_[i] == 1;  // (every input as codes)
-      const bool q = int8_gemm(i) || any_input;
+      // A Convert's int8 side (not in a chain): its output, or an input that a move wrote - one
+      // that a GEMM or an add wrote is better as their float32 grid points, which the Convert
+      // takes over (plan_moves), than as codes it would turn into floats in a pass of its own.
+      const bool convert = int8_convert(g_, n) && chains_[i] == 1 && !handed[i] &&
+                           (!on_int8_grid(g_.values[n.inputs[0]]) || moved[n.inputs[0]]);
+      const bool q = int8_gemm(i) || any_input || convert;
       for (size_t j = 0; j < n.inputs.size(); j++)
         if (n.inputs[j] < nv) {
           read[n.inputs[j]] = 1;
@@ -397,9 +409,9 @@ class XnnDelegate : public DelegateHandle {
       codes[id] = ok[id] && written[id] && read[id] && !v.is_constant && v.external_id == kInvalidId &&
                   on_int8_grid(v) && v.scale > 0.f;
     }
-    // A concatenation or max pooling moves codes only where all its inputs and its output are
-    // codes: a float32 one among them would be converted to codes and back around the move
-    // (three passes for one). Where one is not, none of them is (repeated until nothing changes).
+    // A concatenation, max pooling, transpose or reshape moves codes only where all its inputs
+    // and its output are codes: a float32 one among them would be converted to codes and back
+    // around the move (three passes for one). Where one is not, none of them is (repeated until nothing changes).
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t i = 0; i < g_.nodes.size(); i++) {
@@ -477,8 +489,8 @@ class XnnDelegate : public DelegateHandle {
         continue;
       uint32_t a = n.inputs[0], o = n.output;
       Value &va = g_.values[a], &vo = g_.values[o];
-      if (n.type != StaticTranspose)
-        n.move_input = readers[a] == 1 && !va.is_constant && !vo.is_constant && va.external_id == kInvalidId &&
+      if (n.type != StaticTranspose)  // (a reshape of codes copies them: xnn_layout.cpp)
+        n.move_input = readers[a] == 1 && !va.as_codes && !vo.as_codes && !va.is_constant && !vo.is_constant && va.external_id == kInvalidId &&
                        !dynamically_quantized(va) && !dynamically_quantized(vo) && !is_output[o] &&
                        (n.type == Convert || same_grid(va, vo)) && !in_chain &&
                        (n.type != Softmax || (va.dtype == FP32 && vo.dtype == FP32 && va.quant == Quant::None &&

@@ -329,35 +329,6 @@ bool fuse_nchw_unary_copy(Graph& g, const Uses& u, size_t k) {
   return true;
 }
 
-// Every reader of value `from` reads `to` instead (a node repeating an earlier one's work is then
-// dropped: merge_repeated_unary, merge_convert).
-void read_instead(Graph& g, uint32_t from, uint32_t to) {
-  for (Node& r : g.nodes)
-    for (uint32_t& id : r.inputs)
-      if (id == from) id = to;
-}
-
-// Unary node j computing what an earlier unary node i computes - the same function and parameter
-// of the same value, no clamp (a LeakyReLU that each residual block of a vocoder stage applies to
-// the stage's input): j is dropped and its readers read i's result instead.
-bool merge_repeated_unary(Graph& g, const Uses& u, size_t j) {
-  if (!fusable_unary(g, u, j)) return false;
-  const Node& nj = g.nodes[j];
-  const uint32_t x = nj.inputs[0], y = nj.output;
-  if (x >= g.values.size() || u.producer[x] == -2 || is_graph_io(g, y) || is_graph_io(g, x)) return false;
-  for (size_t i = 0; i < j; i++) {
-    const Node& ni = g.nodes[i];
-    if (ni.type != nj.type || ni.inputs != nj.inputs || std::memcmp(&ni.fparam, &nj.fparam, sizeof(float)) != 0 ||
-        !fusable_unary(g, u, i) || ni.output == x || u.producer[x] > (int64_t)i)
-      continue;
-    const Value &vi = g.values[ni.output], &vj = g.values[y];
-    if (vi.dtype != vj.dtype || vi.quant != vj.quant || vi.dims != vj.dims || !plain_f32(vi) || !plain_f32(vj)) continue;
-    read_instead(g, y, ni.output);
-    return true;
-  }
-  return false;
-}
-
 // Band pipelines pay where the intermediate image is not small: above ~1 MiB it would leave the
 // per-core cache, and from a few hundred KiB the saved passes and thread hand-offs still win
 // (MobileNetV2 at 2 threads: 200 KiB measured 2% faster than 1 MiB). Below, finer work splits
@@ -427,7 +398,7 @@ bool fuse_project(Graph& g, const Uses& u, size_t k) {
   return true;
 }
 
-// Two values of one type (merge_convert)
+// Two values of one type
 bool same_type(const Value& a, const Value& b) {
   return a.dtype == b.dtype && a.dims == b.dims && a.flags == b.flags && a.quant == b.quant && a.scale == b.scale &&
          a.zero_point == b.zero_point && a.scales == b.scales && a.channel_dim == b.channel_dim &&
@@ -438,19 +409,39 @@ bool plain_convert(const Graph& g, const Node& n) {
          !is_graph_io(g, n.output) && !n.clamp_fused && n.out_min == -std::numeric_limits<float>::infinity() &&
          n.out_max == std::numeric_limits<float>::infinity();
 }
-// Convert k computes what an earlier Convert already did: the same input into an output of the same
-// type (a program converts a linear's input once a linear - the q, k and v projections of one
-// normalised input, the gate and up projections: three and two identical dynamic quantizations).
-// k's readers then read the earlier output, and k is dropped.
-bool merge_convert(Graph& g, const Uses&, size_t k) {
+// Earlier node i computes what node k computes:
+// - two Converts of one input into outputs of one type (a program converts a linear's input once a
+//   linear: the q, k and v projections of one normalised input, the gate and up projections, three
+//   and two identical dynamic quantizations);
+// - two unary functions (same function and parameter, no clamp) of one float value (a LeakyReLU
+//   that each residual block of a vocoder stage applies to the stage's input).
+bool repeats(const Graph& g, const Uses& u, size_t i, size_t k) {
+  const Node &e = g.nodes[i], &n = g.nodes[k];
+  if (e.type != n.type || e.inputs != n.inputs) return false;
+  if (n.type == Convert)
+    return plain_convert(g, e) && e.flags == n.flags && same_type(g.values[e.output], g.values[n.output]);
+  const uint32_t x = n.inputs[0];
+  const Value &ve = g.values[e.output], &vn = g.values[n.output];
+  return std::memcmp(&e.fparam, &n.fparam, sizeof(float)) == 0 && fusable_unary(g, u, i) && e.output != x &&
+         u.producer[x] <= (int64_t)i && ve.dims == vn.dims && plain_f32(ve) && plain_f32(vn);
+}
+// Node k repeats an earlier node's work (repeats): k's readers read the earlier output instead, and
+// k is dropped.
+bool merge_repeat(Graph& g, const Uses& u, size_t k) {
   const Node& n = g.nodes[k];
-  if (!plain_convert(g, n)) return false;
+  if (n.type == Convert) {
+    if (!plain_convert(g, n)) return false;
+  } else {
+    if (!fusable_unary(g, u, k)) return false;
+    const uint32_t x = n.inputs[0];
+    if (x >= g.values.size() || u.producer[x] == -2 || is_graph_io(g, n.output) || is_graph_io(g, x)) return false;
+  }
   for (size_t i = 0; i < k; i++) {
-    const Node& e = g.nodes[i];
-    if (!plain_convert(g, e) || e.inputs[0] != n.inputs[0] || e.flags != n.flags ||
-        !same_type(g.values[e.output], g.values[n.output]))
-      continue;
-    read_instead(g, n.output, e.output);
+    if (!repeats(g, u, i, k)) continue;
+    const uint32_t from = n.output, to = g.nodes[i].output;
+    for (Node& r : g.nodes)
+      for (uint32_t& id : r.inputs)
+        if (id == from) id = to;
     return true;
   }
   return false;
@@ -493,8 +484,7 @@ FusionMode fusion_mode() {
 void fuse_nodes(Graph& g) {
   if (fusion_mode() == FusionMode::Off) return;
   // repeats first (the fusions below see the merged readers)
-  fuse_pass(g, merge_convert);
-  fuse_pass(g, merge_repeated_unary);
+  fuse_pass(g, merge_repeat);
   fuse_pass(g, fuse_clamp);
   // residual adds first: a projection takes its add along when it joins a depthwise node
   fuse_pass(g, [](Graph& gg, const Uses& u, size_t k) { return fuse_residual(gg, u, k) || fuse_input_transpose(gg, u, k); });

@@ -113,7 +113,8 @@ struct Node {
   // (qd8 x qb4w): the blocks' int8 values, one PackedQ8 per block of input channels, in order
   std::vector<PackedQ8> qblocks;
   // ... or (where the filter's values are nibbles: always from the program's bytes) the nibbles
-  // themselves, two a byte (qgemm_qb4.h; N > 0 when set)
+  // themselves, two a byte (qgemm_qb4.h; N > 0 when set); a per-channel 4-bit filter (qd8 x
+  // qc4w) too, as one block of all input channels
   PackedQB4 qb4;
   // DepthwiseConv2d (multiplier 1) on a static-int8 input with an int8 filter (taps > 0 when set)
   PackedDwQ8 qdw;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "kernels/compute/transpose_f32.h"
+#include "kernels/compute/transpose_u8.h"
 #include "kernels/kernel_util.h"
 #include "util/compiler.h"
 #include "util/copy_short.h"
@@ -33,36 +34,39 @@ static void check_fits_value(const Node& n, const Value& o, const std::vector<in
 }
 
 // Permutations that, once runs of adjacent dims are merged, swap the last two of [B, R, S]
-// (NCHW <-> NHWC is one): out[b][s][r] = in[b][r][s], copied in cache-sized blocks.
-bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vector<int64_t>& perm, Value& o) {
+// (NCHW <-> NHWC is one): out[b][s][r] = in[b][r][s]. The merged shape: 1 with B, R, S set; 0 for
+// the same element order; -1 for other permutations.
+static int batched_2d_dims(const std::vector<int64_t>& shape, const std::vector<int64_t>& perm, int64_t& B, int64_t& R,
+                           int64_t& S) {
   // merged runs of input dims (size-1 dims dropped), in output order: size, first and last input dim
   int64_t md[8], mf[8], ml[8];
   size_t nm = 0;
   for (size_t i = 0; i < perm.size(); i++) {
-    int64_t d = perm[i], size = a.shape[d];
+    int64_t d = perm[i], size = shape[d];
     if (size == 1) continue;
     if (nm && d > ml[nm - 1]) {
       bool adjacent = true;  // every dim between the run's last and d must be 1
-      for (int64_t k = ml[nm - 1] + 1; k < d; k++) adjacent = adjacent && a.shape[k] == 1;
+      for (int64_t k = ml[nm - 1] + 1; k < d; k++) adjacent = adjacent && shape[k] == 1;
       if (adjacent) { md[nm - 1] *= size; ml[nm - 1] = d; continue; }
     }
     md[nm] = size;
     mf[nm] = ml[nm] = d;
     nm++;
   }
-  if (nm <= 1) {  // the same element order
-    copy_values(ctx, o.data.data(), a.cdata(), o.numel());
-    return true;
-  }
-  if (a.numel() == 0) return true;  // nothing to move (a size-0 dim: no division by it below)
-  int64_t B = 1, R, S;
+  if (nm <= 1) return 0;
+  B = 1;
   if (nm == 2 && mf[0] > mf[1]) { R = md[1]; S = md[0]; }
   else if (nm == 3 && mf[0] < mf[1] && mf[0] < mf[2] && mf[1] > mf[2]) { B = md[0]; R = md[2]; S = md[1]; }
-  else return false;
-  const float* x = a.cdata();  // the caller's tensor when the delegate input is read in place
-  float* y = o.data.data();
-  // tasks: (batch, block of T output rows s, block of output columns r) - the columns split too
-  // when the rows are few (NHWC -> NCHW of a few channels); a task a thread above 64 Ki elements
+  else return -1;
+  return 1;
+}
+
+// The batched 2-D transpose of B matrices R x S (float32 values or byte codes), copied in
+// cache-sized blocks. Tasks: (batch, block of T output rows s, block of output columns r) - the
+// columns split too when the rows are few (NHWC -> NCHW of a few channels); a task a thread above
+// 64 Ki elements.
+template <typename E, typename Kernel>
+static void batched_2d(KernelContext& ctx, const E* x, int64_t B, int64_t R, int64_t S, E* y, Kernel kernel) {
   constexpr int64_t T = 32;
   const int64_t sblocks = (S + T - 1) / T, RB = S >= 2 * T ? R : std::max<int64_t>(64, (int64_t(1) << 14) / S);
   const int64_t rblocks = (R + RB - 1) / RB, per = sblocks * rblocks;
@@ -71,18 +75,33 @@ bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vect
     for (int64_t t = tb; t < te; t++) {
       const int64_t b = t / per, sb = t % per / rblocks, rb = t % rblocks;
       const int64_t s0 = sb * T, s1 = std::min(S, s0 + T), r0 = rb * RB, r1 = std::min(R, r0 + RB);
-      transpose_2d_f32(x + b * R * S, R, S, y + b * R * S, s0, s1, r0, r1);
+      kernel(x + b * R * S, R, S, y + b * R * S, s0, s1, r0, r1);
     }
   });
+}
+
+bool transpose_as_batched_2d(KernelContext& ctx, const Value& a, const std::vector<int64_t>& perm, Value& o) {
+  int64_t B, R, S;
+  const int kind = batched_2d_dims(a.shape, perm, B, R, S);
+  if (kind == 0) {  // the same element order
+    copy_values(ctx, o.data.data(), a.cdata(), o.numel());
+    return true;
+  }
+  if (kind < 0) return false;
+  if (a.numel() == 0) return true;  // nothing to move (a size-0 dim: no division by it)
+  // (x: the caller's tensor when the delegate input is read in place)
+  batched_2d(ctx, a.cdata(), B, R, S, o.data.data(), transpose_2d_f32);
   return true;
 }
 
-// dst (dense, shape s) = src[base + sum_d idx[d] * st[d]]: the general transpose and slice. Dims
-// of size 1 are dropped and dims that stay adjacent in the source merged; then each row of the
-// innermost dim is one run (a block copy when its source is contiguous, a strided gather
-// otherwise) and rows are split across threads when there are many elements.
-void strided_copy(KernelContext& ctx, const float* src, int64_t base, const std::vector<int64_t>& shape,
-                  const std::vector<int64_t>& strides, float* dst) {
+// dst (dense, shape s) = src[base + sum_d idx[d] * st[d]]: the general transpose and slice, of
+// float32 values or byte codes. Dims of size 1 are dropped and dims that stay adjacent in the
+// source merged; then each row of the innermost dim is one run (a block copy when its source is
+// contiguous, a strided gather otherwise) and rows are split across threads when there are many
+// elements.
+template <typename E>
+static void strided_copy(KernelContext& ctx, const E* src, int64_t base, const std::vector<int64_t>& shape,
+                         const std::vector<int64_t>& strides, E* dst) {
   int64_t s[8], st[8];
   int nd = 0;
   for (size_t d = 0; d < shape.size(); d++) {
@@ -112,10 +131,11 @@ void strided_copy(KernelContext& ctx, const float* src, int64_t base, const std:
       off += idx[d] * st[d];
     }
     for (int64_t r = r0; r < r1; r++) {
-      float* out = dst + r * inner;
-      const float* in = src + off;
-      if (ist == 1) copy_floats(out, in, inner);
-      else for (int64_t j = 0; j < inner; j++) out[j] = in[j * ist];
+      E* out = dst + r * inner;
+      const E* in = src + off;
+      if (ist != 1) for (int64_t j = 0; j < inner; j++) out[j] = in[j * ist];
+      else if (sizeof(E) == sizeof(float)) copy_floats((float*)out, (const float*)in, inner);
+      else std::memcpy(out, in, (size_t)inner * sizeof(E));
       for (int d = nd - 2; d >= 0; d--) {  // next row
         off += st[d];
         if (++idx[d] < s[d]) break;
@@ -143,8 +163,24 @@ void transpose(KernelContext& ctx, Graph& g, Node& n) {
     st[i] = in_st[n.ints[i]];
   }
   ensure_shape(o, s);
+  const std::vector<int64_t> strides(st, st + nd);
+  if (a.as_codes || o.as_codes) {  // int8 values kept as codes (int8_moves): bytes moved, not floats
+    if (!int8_moves(g, n)) fail(n, "int8 codes on a transpose that cannot take them");  // (the plan rules it out)
+    thread_local std::vector<uint8_t> in_buf, out_buf;
+    int32_t zp;
+    const uint8_t* x = value_codes(ctx, n, a, a.numel(), in_buf, zp);
+    uint8_t* y = output_codes(o, out_buf);
+    int64_t B, R, S;
+    const int kind = batched_2d_dims(a.shape, n.ints, B, R, S);
+    if (kind == 0 && y != x) std::memcpy(y, x, (size_t)o.numel());
+    else if (kind > 0 && o.numel() > 0) batched_2d(ctx, x, B, R, S, y, transpose_2d_u8);
+    else if (kind < 0) strided_copy(ctx, x, 0, s, strides, y);
+    if (!o.as_codes) codes_to_values(ctx, o, y);
+    n.snapped = true;
+    return;
+  }
   if (transpose_as_batched_2d(ctx, a, n.ints, o)) return;
-  strided_copy(ctx, a.cdata(), 0, s, std::vector<int64_t>(st, st + nd), o.data.data());
+  strided_copy(ctx, a.cdata(), 0, s, strides, o.data.data());
 }
 void reshape(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   Value &a = in(g, n, 0), &o = out(g, n);
@@ -159,6 +195,18 @@ void reshape(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   for (auto d : s)
     if (etnp::mul_overflow(total, d, &total)) fail(n, "invalid reshape size");
   if (total != a.numel()) fail(n, "cannot reshape " + shape_str(a.shape) + " to " + shape_str(s));
+  if (a.as_codes || o.as_codes) {  // int8 values kept as codes (int8_moves): their bytes copied
+    if (!int8_moves(g, n)) fail(n, "int8 codes on a reshape that cannot take them");  // (the plan rules it out)
+    thread_local std::vector<uint8_t> in_buf, out_buf;
+    int32_t zp;
+    const uint8_t* x = value_codes(ctx, n, a, total, in_buf, zp);
+    ensure_shape(o, s);
+    uint8_t* y = output_codes(o, out_buf);
+    if (y != x) std::memcpy(y, x, (size_t)total);
+    if (!o.as_codes) codes_to_values(ctx, o, y);
+    n.snapped = true;
+    return;
+  }
   if (n.view_input && &o != &a) {  // a graph input, read in place (its buffer is fixed for the call)
     o.shape = s;                   // (the size was checked above: the input's element count)
     o.raw = a.cdata();

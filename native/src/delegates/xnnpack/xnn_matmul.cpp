@@ -1,5 +1,6 @@
-// Matrix XNNPACK nodes: fully connected (float GEMM, or the int8 GEMM for qd8 x qc8w), batched
-// matrix multiply, scaled dot-product attention; the GEMM nodes' fused-residual helpers.
+// Matrix XNNPACK nodes: fully connected (float GEMM, the int8 GEMM for qd8 x qc8w, the 4-bit one
+// for qd8 x qb4w / qc4w), batched matrix multiply, scaled dot-product attention; the GEMM nodes'
+// fused-residual helpers.
 #include "delegates/xnnpack/xnn_chain.h"
 #include "delegates/xnnpack/xnn_node_util.h"
 
@@ -63,7 +64,7 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     fully_connected_q8(ctx, n, a, M, IC, OC, bias, o, sc);
     return;
   }
-  if (n.qb4.N > 0) {  // qd8 x qb4w on the nibbles (qgemm_qb4.h)
+  if (n.qb4.N > 0) {  // qd8 x qb4w / qc4w on the nibbles (qgemm_qb4.h)
     if (n.qb4.K != IC || n.qb4.N != OC) fail(n, "packed weights do not match the filter");
     if (a.row_len <= 0 || a.row_len % IC != 0 || (int64_t)a.row_scale.size() * a.row_len < a.numel() ||
         (int64_t)a.q8.size() < a.numel())
@@ -225,22 +226,33 @@ void sdpa(Graph& g, Node& n) {
 }
 
 
-bool prepare_fc_qb4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw) {
-  // (blocks along the filter's last dim, its input channels when not transposed)
-  if (!x || x->dtype != QDINT8 || w.dtype != QBINT4 || w.quant != Quant::PerChannelGroup || tw ||
-      w.channel_dim != 0 || w.group_size <= 0 || IC <= 0 || OC <= 0 || IC > 32768 || w.dims.size() != 2)
+bool prepare_fc_q4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw) {
+  // qb4w: blocks along the filter's last dim (its input channels, not transposed), a scale per
+  // block; qc4w: one scale a column - one block of all IC input channels (qgemm_qb4 takes any
+  // block size: its block sums stay exact int32, |sum| <= IC * 128 * 8 < 2^25, converted to float
+  // once, as XNNPACK's qd8-f32-qc4w GEMM converts its whole sum)
+  const bool blockwise = w.dtype == QBINT4 && w.quant == Quant::PerChannelGroup && w.group_size > 0;
+  const bool channelwise = w.dtype == QCINT4 && w.quant == Quant::PerChannel;
+  if (!x || x->dtype != QDINT8 || !(blockwise || channelwise) || tw || w.channel_dim != 0 || IC <= 0 || OC <= 0 ||
+      IC > 32768 || w.dims.size() != 2)
     return false;
-  const int64_t bs = w.group_size, nb = (IC + bs - 1) / bs;
+  const int64_t bs = blockwise ? w.group_size : IC, nb = (IC + bs - 1) / bs;
   if ((int64_t)w.scales.size() < OC * nb || (w.qraw ? w.numel() : (int64_t)w.data.size()) < OC * IC) return false;
   const int64_t row_bytes = (IC + 1) / 2;  // (the program's bytes: two nibbles a byte, low first, zero point 8)
   auto scale = [&](int64_t oc, int64_t b) { return w.scales[(size_t)(oc * nb + b)]; };
+  // weight (oc, k) as an int8 value: the nibble itself (what decoding and dividing by the scale
+  // gives back), or the decoded value divided by its scale
+  auto value = [&](int64_t oc, int64_t k) -> int {
+    if (w.qraw) return ((k & 1) ? (w.qraw[oc * row_bytes + k / 2] >> 4) : (w.qraw[oc * row_bytes + k / 2] & 15)) - 8;
+    return int8_value(w.data[(size_t)(oc * IC + k)], scale(oc, k / bs));
+  };
   // the nibbles themselves, packed as they are (qgemm_qb4.h): from the program's bytes, or from
   // decoded values where each is one (w + 8 in 0..15)
-  bool nibbles = kQb4Used && bs <= 1024;
+  bool nibbles = kQb4Used && bs <= kQb4MaxBlock;
   if (nibbles && !w.qraw)
     for (int64_t oc = 0; oc < OC && nibbles; oc++)
       for (int64_t k = 0; k < IC && nibbles; k++) {
-        const int v = int8_value(w.data[(size_t)(oc * IC + k)], scale(oc, k / bs));
+        const int v = value(oc, k);
         nibbles = v >= -8 && v <= 7;
       }
   if (nibbles && w.qraw) {
@@ -248,31 +260,22 @@ bool prepare_fc_qb4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_
     return true;
   }
   if (nibbles) {
-    n.qb4 = pack_qb4(IC, OC, bs, [&](int64_t k, int64_t oc) {
-      return int8_value(w.data[(size_t)(oc * IC + k)], scale(oc, k / bs)) + 8;
-    }, scale);
+    n.qb4 = pack_qb4(IC, OC, bs, [&](int64_t k, int64_t oc) { return value(oc, k) + 8; }, scale);
     return true;
   }
+  // elsewhere the int8 GEMM: qc4w as qc8w (one int8 panel, XNNPACK's qd8 x qc8w epilogue), qb4w
+  // as one int8 panel a block (Node::qblocks)
   std::vector<int8_t> q;
   std::vector<float> s((size_t)OC);
   for (int64_t b = 0; b < nb; b++) {
     const int64_t k0 = b * bs, K = std::min(bs, IC - k0);
     q.assign((size_t)(OC * K), 0);
     for (int64_t oc = 0; oc < OC; oc++) {
-      const float sc = w.scales[(size_t)(oc * nb + b)];
-      s[(size_t)oc] = sc;
-      int8_t* qr = q.data() + oc * K;
-      if (w.qraw) {  // the nibbles themselves (what decoding and dividing by the scale gives back)
-        const uint8_t* row = w.qraw + oc * row_bytes;
-        for (int64_t k = 0; k < K; k++) {
-          const int64_t j = k0 + k;
-          qr[k] = (int8_t)(((j & 1) ? (row[j / 2] >> 4) : (row[j / 2] & 15)) - 8);
-        }
-      } else {
-        for (int64_t k = 0; k < K; k++) qr[k] = int8_value(w.data[(size_t)(oc * IC + k0 + k)], sc);
-      }
+      s[(size_t)oc] = scale(oc, b);
+      for (int64_t k = 0; k < K; k++) q[(size_t)(oc * K + k)] = (int8_t)value(oc, k0 + k);
     }
-    n.qblocks.push_back(pack_q8(K, OC, q.data(), 1, K, s.data()));
+    if (channelwise) n.qpacked = pack_q8(K, OC, q.data(), 1, K, s.data());
+    else n.qblocks.push_back(pack_q8(K, OC, q.data(), 1, K, s.data()));
   }
   return true;
 }

@@ -110,11 +110,13 @@ const Value* fused_residual(Graph& g, Node& n, const std::vector<int64_t>& shape
 Value& gemm_output(Graph& g, const Node& n, const std::vector<int64_t>& shape);
 void check_filter(const Node& n, const Value& w, std::initializer_list<int64_t> want);
 void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc);
-// qd8 x qb4w FullyConnected (a dynamically quantized input, a non-transposed 4-bit filter with a
-// scale per block of input channels): packs each block's int8 values (Node::qblocks); false
-// where it does not apply. Run by fully_connected: per block an exact int32 sum, scaled by the
-// block's scales and summed in float32 (as XNNPACK's qd8-f32-qb4w GEMM).
-bool prepare_fc_qb4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw);
+// qd8 x 4-bit FullyConnected: a dynamically quantized input and a non-transposed 4-bit filter
+// with a scale per block of input channels (qb4w) or per output channel (qc4w: one block of all
+// input channels). Packs the nibbles as they are (Node::qb4, qgemm_qb4.h: per block an exact
+// int32 sum, scaled by the block's scales and summed in float32, as XNNPACK's qd8-f32-qb4w GEMM);
+// where this build has no 4-bit GEMM, their int8 values (Node::qblocks, one panel a block; qc4w:
+// Node::qpacked, as qd8 x qc8w). False where it does not apply.
+bool prepare_fc_q4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw);
 void batch_matmul(KernelContext& ctx, Graph& g, Node& n);
 void sdpa(Graph& g, Node& n);
 
@@ -133,9 +135,9 @@ bool codes_enabled();
 // concatenation, max pooling, copies), all on the output's int8 grid, with no clamp: its output
 // is on that grid already (snapping it would change nothing).
 bool moves_grid_points(const Graph& g, const Node& n);
-// Concatenation and max pooling of values on one int8 grid (moves_grid_points): they run on byte
-// codes where an input or the output is kept as codes (concat, pool: a codes path), and any of
-// them may be.
+// Concatenation, max pooling, transposes and reshapes of values on one int8 grid
+// (moves_grid_points): they run on byte codes where an input or the output is kept as codes
+// (concat, pool, transpose, reshape: a codes path), and any of them may be.
 bool int8_moves(const Graph& g, const Node& n);
 // The byte codes of static-int8 value v (total elements, then kDwQ8CodeSlack readable bytes):
 // its own (Value::as_codes), or computed into buf; zpa: the int8 GEMM's zero point for them.
@@ -145,6 +147,11 @@ const uint8_t* value_codes(KernelContext& ctx, const Node& n, const Value& v, in
 // codes_to_values turns them into o's float32 grid points.
 uint8_t* output_codes(Value& o, std::vector<uint8_t>& buf);
 void codes_to_values(KernelContext& ctx, Value& o, const uint8_t* codes);
+// A Convert between float32 and a static-int8 value without a clamp (xnn_static_q8.cpp): the
+// int8 side may be kept as codes - convert_codes then writes the snapped values' codes, or reads
+// the codes into float32 grid points (false, having done nothing, where neither side is codes).
+bool int8_convert(const Graph& g, const Node& n);
+bool convert_codes(KernelContext& ctx, Graph& g, Node& n);
 // An Add of two static-int8 values of one shape into a third (xnn_static_q8.cpp): it runs on its
 // own (no elementwise chain) on the operands' codes or grid points, and any of the three may be
 // kept as codes (with ETNP_XNN_CODES=off too: the same arithmetic, on float32 grid points).

@@ -129,6 +129,15 @@ void filter_int8_values(const Value& w, int64_t OC, int64_t K, int oc_dim, const
     std::memcpy(q.data(), w.qraw, (size_t)(OC * K));
     return;
   }
+  if (w.qraw && w.dtype == QCINT4 && oc_dim == 0 && w.dims.size() == 2 && w.dims[1] == K) {  // nibbles, low first, zero point 8; rows padded to bytes
+    const int64_t row_bytes = (K + 1) / 2;
+    for (int64_t oc = 0; oc < OC; oc++)
+      for (int64_t k = 0; k < K; k++) {
+        const uint8_t b = w.qraw[oc * row_bytes + k / 2];
+        q[(size_t)(oc * K + k)] = (int8_t)(((k & 1) ? b >> 4 : b & 15) - 8);
+      }
+    return;
+  }
   // the filter's int8 values are its decoded grid points divided by the channel scale
   if (!w.raw && (int64_t)w.data.size() < OC * K) throw_load("XNNPACK delegate: a filter's values are missing");
   const float* f = w.cdata();
@@ -178,7 +187,7 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
       return;
     }
     if (prepare_fc_q8(x, n, *w, IC, OC, tw)) return;  // static int8: the int8 filter only
-    if (prepare_fc_qb4w(x, n, *w, IC, OC, tw)) return;  // qd8 x qb4w: the blocks' int8 values only
+    if (prepare_fc_q4w(x, n, *w, IC, OC, tw)) return;  // qd8 x qb4w / qc4w: the 4-bit filter only
     n.packed.push_back(pack_b(pool, IC, OC, decoded.floats(), tw ? OC : 1, tw ? 1 : IC, half));
   } else if (n.type == Conv2d) {
     if (w->dims.size() != 4) fail(n, "filter must be 4-D");

@@ -40,15 +40,20 @@ namespace {
 // The int8 values and per-output-channel scales of a static-int8 filter of OC x K values whose
 // output channel is dimension `oc_dim` of its 2-D view (0: [OC, K], 1: [K, OC]) and dimension
 // `quant_dim` of the filter itself; false unless it is per-channel qc8w or per-tensor qs8, zero
-// point 0, and the sums cannot overflow.
+// point 0 (or per-channel qc4w: its nibbles widened to int8 values - twice the program's bytes,
+// a quarter of a float copy), and the sums cannot overflow.
 bool int8_filter(const Value& w, int64_t OC, int64_t K, int oc_dim, int quant_dim, std::vector<int8_t>& q,
                  std::vector<float>& scales) {
   // int32 sums of up to 32768 products of 255 * 128 (and the zero-point term) cannot overflow
-  if (!int8_convs_enabled() || w.zero_point != 0 || K <= 0 || OC <= 0 || K > 32768 ||
+  // (qc4w: nibbles with the implicit zero point 8, whatever the value's zero point says; each of
+  // the OC rows of K nibbles padded to whole bytes, so only as [OC, K])
+  const bool qc4w = w.dtype == QCINT4 && oc_dim == 0 && w.dims.size() == 2 && w.dims[1] == K;
+  if (!int8_convs_enabled() || (w.zero_point != 0 && !qc4w) || K <= 0 || OC <= 0 || K > 32768 ||
       (w.qraw ? w.numel() : (int64_t)w.data.size()) < OC * K)
     return false;
   scales.resize((size_t)OC);
-  if (w.dtype == QCINT8 && w.quant == Quant::PerChannel && w.channel_dim == quant_dim && (int64_t)w.scales.size() >= OC)
+  if ((w.dtype == QCINT8 || qc4w) && w.quant == Quant::PerChannel && w.channel_dim == quant_dim &&
+      (int64_t)w.scales.size() >= OC)
     std::copy(w.scales.begin(), w.scales.begin() + OC, scales.begin());
   else if (w.dtype == QINT8 && w.quant == Quant::PerTensor)
     std::fill(scales.begin(), scales.end(), w.scale);
@@ -191,24 +196,59 @@ uint8_t* output_codes(Value& o, std::vector<uint8_t>& buf) {
   return c.data();
 }
 
+// d[i] = the grid point of codes[i] on static-int8 value v's grid
+static void grid_points(KernelContext& ctx, const Value& v, const uint8_t* codes, float* d, int64_t total) {
+  const int32_t shift = zero_code(v);
+  const float scale = v.scale;
+  parallel(ctx, total, 1 << 16, [&](int64_t b, int64_t e) { codes_to_floats(codes + b, e - b, shift, scale, d + b); });
+}
+
 void codes_to_values(KernelContext& ctx, Value& o, const uint8_t* codes) {
-  const int32_t shift = zero_code(o);
-  const float scale = o.scale;
-  float* d = o.data.data();
-  parallel(ctx, o.numel(), 1 << 16, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; i++) d[i] = (float)((int32_t)codes[i] - shift) * scale;  // o's grid points
-  });
+  grid_points(ctx, o, codes, o.data.data(), o.numel());
 }
 
 bool int8_moves(const Graph& g, const Node& n) {
   switch (n.type) {
-    case MaxPooling2d: case Concatenate2: case Concatenate3: case Concatenate4: case Concatenate5: break;
+    case MaxPooling2d: case Concatenate2: case Concatenate3: case Concatenate4: case Concatenate5:
+    case StaticTranspose: case StaticReshape: break;
     default: return false;
   }
   if (n.output >= g.values.size() || n.output2 != kInvalidId || n.pre || n.post) return false;
   for (uint32_t id : n.inputs)
     if (id >= g.values.size() || id == n.output) return false;
   return moves_grid_points(g, n) && g.values[n.output].scale > 0.f;
+}
+
+bool int8_convert(const Graph& g, const Node& n) {
+  const size_t nv = g.values.size();
+  if (n.type != Convert || n.inputs.size() != 1 || n.inputs[0] >= nv || n.output >= nv || n.inputs[0] == n.output ||
+      n.output2 != kInvalidId || n.pre || n.post || std::isfinite(n.out_min) || std::isfinite(n.out_max))
+    return false;
+  auto plain = [](const Value& v) { return v.dtype == FP32 && v.quant == Quant::None; };
+  auto grid = [](const Value& v) { return on_int8_grid(v) && v.scale > 0.f && std::isfinite(v.scale); };
+  const Value &a = g.values[n.inputs[0]], &o = g.values[n.output];
+  return (plain(a) && grid(o)) || (grid(a) && plain(o));
+}
+
+bool convert_codes(KernelContext& ctx, Graph& g, Node& n) {
+  const Value& a = g.values[n.inputs[0]];
+  Value& o = g.values[n.output];
+  if (!a.as_codes && !o.as_codes) return false;
+  if (!int8_convert(g, n) || (a.as_codes && o.as_codes)) fail(n, "int8 codes on a conversion that cannot take them");  // (the plan rules it out)
+  ensure_shape(o, a.shape);
+  const int64_t total = o.numel();
+  n.snapped = true;  // (codes, or the float32 values of codes)
+  if (o.as_codes) {  // float32 -> the codes of its snapped values (grid_code: finalize_value's rounding)
+    uint8_t* y = output_codes(o, o.q8);
+    const float* x = a.cdata();
+    const Int8Grid grid = grid_of(o);
+    const int32_t shift = zero_code(o);
+    parallel(ctx, total, 1 << 16, [&](int64_t b, int64_t e) { grid_codes(grid, shift, x + b, y + b, e - b); });
+    return true;
+  }
+  if ((int64_t)a.q8.size() < total) fail(n, "int8 input codes missing (corrupt program?)");
+  grid_points(ctx, a, a.q8.data(), o.data.data(), total);
+  return true;
 }
 
 bool codes_enabled() {
@@ -234,9 +274,10 @@ bool int8_add(const Graph& g, const Node& n) {
 }
 
 bool add_q8_node(KernelContext& ctx, Graph& g, Node& n) {
-  const Value &a = g.values[n.inputs[0]], &b = g.values[n.inputs[1]];
+  if (!int8_add(g, n)) return false;
+  const Value &a = in(g, n, 0), &b = in(g, n, 1);  // (their data present: in() checks)
   Value& o = g.values[n.output];
-  if (!int8_add(g, n) || a.shape != b.shape) return false;
+  if (a.shape != b.shape) return false;
   ensure_shape(o, a.shape);
   const int64_t total = o.numel();
   auto operand = [&](const Value& v) {
@@ -244,6 +285,7 @@ bool add_q8_node(KernelContext& ctx, Graph& g, Node& n) {
     x.shift = zero_code(v);
     x.scale = v.scale;
     if (!v.as_codes) {
+      if (!v.raw && (int64_t)v.data.size() < total) fail(n, "int8 input values missing (corrupt program?)");
       x.values = v.cdata();
     } else {
       if ((int64_t)v.q8.size() < total) fail(n, "int8 input codes missing (corrupt program?)");

@@ -144,7 +144,7 @@ bool get_node(Reader& r, Node& n) {
   if (!r.ok || !dims_ok(b.K, b.N) || !dims_ok(b.bs, 0) || f32 > 1 || (b.N > 0 && b.bs == 0)) return false;
   uint64_t qb4_bytes = 0;
   if (b.N > 0 && b.K > 0) {  // (the derived fields as pack_qb4 sets them)
-    if (b.bs > 1024) return false;
+    if (b.bs > kQb4MaxBlock) return false;
     b.f32_scales = f32 == 1;
     b.set_layout();
     qb4_bytes = (uint64_t)(b.panels * b.panel_bytes);

@@ -5,17 +5,19 @@
 
 #include "os/amx_permission.h"
 #include "os/cpu_id.h"
+#include "util/compiler.h"
 
 namespace etnp {
 
 // ETNP_CPU=avx512, avx2 or generic caps the kernels chosen at run time (to test every path on
-// one machine, or to compare them; avx512: everything but AMX; on aarch64 generic turns NEON
-// off); unset or anything else (native): use what the CPU has.
+// one machine, or to compare them; avx512: everything but AMX). On aarch64 neon (or avx2: the
+// same tier) keeps NEON without the dot-product instructions, generic turns NEON off; on x86-64
+// neon means avx2. Unset or anything else (native): use what the CPU has.
 static int cpu_cap() {
   static const int cap = [] {
     const char* v = std::getenv("ETNP_CPU");
     if (v && std::strcmp(v, "generic") == 0) return 0;
-    if (v && std::strcmp(v, "avx2") == 0) return 1;
+    if (v && (std::strcmp(v, "avx2") == 0 || std::strcmp(v, "neon") == 0)) return 1;
     if (v && std::strcmp(v, "avx512") == 0) return 2;
     return 3;
   }();
@@ -56,9 +58,13 @@ bool cpu_has_neon() {
   static const bool v = cpu_cap() >= 1 && os::cpu_id().neon;
   return v;
 }
+bool cpu_has_neon_dot() {  // (where this build has the kernels: util/compiler.h)
+  static const bool v = ETNP_NEON_DOT_KERNELS && cpu_cap() >= 2 && cpu_has_neon() && os::cpu_id().dotprod;
+  return v;
+}
 
 const char* cpu_features_string() {
-  if (cpu_has_neon()) return "neon";
+  if (cpu_has_neon()) return cpu_has_neon_dot() ? "neon,dotprod" : "neon";
   if (cpu_has_amx_int8()) return "avx512f,avx2,fma,amx-int8";
   if (cpu_has_avx2_fma()) return cpu_has_avx512f() ? "avx512f,avx2,fma" : "avx2,fma";
   return "generic";

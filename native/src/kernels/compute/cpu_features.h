@@ -9,5 +9,8 @@ bool cpu_has_f16c();  // float <-> half conversions (AVX2 tier and up)
 // off): the int8 GEMMs' prefill path
 bool cpu_has_amx_int8();
 bool cpu_has_neon();  // aarch64 Advanced SIMD (ETNP_CPU=generic turns it off)
+// aarch64 NEON with the dot-product instructions SDOT / UDOT (ETNP_CPU=neon and lower turn them
+// off: the base NEON kernels)
+bool cpu_has_neon_dot();
 const char* cpu_features_string();
 }  // namespace etnp

@@ -50,7 +50,8 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
                   int64_t ldc, const GemmEpilogue& ep = GemmEpilogue());
 
 // C = A * packed B where A(m, k) = rows[m][koff[k]] (a convolution read straight from its input:
-// rows[m] is output pixel m's first tap, koff[k] tap k's offset from it). AVX-512 only: returns
+// rows[m] is output pixel m's first tap, koff[k] tap k's offset from it; koff null: A(m, k) =
+// rows[m][k], K adjacent floats a row). AVX-512 only: returns
 // false, computing nothing, where the CPU path lacks it (the caller then unfolds A itself).
 bool sgemm_packed_indirect(ThreadPool* pool, int64_t M, const float* const* rows, const int32_t* koff,
                            const PackedB& B, float* C, int64_t ldc, const GemmEpilogue& ep = GemmEpilogue());

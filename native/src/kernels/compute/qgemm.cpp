@@ -30,12 +30,15 @@ void snap_block(float* C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0, int64
 }
 
 // Rows [m0, m1) x panels [p0, p1) on weights in groups of 4; C points at row m0, column p0 * NR.
-// (on aarch64 with NEON, each panel's inner loop is q8_row_panel_neon)
+// (on aarch64 with NEON, each panel's inner loop is q8_row_panel_neon, or _dot)
 void rows_groups4(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivations& a, const PackedQ8& w,
                   const float* bias, float lo, float hi, float* C, int64_t ldc, bool accumulate) {
   const int64_t G = w.Kp / 4;
 #if defined(__aarch64__)
   static const bool neon = cpu_has_neon();
+#endif
+#if ETNP_NEON_DOT_KERNELS
+  static const bool dot = cpu_has_neon_dot();
 #endif
   for (int64_t m = m0; m < m1; m++) {
     const uint8_t* x = a.data + m * w.Kp;
@@ -43,6 +46,10 @@ void rows_groups4(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivat
     for (int64_t p = p0; p < p1; p++) {
       int32_t acc[NR] = {};
       const int8_t* b = w.data.data() + p * G * NR * 4;
+#if ETNP_NEON_DOT_KERNELS
+      if (dot) q8_row_panel_neon_dot(G, x, b, w.col_sum.data() + p * NR, acc);
+      else
+#endif
 #if defined(__aarch64__)
       if (neon) q8_row_panel_neon(G, x, b, acc);
       else

@@ -1,6 +1,6 @@
 // qgemm_qb4 (qgemm_qb4.h): the call's activations prepared once, its work cut into thread-pool
 // tasks, each run by the best path this CPU has (qgemm_qb4_avx512.cpp, qgemm_qb4_avx2.cpp,
-// qgemm_qb4_neon.cpp), or
+// qgemm_qb4_neon_dot.cpp, qgemm_qb4_neon.cpp), or
 // by the portable one (qgemm_qb4_generic.cpp); 16 rows and more on AMX tiles where the CPU has
 // them (qgemm_qb4_amx.cpp, which prepares its own).
 #include "kernels/compute/qgemm_qb4.h"
@@ -13,6 +13,7 @@
 #include "kernels/compute/gemm_tasks.h"
 #include "kernels/compute/qgemm_qb4_kernels.h"
 #include "os/cpu_id.h"
+#include "util/compiler.h"
 
 namespace etnp {
 
@@ -20,12 +21,13 @@ namespace {
 
 constexpr int64_t kAmxMinRows = 16;  // (an AMX tile's rows)
 
-enum class Path { Generic, Avx2, Vnni, Neon };
+enum class Path { Generic, Avx2, Vnni, Neon, NeonDot };
 Path path() {
 #if defined(__x86_64__)
   if (cpu_has_avx512f() && os::cpu_id().avx512vnni) return Path::Vnni;
   if (cpu_has_avx2_fma()) return Path::Avx2;
 #elif defined(__aarch64__)
+  if (cpu_has_neon_dot()) return Path::NeonDot;
   if (cpu_has_neon()) return Path::Neon;
 #endif
   return Path::Generic;
@@ -62,6 +64,7 @@ void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const
   const int64_t T = kind == Path::Vnni ? qb4::kTileRowsVnni
                     : kind == Path::Avx2 ? qb4::kTileRowsAvx2
                     : kind == Path::Neon ? qb4::kTileRowsNeon
+                    : kind == Path::NeonDot ? qb4::kTileRowsNeonDot
                                          : qb4::kTileRowsGeneric;
   // a task: a group of rows (every row up to 96) x a range of panels; the group's rows in tiles
   // of at most T, as even as they come
@@ -130,6 +133,9 @@ void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const
   auto run = kind == Path::Vnni ? &qb4::tiles_vnni : kind == Path::Avx2 ? &qb4::tiles_avx2 : &qb4::tiles_generic;
 #elif defined(__aarch64__)
   auto run = kind == Path::Neon ? &qb4::tiles_neon : &qb4::tiles_generic;
+#if ETNP_NEON_DOT_KERNELS
+  if (kind == Path::NeonDot) run = &qb4::tiles_neon_dot;
+#endif
 #else
   auto run = &qb4::tiles_generic;
 #endif

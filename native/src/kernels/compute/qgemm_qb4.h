@@ -42,9 +42,14 @@ struct PackedQB4 {
   PackedArray<uint8_t, UninitAllocator<uint8_t>> data;  // (a view where a weight cache file holds it)
   int64_t block_chunks(int64_t b) const { return b + 1 < nb ? chunks : last_chunks; }
   int64_t scale_bytes() const { return f32_scales ? 128 : 64; }
-  // Sets the derived fields from K, N, bs and f32_scales (N, K > 0; bs 1..1024).
+  // Sets the derived fields from K, N, bs and f32_scales (N, K > 0; bs 1..kQb4MaxBlock).
   void set_layout();
 };
+
+// The largest block: a block's int32 sum of products q * w (|q| <= 128, |w| <= 8) and its
+// zero-point correction stay far inside int32 (32768 * 128 * 15 < 2^26). One block of all K is
+// a per-channel (qc4w) filter.
+constexpr int64_t kQb4MaxBlock = 32768;
 
 inline void PackedQB4::set_layout() {
   nb = (K + bs - 1) / bs;
@@ -66,7 +71,7 @@ constexpr bool kQb4Used =
 #endif
 
 // nibble(k, n): weight w(k, n) + 8 (0..15); scale(n, b): column n's scale for block b.
-// bs: 1..1024.
+// bs: 1..kQb4MaxBlock.
 template <class Nibble, class Scale>
 PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale);
 // The same from the nibbles as programs store them: column n's K nibbles two a byte, k's in the

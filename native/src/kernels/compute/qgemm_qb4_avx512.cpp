@@ -181,15 +181,9 @@ const Tile kTiles[kMaxRows] = {&tile<1>, &tile<2>, &tile<3>,  &tile<4>,
 
 void tiles_vnni(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                 const Out& o) {
-  if (t1 - t0 == 1 && a.rows(t0) == 1) {  // a decode step: kStreams ranges of panels side by side
-    const int64_t per = (p1 - p0) / kStreams;
-    for (int64_t i = 0; i < per; i++) row_panels<kStreams>(a, w, t0, p0 + i, per, o);
-    for (int64_t p = p0 + kStreams * per; p < p1; p++) row_panels<1>(a, w, t0, p, 0, o);
-    return;
-  }
-  // panel by panel, every tile (the panel's weights stay in L1 across them)
-  for (int64_t p = p0; p < p1; p++)
-    for (int64_t t = t0; t < t1; t++) kTiles[a.rows(t) - 1](a, w, t, p, o);
+  run_task<kStreams>(  // (a decode step: kStreams ranges of panels side by side)
+      a, t0, t1, p0, p1, [&](int64_t p, int64_t stride) { row_panels<kStreams>(a, w, t0, p, stride, o); },
+      [&](int64_t p) { row_panels<1>(a, w, t0, p, 0, o); }, [&](int64_t t, int64_t p) { kTiles[a.rows(t) - 1](a, w, t, p, o); });
 }
 
 }  // namespace etnp::qb4

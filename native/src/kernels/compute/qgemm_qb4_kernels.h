@@ -27,7 +27,7 @@ struct Acts {
 };
 
 // The most rows a tile of each path holds.
-constexpr int64_t kTileRowsVnni = 12, kTileRowsAvx2 = 4, kTileRowsGeneric = 1, kTileRowsNeon = 1;
+constexpr int64_t kTileRowsVnni = 12, kTileRowsAvx2 = 4, kTileRowsGeneric = 1, kTileRowsNeon = 1, kTileRowsNeonDot = 4;
 
 struct Out {
   const float* bias = nullptr;
@@ -63,6 +63,29 @@ inline float scale_of(const PackedQB4& w, const uint8_t* panel, int64_t b, int64
   return f;
 }
 
+// A decode step's task (tile t0 alone, of one row): its panels [p0, p1) as S ranges read side by
+// side - streams(p, stride) takes panels p, p + stride, ..., p + (S - 1) * stride - and the rest
+// one by one (one(p)); false (nothing done) for any other task.
+template <int S, class Streams, class One>
+inline bool decode_streams(const Acts& a, int64_t t0, int64_t t1, int64_t p0, int64_t p1, Streams streams, One one) {
+  if (t1 - t0 != 1 || a.rows(t0) != 1) return false;
+  const int64_t per = (p1 - p0) / S;
+  for (int64_t i = 0; i < per; i++) streams(p0 + i, per);
+  for (int64_t p = p0 + S * per; p < p1; p++) one(p);
+  return true;
+}
+
+// A task as the VNNI and NEON dot-product paths run it: a decode step as S streams
+// (decode_streams), any other panel by panel, every tile of a panel (tile(t, p)) while its part
+// of the weights is in L1.
+template <int S, class Streams, class One, class Tile>
+inline void run_task(const Acts& a, int64_t t0, int64_t t1, int64_t p0, int64_t p1, Streams streams, One one,
+                     Tile tile) {
+  if (decode_streams<S>(a, t0, t1, p0, p1, streams, one)) return;
+  for (int64_t p = p0; p < p1; p++)
+    for (int64_t t = t0; t < t1; t++) tile(t, p);
+}
+
 // Tiles [t0, t1) x panels [p0, p1), panel by panel, every tile of a panel while its part of
 // the weights is in L1. The AVX2 and VNNI ones are defined on x86-64 only, the NEON one on
 // aarch64 only (the caller checks the CPU).
@@ -72,9 +95,12 @@ void tiles_avx2(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64
                 const Out& o);
 void tiles_vnni(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                 const Out& o);
-// (aarch64 only: qgemm_qb4_neon.cpp)
+// (aarch64 only: qgemm_qb4_neon.cpp; qgemm_qb4_neon_dot.cpp where ETNP_NEON_DOT_KERNELS, called
+// where cpu_has_neon_dot())
 void tiles_neon(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                 const Out& o);
+void tiles_neon_dot(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
+                    const Out& o);
 
 // The whole product on AMX-INT8 tiles (qgemm_qb4_amx.cpp; x86-64 only, where cpu_has_amx_int8()):
 // for M >= 16, the arguments of qgemm_qb4.

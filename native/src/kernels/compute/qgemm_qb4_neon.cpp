@@ -12,32 +12,20 @@
 #if defined(__aarch64__)
 #include <arm_neon.h>
 
-#include <algorithm>
-#include <cstring>
+#include "kernels/compute/qgemm_qb4_neon.h"
 
 namespace etnp::qb4 {
 namespace {
 
-// the 4 column scales (group g) of block b of the pair at `pair` (bfloat16 words or float32)
-inline float32x4_t block_scales(bool f32, const uint8_t* pair, bool odd, int g) {
-  if (f32) return vld1q_f32((const float*)(pair + (odd ? 64 : 0)) + 4 * g);
-  const uint32x4_t v = vld1q_u32((const uint32_t*)pair + 4 * g);
-  return vreinterpretq_f32_u32(odd ? vandq_u32(v, vdupq_n_u32(0xFFFF0000u)) : vshlq_n_u32(v, 16));
-}
-
-// x86's max_ps / min_ps, as the other paths clamp: max(lo, r) = lo > r ? lo : r, then
-// min(hi, m) = hi < m ? hi : m (NaN stays NaN; -0 stays -0 against a bound of 0)
-inline float32x4_t clamp(float32x4_t r, float32x4_t lo, float32x4_t hi) {
-  const float32x4_t m = vbslq_f32(vcgtq_f32(lo, r), lo, r);
-  return vbslq_f32(vcltq_f32(hi, m), hi, m);
-}
+using neon::block_scales;
 
 // row m (tile t, one row) x panel p
 void tile(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, const Out& o) {
   const int64_t m = a.tile_m0[t];
   const uint8_t* panel = panel_at(w, p);
-  const int64_t n0 = p * 16, cols = std::min<int64_t>(16, w.N - n0);
+  const int64_t n0 = p * 16, cols = w.N - n0;
   float32x4_t F[4];
+#pragma GCC unroll 16
   for (int g = 0; g < 4; g++) F[g] = vmulq_f32(vdupq_n_f32(a.nza[m]), vld1q_f32((const float*)panel + 4 * g));
   const uint8x16_t m4 = vdupq_n_u8(0x0F);
   const int8_t* x = a.q + a.tile_at[t];
@@ -49,10 +37,12 @@ void tile(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, const Out& o)
     const int64_t ch = w.block_chunks(b);
     const int8_t* xb = x + b * w.chunks * 8;
     int32x4_t acc[8];  // group g: columns 4g, 4g + 1 in acc[2g], 4g + 2, 4g + 3 in acc[2g + 1]
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i++) acc[i] = vdupq_n_s32(0);
     for (int64_t c = 0; c < ch; c++) {
       const int32x2_t x8 = vreinterpret_s32_s8(vld1_s8(xb + c * 8));
       const int8x8_t xl = vreinterpret_s8_s32(vdup_lane_s32(x8, 0)), xh = vreinterpret_s8_s32(vdup_lane_s32(x8, 1));
+#pragma GCC unroll 16
       for (int g = 0; g < 4; g++) {
         const uint8x16_t raw = vld1q_u8(d + c * 64 + 16 * g);
         const int8x16_t lo = vreinterpretq_s8_u8(vandq_u8(raw, m4)), hi = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
@@ -63,23 +53,14 @@ void tile(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, const Out& o)
       }
     }
     const int32x4_t cv = vdupq_n_s32(corr[b]);
+#pragma GCC unroll 16
     for (int g = 0; g < 4; g++) {
       const int32x4_t sum = vaddq_s32(vpaddq_s32(acc[2 * g], acc[2 * g + 1]), cv);
       F[g] = vfmaq_f32(F[g], vcvtq_f32_s32(sum), block_scales(w.f32_scales, pair, odd, g));
     }
   }
-  const float32x4_t vlo = vdupq_n_f32(o.lo), vhi = vdupq_n_f32(o.hi), sa = vdupq_n_f32(a.sa[m]);
-  float r[16];
-  for (int g = 0; g < 4; g++) {
-    float32x4_t bv = vdupq_n_f32(0.f);
-    if (o.bias) {
-      float bb[4] = {0.f, 0.f, 0.f, 0.f};
-      for (int j = 0; j < 4 && 4 * g + j < cols; j++) bb[j] = o.bias[n0 + 4 * g + j];
-      bv = vld1q_f32(bb);
-    }
-    vst1q_f32(r + 4 * g, clamp(vfmaq_f32(bv, F[g], sa), vlo, vhi));
-  }
-  std::memcpy(o.C + m * o.ldc + n0, r, (size_t)cols * sizeof(float));
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; g++) neon::store4(o, m, n0 + 4 * g, cols - 4 * g, a.sa[m], F[g]);
 }
 
 }  // namespace

@@ -122,6 +122,35 @@ ETNP_TARGET("avx2,fma") int64_t codes_avx2(const float* x, int64_t n, float inv,
   return i;
 }
 
+// grid_codes where the grid's codes are all bytes (no clamp to [0, 255]): max(NaN, lo) = lo (the
+// second operand), as grid_code's t >= lo ? t : lo; vcvtps2dq rounds to nearest even, as the
+// 1.5 * 2^23 trick does for |t| < 2^22
+ETNP_TARGET("avx2,fma") int64_t grid_codes_avx2(const Int8Grid& g, int32_t shift, const float* x, uint8_t* codes,
+                                                int64_t n) {
+  const __m256 vi = _mm256_set1_ps(g.inv), lo = _mm256_set1_ps(g.lo), hi = _mm256_set1_ps(g.hi);
+  const __m256i sh = _mm256_set1_epi32(shift);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 a = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vi), lo), hi);
+    const __m256 b = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vi), lo), hi);
+    const __m256i qa = _mm256_add_epi32(_mm256_cvtps_epi32(a), sh), qb = _mm256_add_epi32(_mm256_cvtps_epi32(b), sh);
+    const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(qa, qb), 0xD8);  // 16 int16 in order
+    _mm_storeu_si128((__m128i*)(codes + i), _mm_packus_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1)));
+  }
+  return i;
+}
+
+ETNP_TARGET("avx2") int64_t codes_to_floats_avx2(const uint8_t* codes, int64_t n, int32_t shift, float scale, float* y) {
+  const __m256i sh = _mm256_set1_epi32(shift);
+  const __m256 sc = _mm256_set1_ps(scale);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i c = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)(codes + i))), sh);
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_cvtepi32_ps(c), sc));
+  }
+  return i;
+}
+
 // the table indices of 8 values on grid (inv, lo, hi; off = lo as int32), NaN -> 256
 ETNP_TARGET_INLINE("avx2,fma") __m256i grid_index_avx2(__m256 v, __m256 inv, __m256 lo, __m256 hi, __m256i off) {
   const __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v, inv), lo), hi);
@@ -186,7 +215,12 @@ void snap_to_grid(const Int8Grid& g, const float* x, float* y, int64_t n) {
 void grid_codes(const Int8Grid& g, int32_t shift, const float* x, uint8_t* codes, int64_t n) {
   const float inv = g.inv, lo = g.lo, hi = g.hi, sh = (float)shift;
   if (lo + sh >= 0.f && hi + sh <= 255.f) {  // the grid's codes all bytes (as they are): no clamp to [0, 255]
-    for (int64_t i = 0; i < n; i++) {
+    int64_t i = 0;
+#if defined(__x86_64__)
+    static const bool avx2 = cpu_has_avx2_fma();
+    if (avx2) i = grid_codes_avx2(g, shift, x, codes, n);
+#endif
+    for (; i < n; i++) {
       float t = x[i] * inv;
       t = select_f32(t >= lo, t, lo);
       t = select_f32(t > hi, hi, t);
@@ -204,6 +238,15 @@ void grid_codes(const Int8Grid& g, int32_t shift, const float* x, uint8_t* codes
     c = select_f32(c > 255.f, 255.f, c);
     codes[i] = (uint8_t)(int32_t)c;
   }
+}
+
+void codes_to_floats(const uint8_t* codes, int64_t n, int32_t shift, float scale, float* y) {
+  int64_t i = 0;
+#if defined(__x86_64__)
+  static const bool avx2 = cpu_has_avx2_fma();
+  if (avx2) i = codes_to_floats_avx2(codes, n, shift, scale, y);
+#endif
+  for (; i < n; i++) y[i] = (float)((int32_t)codes[i] - shift) * scale;
 }
 
 void grid_table_lookup(const Int8Grid& g, const float* table, const float* x, float* y, int64_t n) {

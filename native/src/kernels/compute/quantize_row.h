@@ -54,6 +54,10 @@ void snap_to_grid(const Int8Grid& g, const float* x, float* y, int64_t n);
 void grid_codes(const Int8Grid& g, int32_t shift, const float* x, uint8_t* codes, int64_t n);
 inline void snap_to_grid(const Int8Grid& g, float* d, int64_t n) { snap_to_grid(g, d, d, n); }
 
+// y[i] = (codes[i] - shift) * scale: the grid points of byte codes (vectorised on AVX2, and by the
+// compiler elsewhere; the same results)
+void codes_to_floats(const uint8_t* codes, int64_t n, int32_t shift, float scale, float* y);
+
 // y[i] = table[index of x[i] on grid g]: x[i] = t * g.scale (t in [g.lo, g.hi], an integer) reads
 // table[t - g.lo], NaN reads table[256]. A function of a value on an int8 grid has 256 results:
 // computed once into the table, the function becomes a lookup (x must lie on the grid).
