@@ -124,6 +124,7 @@ Method::Method(std::shared_ptr<Program> prog, const std::string& name) : prog_(s
   check_plan_consistency();
   fold_constant_copies();
   collect_state();
+  update_state_in_place();
   for (const State& s : state_)
     if (s.init.data) prog_->protect(s.init);
   if (weight_cache) {

@@ -287,7 +287,9 @@ void index_put_kernel(KernelContext& ctx, EValue** a, size_t) {
   Tensor& out = tensor_arg(a, 4);
   prepare_out(ctx, out, x.dtype, shape_of(x));
   check_contiguous(out, "index_put output");
-  copy_view(view_of(x), out);
+  // (self updated in place - the out tensor an alias of a state buffer, Method::update_state_in_place:
+  // its copy onto itself changes nothing)
+  if (x.data != out.data || !x.default_dim_order()) copy_view(view_of(x), out);
   IndexRows r;
   std::vector<int64_t> shape;
   index_rows(out, ids, r, shape);
