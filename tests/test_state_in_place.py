@@ -3,6 +3,7 @@
 T, and copy_(cache, T) writes it back at the end. The runtime makes T an alias of the cache, so a
 call writes the new rows only - not a whole copy of the cache into T and back - and T's planned
 memory is never touched. The results are those of the functional program."""
+import gc
 import sys
 
 import numpy as np
@@ -91,6 +92,7 @@ def test_a_call_touches_the_new_rows_not_the_whole_cache(extra_reader):
     nbytes = positions * H * D * 4  # 32 MiB of cache, and as much again for T
     rt = en.Runtime(num_threads=1)
     m = rt.load_program(cache_program(positions, 8, extra_reader)).load_method("forward")
+    gc.collect()  # (PyPy frees the program's bytes object late: not during the calls below)
     before = rss_bytes()  # (after loading: the calls' pages alone)
     for rows, idx, ridx in make_calls(positions, 8, n=3):
         m([rows, idx, ridx])
