@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -15,6 +16,9 @@ from .runtime_lock import _check_not_inside_op, _holding
 _KIND_NONE, _KIND_INT, _KIND_BOOL, _KIND_DOUBLE, _KIND_TENSOR = 0, 1, 2, 3, 4
 _MAIN_THREAD = threading.main_thread().ident
 _get_ident = threading.get_ident
+_clock = time.perf_counter
+# A call shorter than this needs no SIGINT re-chain check before the method's next call (below)
+_SHORT_CALL_S = 1e-3
 
 if TYPE_CHECKING:
     from .runtime import Program
@@ -50,6 +54,7 @@ class Method:
         self._program = program
         self._py_ops = tuple(py_ops)  # the Python-defined ops this method calls: alive while it is
         self._limits = (0.0, False)
+        self._short = False  # the method's last call (fast path) took < _SHORT_CALL_S
         self._lock = program.runtime._lock
         self._ptr = ptr
         self.name = name
@@ -192,13 +197,18 @@ class Method:
         """Stop this method's call in progress (from another thread): it raises ExecutionError."""
         lib.etnp_method_cancel(self._ptr)
 
-    def _set_limits(self, timeout: Optional[float]) -> None:
+    def _set_limits(self, timeout: Optional[float], recheck: bool = True) -> None:
         seconds = 0.0 if timeout is None else _timeout_seconds(timeout)
         main = _get_ident() == _MAIN_THREAD
-        if main:
+        if main and recheck:
             # (re)chains to the process's SIGINT handler when it is not ours any more (one sigaction
             # query; signal.signal() replaces it even when it sets the same Python handler), then
-            # a Ctrl-C from here on stops the call, also one that arrives before the call starts
+            # a Ctrl-C from here on stops the call, also one that arrives before the call starts.
+            # Skipped (recheck false) after a call of under 1 ms - the query is a system call, up
+            # to a tenth of such a call: a Ctrl-C during a call that short is the same as one just
+            # after it. Our handler, once installed, stays until something replaces it; only a
+            # long call right after a short one and a replacement in between is then stopped by
+            # Python's own handler (KeyboardInterrupt as the call returns) instead of at once.
             lib.etnp_method_watch_interrupts(self._ptr)
         limits = self._limits
         if seconds != limits[0] or main is not limits[1]:
@@ -219,8 +229,12 @@ class Method:
             # by this thread (a thread inside a Python operator of this Runtime holds it: the
             # general path below refuses that call); another thread may take it first: waited for
             with lock:
-                self._set_limits(timeout)
-                return self._run(self._bind(inputs), None)
+                short, self._short = self._short, False  # (a call that raises leaves it False)
+                self._set_limits(timeout, not short)
+                t = _clock()
+                outs = self._run(self._bind(inputs), None)
+                self._short = _clock() - t < _SHORT_CALL_S
+                return outs
         if feeds or isinstance(inputs, dict):
             inputs = named_io.order_feeds(self.input_names, self.name, inputs, feeds)
         dests = None

@@ -105,3 +105,52 @@ def test_ctrl_c_while_the_call_is_prepared_is_not_lost(loop_method, monkeypatch)
         assert time.monotonic() - t < 5
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="needs the main thread")
+def test_the_sigint_handler_is_rechecked_except_after_a_short_call(monkeypatch):
+    """The re-chain check (a sigaction query, a system call) runs before a main-thread call unless
+    the method's previous call took under 1 ms; a failed call counts as a long one."""
+    import executorch_numpy_runtime.method as methodmod
+
+    class CountingLib:
+        def __init__(self, real):
+            self.real, self.watched = real, 0
+
+        def __getattr__(self, name):
+            if name == "etnp_method_watch_interrupts":
+                def watch(ptr):
+                    self.watched += 1
+                    return self.real.etnp_method_watch_interrupts(ptr)
+                return watch
+            return getattr(self.real, name)
+
+    p = Program()
+    x, alpha, o = p.tensor(F32, [4]), p.int(1), p.tensor(F32, [4], planned=True)
+    p.call(p.op("aten::add", "out"), [x, x, alpha, o, o])
+    p.inputs, p.outputs = [x], [o]
+    m = en.Runtime(num_threads=1).load_program(p.to_bytes()).load_method()
+    counting = CountingLib(methodmod.lib)
+    monkeypatch.setattr(methodmod, "lib", counting)
+    now = [0.0]
+
+    def clock(step):
+        def read():
+            now[0] += step
+            return now[0]
+        return read
+
+    x = np.ones(4, np.float32)
+    monkeypatch.setattr(methodmod, "_clock", clock(1e-6))  # every call 1 us
+    for _ in range(20):
+        np.testing.assert_array_equal(m([x])[0], 2 * x)
+    assert counting.watched == 1  # the first call only
+    monkeypatch.setattr(methodmod, "_clock", clock(5e-3))  # every call 5 ms
+    for _ in range(5):
+        m([x])
+    assert counting.watched == 1 + 4  # (the first 5 ms call follows a short one: unchecked; then each)
+    with pytest.raises(en.ExecutionError):
+        m([np.ones(3, np.float32)])  # a call that fails counts as a long one
+    monkeypatch.setattr(methodmod, "_clock", clock(1e-6))
+    m([x])
+    assert counting.watched == 1 + 4 + 1 + 1  # the failed call checked, and the one after it
