@@ -11,6 +11,7 @@
 // new entries in B (a copy_ at the end wrote nothing then) - the next call at that position
 // rewrites them.
 #include <cstring>
+#include <vector>
 
 #include "runtime/method.h"
 
@@ -29,55 +30,53 @@ bool same_layout(const Tensor& a, const Tensor& b) {
 void Method::update_state_in_place() {
   for (const Instruction& x : instructions_)
     if (x.kind == Instruction::JumpFalse || x.kind == Instruction::Move) return;
-  auto is_io = [&](const EValue* e) {
-    for (int64_t v : inputs_) if (&values_[(size_t)v] == e) return true;
-    for (int64_t v : outputs_) if (&values_[(size_t)v] == e) return true;
+  const size_t nv = values_.size(), ni = instructions_.size();
+  auto index_of = [&](const EValue* e) { return (size_t)(e - values_.data()); };
+  auto is_io = [&](size_t v) {
+    for (int64_t i : inputs_) if ((size_t)i == v) return true;
+    for (int64_t o : outputs_) if ((size_t)o == v) return true;
     return false;
   };
-  // (a list value's items name tensors too: a tensor in a list is mentioned wherever the list is)
-  auto refers_to = [&](const EValue* a, const EValue* e) {
-    if (a == e) return true;
-    for (int64_t item : a->items)
-      if (item >= 0 && (size_t)item < values_.size() && &values_[(size_t)item] == e) return true;
-    return false;
-  };
-  auto mentions = [&](const Instruction& y, const EValue* e) {
-    for (const EValue* a : y.args)
-      if (refers_to(a, e)) return true;
-    return false;
-  };
-  for (const State& st : state_) {
-    EValue* b = &values_[(size_t)st.value];
-    if (b->tag != Tag::Tensor || b->t.is_constant || b->t.owns_external || !b->t.data || is_io(b)) continue;
-    // the one index_put.out of B and the one copy_ of its result back into B, in that order
-    size_t put = instructions_.size(), back = instructions_.size();
-    bool other = false;
-    for (size_t k = 0; k < instructions_.size() && !other; k++) {
-      const Instruction& y = instructions_[k];
-      if (!mentions(y, b)) continue;
-      if (y.kind == Instruction::Kernel && std::strcmp(y.op, "aten::index_put.out") == 0 && y.args.size() >= 5 &&
-          y.args[0] == b && put == instructions_.size())
-        put = k;
-      else if (y.kind == Instruction::Kernel && std::strcmp(y.op, "aten::copy_") == 0 && y.args.size() >= 2 &&
-               y.args[0] == b && put < k && back == instructions_.size())
-        back = k;
-      else
-        other = true;
+  // One pass over the plan (linear in its size, whatever it holds): the tensors some list names
+  // (left alone: a list is read, or written, wherever it is an argument) and the instructions that
+  // name each value directly.
+  std::vector<uint8_t> in_list(nv, 0);
+  for (const EValue& v : values_)
+    for (int64_t item : v.items)
+      if (item >= 0 && (size_t)item < nv) in_list[(size_t)item] = 1;
+  std::vector<std::vector<uint32_t>> users(nv);
+  for (size_t k = 0; k < ni; k++)
+    for (const EValue* a : instructions_[k].args) {
+      std::vector<uint32_t>& u = users[index_of(a)];
+      if (u.empty() || u.back() != (uint32_t)k) u.push_back((uint32_t)k);
     }
-    if (other || put == instructions_.size() || back == instructions_.size()) continue;
-    const Instruction& xp = instructions_[put];
-    EValue* t = xp.args[4];
-    if (instructions_[back].args[1] != t || t == b || t->tag != Tag::Tensor || t->t.is_constant ||
-        t->t.owns_external || !t->t.data || is_io(t) || !same_layout(b->t, t->t))
+  for (const State& st : state_) {
+    const size_t vb = (size_t)st.value;
+    EValue* b = &values_[vb];
+    if (b->tag != Tag::Tensor || b->t.is_constant || b->t.owns_external || !b->t.data || is_io(vb) || in_list[vb])
       continue;
-    // index_put's other arguments are not B's result, and B's result ends index_put only
+    // B named by exactly two instructions: index_put.out(B, ...) and, after it, copy_(B, T)
+    const std::vector<uint32_t>& ub = users[vb];
+    if (ub.size() != 2) continue;
+    const Instruction &xp = instructions_[ub[0]], &xb = instructions_[ub[1]];
+    if (xp.kind != Instruction::Kernel || std::strcmp(xp.op, "aten::index_put.out") != 0 || xp.args.size() < 5 ||
+        xp.args[0] != b || xb.kind != Instruction::Kernel || std::strcmp(xb.op, "aten::copy_") != 0 ||
+        xb.args.size() < 2 || xb.args[0] != b)
+      continue;
+    EValue* t = xp.args[4];
+    const size_t vt = index_of(t);
+    if (xb.args[1] != t || t == b || t->tag != Tag::Tensor || t->t.is_constant || t->t.owns_external || !t->t.data ||
+        is_io(vt) || in_list[vt] || !same_layout(b->t, t->t))
+      continue;
+    // index_put's indices, values and flag are neither B nor T; its arguments past out repeat T
     bool ok = true;
-    for (size_t k = 1; k < 4 && ok; k++) ok = !refers_to(xp.args[k], t) && !refers_to(xp.args[k], b);
+    for (size_t k = 1; k < 4 && ok; k++) ok = xp.args[k] != t && xp.args[k] != b;
     for (size_t k = 5; k < xp.args.size() && ok; k++) ok = xp.args[k] == t;
-    // no other kernel writes T (its out argument: the last, possibly repeated)
-    for (size_t k = 0; k < instructions_.size() && ok; k++) {
+    // no other kernel writes T (its out argument: the last, possibly repeated); delegates read it
+    for (uint32_t k : users[vt]) {
+      if (!ok) break;
+      if (k == ub[0] || k == ub[1]) continue;
       const Instruction& y = instructions_[k];
-      if (k == put || k == back || !mentions(y, t)) continue;
       ok = y.kind == Instruction::Delegate || (y.kind == Instruction::Kernel && y.args.back() != t);
     }
     if (!ok) continue;
