@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import executorch_numpy_runtime as en
-from pte_build import BOOL, F32, I64, T, Program
+from pte_build import F32, I64, T, Program
+from test_planned_pages import rss_bytes
 
 H, D = 8, 64  # a cache row: 2 KiB
 
@@ -78,11 +79,6 @@ def test_results_are_those_of_the_functional_program(extra_reader):
     rows, idx, ridx = calls[0]
     want, _ = next(expected_calls(positions, [calls[0]], reads))
     np.testing.assert_array_equal(m([rows, idx, ridx])[0], want)
-
-
-def rss_bytes():
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * 4096
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="resident pages read from /proc (Linux)")

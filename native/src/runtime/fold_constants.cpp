@@ -50,10 +50,7 @@ void Method::fold_constant_copies() {
     for (size_t k = 1; k + 1 < x.args.size(); k++)
       other_tensors = other_tensors || (x.args[k]->tag == Tag::Tensor && x.args[k] != out);
     if (other_tensors) continue;
-    bool io = false;
-    for (int64_t v : inputs_) io = io || &values_[v] == out;
-    for (int64_t v : outputs_) io = io || &values_[v] == out;
-    if (io) continue;
+    if (is_io(out)) continue;
     bool safe = true;  // every other use of `out` is a read by a known op
     for (size_t j = 0; j < instructions_.size() && safe; j++) {
       if (j == i) continue;
@@ -96,8 +93,7 @@ void Method::fold_constant_copies() {
       sole = sole && (&v == in || v.tag != Tag::Tensor || v.t.data != in->t.data);
       for (int64_t item : v.items) sole = sole && (item < 0 || &values_[(size_t)item] != in);  // (in a list)
     }
-    for (int64_t v : inputs_) sole = sole && &values_[v] != in;
-    for (int64_t v : outputs_) sole = sole && &values_[v] != in;
+    sole = sole && !is_io(in);
     if (sole) {
       const Span s{(const uint8_t*)in->t.data, std::max(in->t.capacity, in->t.nbytes())};
       prog_->unprotect(s);

@@ -32,11 +32,6 @@ void Method::update_state_in_place() {
     if (x.kind == Instruction::JumpFalse || x.kind == Instruction::Move) return;
   const size_t nv = values_.size(), ni = instructions_.size();
   auto index_of = [&](const EValue* e) { return (size_t)(e - values_.data()); };
-  auto is_io = [&](size_t v) {
-    for (int64_t i : inputs_) if ((size_t)i == v) return true;
-    for (int64_t o : outputs_) if ((size_t)o == v) return true;
-    return false;
-  };
   // One pass over the plan (linear in its size, whatever it holds): the tensors some list names
   // (left alone: a list is read, or written, wherever it is an argument) and the instructions that
   // name each value directly.
@@ -53,7 +48,7 @@ void Method::update_state_in_place() {
   for (const State& st : state_) {
     const size_t vb = (size_t)st.value;
     EValue* b = &values_[vb];
-    if (b->tag != Tag::Tensor || b->t.is_constant || b->t.owns_external || !b->t.data || is_io(vb) || in_list[vb])
+    if (b->tag != Tag::Tensor || b->t.is_constant || b->t.owns_external || !b->t.data || is_io(b) || in_list[vb])
       continue;
     // B named by exactly two instructions: index_put.out(B, ...) and, after it, copy_(B, T)
     const std::vector<uint32_t>& ub = users[vb];
@@ -66,7 +61,7 @@ void Method::update_state_in_place() {
     EValue* t = xp.args[4];
     const size_t vt = index_of(t);
     if (xb.args[1] != t || t == b || t->tag != Tag::Tensor || t->t.is_constant || t->t.owns_external || !t->t.data ||
-        is_io(vt) || in_list[vt] || !same_layout(b->t, t->t))
+        is_io(t) || in_list[vt] || !same_layout(b->t, t->t))
       continue;
     // index_put's indices, values and flag are neither B nor T; its arguments past out repeat T
     bool ok = true;

@@ -82,6 +82,7 @@ class Method {
   void check_tensor_args(const Instruction& x) const;
   void fold_constant_copies();  // runtime/fold_constants.cpp
   void collect_state();
+  bool is_io(const EValue* e) const;  // a method input or output
   void update_state_in_place();  // runtime/inplace_state.cpp
   void check_plan_consistency() const;  // runtime/plan_checks.cpp
   void protect_tensor_data();

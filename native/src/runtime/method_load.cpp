@@ -417,19 +417,20 @@ void Method::prepare_instructions(const fb::Table& plan, WeightCacheSession* wei
 // State tensors without initial data (ExecuTorch 1.3.1 writes none for most registered buffers:
 // they start as zeros) are known by what writes them back: the in-place copy_ / index_put_
 // calls on a planned tensor that is neither a method input nor an output.
+bool Method::is_io(const EValue* e) const {
+  for (int64_t i : inputs_) if (&values_[(size_t)i] == e) return true;
+  for (int64_t o : outputs_) if (&values_[(size_t)o] == e) return true;
+  return false;
+}
+
 void Method::collect_state() {
-  auto is_io = [&](int64_t v) {
-    for (int64_t i : inputs_) if (i == v) return true;
-    for (int64_t o : outputs_) if (o == v) return true;
-    return false;
-  };
   for (const Instruction& x : instructions_) {
     if (x.kind != Instruction::Kernel || x.args.empty() || !x.args[0]) continue;
     if (std::strcmp(x.op, "aten::copy_") != 0 && std::strcmp(x.op, "aten::index_put_") != 0) continue;
     const EValue* e = x.args[0];
     if (e < values_.data() || e >= values_.data() + values_.size() || e->tag != Tag::Tensor) continue;
     int64_t v = e - values_.data();
-    if (e->t.is_constant || e->t.owns_external || !e->t.data || is_io(v)) continue;
+    if (e->t.is_constant || e->t.owns_external || !e->t.data || is_io(e)) continue;
     bool known = false;
     for (const State& st : state_) known = known || st.value == v;
     if (!known) state_.push_back(State{v, Span{}, std::string()});
