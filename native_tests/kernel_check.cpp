@@ -31,6 +31,7 @@
 #include "kernels/compute/transpose_u8.h"
 #include "kernels/compute/vec_math.h"
 #include "kernels/compute/window_reduce.h"
+#include "kernels/compute/winograd_f32.h"
 #include "util/fma_exact.h"
 #include "kernel_check_qb4.h"
 
@@ -1197,6 +1198,85 @@ static void check_conv1d_rows_nchw(std::mt19937& rng) {
       }
 }
 
+// Winograd F(2x2, 3x3) against a direct convolution in double: borders (paddings 0-3, asymmetric
+// through the output size), ragged tiles (odd output sizes), batches, channel counts off the
+// vector width, bias + clamp + a residual with its own row stride, and rows_done covering every
+// output row once, after those rows are final (checked against the finished values right there).
+struct WinoRows {
+  const std::vector<float>* y;
+  std::vector<int>* seen;
+  int64_t OC;
+  std::atomic<int>* bad;
+};
+static void check_winograd(ThreadPool* pool, int64_t N, int64_t H, int64_t W, int64_t C, int64_t OC, int64_t pt, int64_t pl,
+                           int64_t pb, int64_t pr, bool residual, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  const int64_t OH = H + pt + pb - 2, OW = W + pl + pr - 2, M = N * OH * OW, ldr = OC + 5;
+  if (OH <= 0 || OW <= 0) return;
+  std::vector<float> X(N * H * W * C), F(9 * C * OC), bias(OC), Y(M * OC, 7.f), R(M * ldr);
+  for (auto& x : X) x = u(rng);
+  for (auto& x : F) x = u(rng);  // [(kh, kw, ic), oc]: the direct GEMM's operand
+  for (auto& x : bias) x = u(rng);
+  for (auto& x : R) x = u(rng);
+  const PackedB direct = pack_b(pool, 9 * C, OC, F.data(), OC, 1);
+  const std::vector<PackedB> U = winograd_filters_3x3(pool, direct, C);
+  if (U.size() != 16) {
+    if (failures++ < 5) std::printf("winograd: no filters for C=%ld OC=%ld\n", (long)C, (long)OC);
+    return;
+  }
+  GemmEpilogue ep;
+  ep.bias_col = bias.data();
+  ep.min = -2.5f;
+  ep.max = 3.f;
+  if (residual) {
+    ep.residual = R.data();
+    ep.ldr = ldr;
+    ep.res_min = -3.f;
+    ep.res_max = 2.5f;
+  }
+  auto want_at = [&](int64_t m, int64_t oc) {
+    const int64_t n = m / (OH * OW), oh = m / OW % OH, ow = m % OW;
+    double s = bias[oc];
+    for (int64_t i = 0; i < 3; i++)
+      for (int64_t j = 0; j < 3; j++) {
+        const int64_t ih = oh + i - pt, iw = ow + j - pl;
+        if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+        for (int64_t c = 0; c < C; c++) s += (double)X[((n * H + ih) * W + iw) * C + c] * F[((i * 3 + j) * C + c) * OC + oc];
+      }
+    float v = std::fmin(std::fmax((float)s, ep.min), ep.max);
+    if (residual) v = std::fmin(std::fmax(v + R[m * ldr + oc], ep.res_min), ep.res_max);
+    return v;
+  };
+  const float tol = 2e-5f * (float)(1 + 9 * C / 16);
+  std::vector<int> seen(M, 0);
+  std::atomic<int> bad{0};
+  WinoRows ctx{&Y, &seen, OC, &bad};
+  ep.rows_ctx = &ctx;
+  ep.rows_done = [](void* p, int64_t m0, int64_t m1) {
+    WinoRows& r = *static_cast<WinoRows*>(p);
+    for (int64_t m = m0; m < m1; m++) {
+      (*r.seen)[m]++;
+      for (int64_t oc = 0; oc < r.OC; oc++)
+        if ((*r.y)[m * r.OC + oc] == 7.f) r.bad->fetch_add(1);  // (not written yet: 7 is outside the clamp)
+    }
+  };
+  const WinogradGeom g{N, H, W, C, OH, OW, OC, pt, pl};
+  if (!conv3x3_winograd_f32(pool, g, X.data(), U, Y.data(), ep)) {
+    if (failures++ < 5) std::printf("winograd declined N=%ld H=%ld W=%ld\n", (long)N, (long)H, (long)W);
+    return;
+  }
+  for (int64_t m = 0; m < M; m++) {
+    if (seen[m] != 1 && failures++ < 5) std::printf("winograd rows_done: row %ld reported %d times\n", (long)m, seen[m]);
+    for (int64_t oc = 0; oc < OC; oc++) {
+      const float want = want_at(m, oc), got = Y[m * OC + oc];
+      if (!(std::fabs(want - got) <= tol) && failures++ < 5)
+        std::printf("winograd N=%ld H=%ld W=%ld C=%ld OC=%ld pad %ld,%ld,%ld,%ld (%ld,%ld): %g != %g\n", (long)N, (long)H,
+                    (long)W, (long)C, (long)OC, (long)pt, (long)pl, (long)pb, (long)pr, (long)m, (long)oc, got, want);
+    }
+  }
+  if (bad.load() && failures++ < 5) std::printf("winograd rows_done before the rows were written (%d)\n", bad.load());
+}
+
 int main() {
   check_pool();
   std::mt19937 rng(7);
@@ -1243,6 +1323,18 @@ int main() {
   check_sgemm(&two, 300, 40, 96, true, rng);
   check_qgemm(&two, 64, 200, 256, rng);
   check_qgemm(&two, 2, 1000, 300, rng);
+  {
+    int wc = 0;
+    for (int64_t C : {1, 8, 19})
+      for (int64_t OC : {5, 16, 33})
+        for (auto hw : {std::array<int64_t, 2>{5, 4}, std::array<int64_t, 2>{12, 9}, std::array<int64_t, 2>{17, 22}})
+          for (auto pad : {std::array<int64_t, 4>{1, 1, 1, 1}, std::array<int64_t, 4>{0, 0, 0, 0}, std::array<int64_t, 4>{2, 0, 3, 1}}) {
+            check_winograd(wc % 3 ? &two : (wc % 2 ? &one : nullptr), 1 + wc % 2, hw[0], hw[1], C, OC, pad[0], pad[1],
+                           pad[2], pad[3], wc % 2 == 0, rng);
+            wc++;
+          }
+    check_winograd(&two, 2, 40, 30, 48, 70, 1, 1, 1, 1, true, rng);  // several blocks a thread
+  }
   for (int64_t K : {100, 190, 193, 256, 300, 700})  // one chunk, chunks of 128 with a longer last one
     for (int64_t M : {7, 64, 150}) check_sgemm_chain(M % 2 ? &two : &one, M, 40, K, rng);
   std::printf("kernel_check (%s): thread pool, vec_math, broadcasts, windows + %d shapes x 2 kernels, %d mismatches\n",

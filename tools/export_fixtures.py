@@ -36,7 +36,7 @@ from fixture_models.quantized_models import (AddConstant, ConvChainQ8, FireQ8, I
                                              Q4MLP, QBertBlocks, QBertLNBlocks, QC4MLP, QLinear, QMLP, QuantPortable,
                                              QuantToken, RegNetBlockQ8, ShuffleUnitQ8, quantize_8da4w)
 from fixture_models.xnnpack_models import (ActCNN, ConvInputs, ConvRegimes, HalfXnn, InputViews, ResBlock1d,
-                                           ScalarIO, XnnOps)
+                                           ScalarIO, WinogradConvs, XnnOps)
 
 SEED = 1234
 
@@ -155,6 +155,8 @@ def fixtures():
     # widened to int8 at load)
     f["qmlp_qc4w_static_xnn"] = dict(methods={"forward": (QC4MLP(), (rnd(2, 5, 64),))}, xnn=True,
                                      quant="qc4w-static", runtime_reference=True)
+    # 3x3 stride-1 convolutions on the Winograd F(2x2, 3x3) path (borders, batch, fusions)
+    f["winograd_xnn"] = dict(methods={"forward": (WinogradConvs(), (rnd(2, 8, 17, 15),))}, xnn=True)
     return f
 
 

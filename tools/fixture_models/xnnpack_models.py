@@ -163,3 +163,26 @@ class InputViews(nn.Module):
         s = torch.softmax(q.reshape(2, 3, 5) @ k.reshape(2, 5, 3), -1)
         t = a[:, 1:4, :] + 1.0
         return b * 2.0, s, t, a.permute(0, 2, 1) * 1.5, w.reshape(6, 32).reshape(32, 6) - 0.25
+
+
+class WinogradConvs(nn.Module):
+    """3x3 stride-1 convolutions large enough for the delegate's Winograd F(2x2, 3x3) path
+    (xnn_winograd.cpp): a batch of two NCHW network inputs of odd sizes (ragged 2x2 tiles, the fused
+    input transpose), paddings 1 and 2 (tiles wholly in the padding), a ReLU6 clamp, a fused residual
+    add followed by SiLU (the chain run on the rows as they finish), channels not a multiple of 16,
+    no bias; and one below the size threshold (direct) beside them."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(8, 16, 3, padding=1)
+        self.b = nn.Conv2d(16, 20, 3, padding=2)
+        self.c = nn.Conv2d(20, 20, 3, padding=1)
+        self.d = nn.Conv2d(20, 36, 3, padding=1, bias=False)
+        self.e = nn.Conv2d(36, 16, 3)
+
+    def forward(self, x):
+        a = torch.clamp(self.a(x), 0.0, 6.0)
+        b = self.b(a)
+        c = F.silu(self.c(b) + b)
+        d = self.d(c)
+        return c, d, self.e(F.max_pool2d(d, 2, 2))

@@ -18,6 +18,7 @@
 #include "kernels/kernel_util.h"
 #include "kernels/compute/gemm.h"
 #include "kernels/compute/transpose_f32.h"
+#include "kernels/compute/winograd_f32.h"
 
 namespace etnp::xnn {
 
@@ -263,7 +264,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   if (M * K > (int64_t(1) << 32)) fail(n, "im2col buffer would be too large");
   const float* bias = bias_of(g, n, OC);
   bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left && !n.pad_bottom && !n.pad_right;
-  if (!n.packed.empty()) {
+  if (!n.packed.empty() && !n.winograd) {  // (a Winograd node's are checked by its kernel)
     if ((int64_t)n.packed.size() != G) fail(n, "packed weights do not match the filter");
     for (const PackedB& pb : n.packed)
       if (pb.K != K || pb.N != OCg) fail(n, "packed weights do not match the filter");
@@ -289,6 +290,17 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     return G == 1 && gi == 0 && !n.residual_pending && o.dtype == FP32 && o.quant == Quant::None;
   };
   auto chain_ready = [&](int64_t gi) { return take_chain(n, chain_ok(gi) && M >= 192) != nullptr; };
+  if (n.winograd) {  // F(2x2, 3x3) on its transformed filters (xnn_winograd.cpp)
+    if (nchw) transpose_input();
+    GemmEpilogue ep = epilogue(n, bias);
+    with_residual(ep, n, res, 0, OC);
+    ChainHook* h = take_chain(n, chain_ok(0));
+    if (h) chain_on_rows(ep, h, OC);
+    const WinogradGeom wg{N, H, W, C, OH, OW, OC, n.pad_top, n.pad_left};
+    if (!conv3x3_winograd_f32(ctx.pool, wg, ap->cdata(), n.packed, o.data.data(), ep))
+      fail(n, "Winograd filters do not match the convolution");  // (before any work: the chain too)
+    return;
+  }
   // im2col of output pixels [m_begin, m_end) of group gi into rows of K floats at dst (xnn_im2col.h)
   auto im2col = [&](int64_t gi, int64_t m_begin, int64_t m_end, float* dst_rows) {
     im2col_rows(n, ap->cdata(), H, W, C, OH, OW, gi, m_begin, m_end, dst_rows, K, 0.f);

@@ -60,6 +60,7 @@ class XnnDelegate : public DelegateHandle {
       for (Node* p : {&n, n.pre.get(), n.post.get()})
         if (p) pack_deferred(program, pool, g_, *p);
     }
+    if (!mapping_) plan_winograd(pool, g_);  // (from the direct packing: a cache holds the result)
     for (auto& v : g_.values) v.qraw = nullptr;  // (the program's bytes may be given back now)
     if (cache && !mapping_)
       cache->add(key, [this](SectionWriter& w) { write_packed_state(w, g_, dropped_); });

@@ -125,6 +125,9 @@ struct Node {
   // A Conv2d that was a stride-1 ConvTranspose2d (lower_stride1_deconv_as_conv): its filter is
   // the transposed convolution's, read with its taps reversed when packed
   bool filter_flipped = false;
+  // A 3x3 stride-1 Conv2d run by Winograd's F(2x2, 3x3) (xnn_winograd.cpp): `packed` holds the 16
+  // transformed filters, each [IC x OC], in place of the direct [9 * IC x OC] packing
+  bool winograd = false;
   std::vector<float> bias;
   // fused at method load (xnn_fuse.cpp). A Conv2d or FullyConnected that absorbed the Add after
   // it: `output` is the add's, `residual` (also inputs[3]) its other operand, res_min/res_max its

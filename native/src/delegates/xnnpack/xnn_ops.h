@@ -38,6 +38,11 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n);
 // The float packing prepare_node left as a placeholder (a static-int8 Conv2d's, made only where
 // fusion kept it): made now, from the filter (read back from the program if it was given back).
 void pack_deferred(const Program& program, ThreadPool* pool, Graph& g, Node& n);
+// At load, once fusion is done: the 3x3 stride-1 float convolutions worth running by Winograd's
+// F(2x2, 3x3) get its transformed filters in place of their direct packing (Node::winograd).
+void plan_winograd(ThreadPool* pool, Graph& g);
+// Whether Winograd convolutions are planned (ETNP_WINOGRAD=off: never; read once per process)
+bool winograd_enabled();
 // Runs one node: computes its output shape and values.
 void run_node(KernelContext& ctx, Graph& g, Node& n, Scratch& s);
 // Snap a freshly written value to its datatype (fp16 rounding, quantization grid, per-row dynamic

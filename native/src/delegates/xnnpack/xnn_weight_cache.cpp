@@ -1,9 +1,11 @@
 // Writing and restoring the XNNPACK delegate's packed state (see xnn_weight_cache.h).
-// Section: u32 node count, then per node with packed state: u32 origin, u32 flags, the bias, the
+// Section: u32 node count, then per node with packed state: u32 origin, u32 flags (1: qconv_grouped,
+// 2: winograd), the bias, the
 // float packings (K, N, u64 1 for float16 panels else 0, data: none for a placeholder), qpacked, qconv, qblocks, qb4, qdw. Arrays:
 // u64 count, then the elements at a 64-byte aligned offset (views need the alignment packing gives).
 #include "delegates/xnnpack/xnn_weight_cache.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -13,7 +15,7 @@ namespace etnp::xnn {
 
 namespace {
 
-constexpr uint32_t kSectionVersion = 2;  // 2: float16 panels
+constexpr uint32_t kSectionVersion = 3;  // 2: float16 panels, 3: Winograd filters (flag 2)
 
 bool has_state(const Node& n) {
   return !n.packed.empty() || n.qpacked.N > 0 || !n.qconv.empty() || !n.qblocks.empty() || n.qb4.N > 0 ||
@@ -36,7 +38,7 @@ void put_q8(SectionWriter& w, const PackedQ8& q) {
 
 void put_node(SectionWriter& w, const Node& n, const DroppedShapes& dropped) {
   w.put<uint32_t>(n.origin);
-  w.put<uint32_t>(n.qconv_grouped ? 1u : 0u);
+  w.put<uint32_t>((n.qconv_grouped ? 1u : 0u) | (n.winograd ? 2u : 0u));
   put_array(w, n.bias);
   const bool was_dropped = n.packed.empty() && n.origin < dropped.size() && !dropped[n.origin].empty();
   w.put<uint64_t>(was_dropped ? dropped[n.origin].size() : n.packed.size());
@@ -107,7 +109,10 @@ bool get_q8(Reader& r, PackedQ8& q) {
 }
 
 bool get_node(Reader& r, Node& n) {
-  n.qconv_grouped = r.get<uint32_t>() & 1u;
+  const uint32_t flags = r.get<uint32_t>();
+  if (flags > 3) return false;
+  n.qconv_grouped = flags & 1u;
+  n.winograd = flags & 2u;
   const uint64_t nbias = r.get<uint64_t>();
   r.align(64);
   if (!r.ok || nbias > (r.n - r.at) / sizeof(float)) return false;
@@ -174,6 +179,13 @@ bool fits(const Graph& g, const Node& n) {
   if (n.type == FullyConnected && w.dims.size() == 2) {
     const bool tw = n.flags & kTransposeWeights;
     K = tw ? w.dims[0] : w.dims[1], N = tw ? w.dims[1] : w.dims[0];
+  } else if (n.type == Conv2d && n.winograd) {  // 16 transformed filters, [IC x OC] each (xnn_winograd.cpp)
+    if (n.groups != 1 || n.kh != 3 || n.kw != 3 || n.sh != 1 || n.sw != 1 || n.dh != 1 || n.dw != 1 ||
+        n.packed.size() != 16)
+      return false;
+    K = n.group_in, N = n.group_out;
+    return std::all_of(n.packed.begin(), n.packed.end(), [&](const PackedB& b) { return b.K == K && b.N == N && b.half.empty(); }) &&
+           n.qpacked.N == 0 && n.qconv.empty() && n.qblocks.empty() && n.qb4.N == 0;
   } else if (n.type == Conv2d) {
     K = (int64_t)n.kh * n.kw * n.group_in, N = n.group_out;
   } else if (n.type == DepthwiseConv2d) {
@@ -220,7 +232,7 @@ bool fits(const Graph& g, const Node& n) {
 
 uint64_t weight_cache_key(Span blob, const std::vector<Span>& unkeyed) {
   ContentHash h;
-  const uint32_t head[2] = {kSectionVersion, (uint32_t)fusion_mode()};
+  const uint32_t head[3] = {kSectionVersion, (uint32_t)fusion_mode(), winograd_enabled() ? 1u : 0u};
   h.update(head, sizeof head);
   h.update(blob.data, blob.size);
   for (const Span& s : unkeyed) {
@@ -268,7 +280,7 @@ bool read_packed_state(const uint8_t* p, size_t size, Graph& g) {
     Node& s = got[i];
     d.packed = std::move(s.packed), d.qpacked = std::move(s.qpacked), d.qconv = std::move(s.qconv);
     d.qconv_grouped = s.qconv_grouped, d.qblocks = std::move(s.qblocks), d.qb4 = std::move(s.qb4);
-    d.qdw = std::move(s.qdw), d.bias = std::move(s.bias);
+    d.qdw = std::move(s.qdw), d.bias = std::move(s.bias), d.winograd = s.winograd;
   }
   return true;
 }

@@ -19,7 +19,7 @@ namespace etnp::xnn {
 
 // A delegate's key: its blob (graph, named-data keys and sizes, any constants it holds) and the
 // named data whose keys do not name their content (hashed), and what else shapes the packed
-// state (ETNP_XNN_FUSION). Named data keyed by its SHA-256 (what ExecuTorch writes) is not read:
+// state (ETNP_XNN_FUSION, ETNP_WINOGRAD). Named data keyed by its SHA-256 (what ExecuTorch writes) is not read:
 // a cache hit then reads nothing of the weights' bytes.
 uint64_t weight_cache_key(Span blob, const std::vector<Span>& unkeyed);
 
