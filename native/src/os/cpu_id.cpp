@@ -47,6 +47,7 @@ CpuId detect() {
   int r[4];
   __cpuid(r, 0);
   const int max_leaf = r[0];
+  id.amd = r[1] == 0x68747541 && r[3] == 0x69746e65 && r[2] == 0x444d4163;  // "Auth" "enti" "cAMD"
   __cpuid(r, 1);
   const bool osxsave = (r[2] >> 27) & 1, fma = (r[2] >> 12) & 1, f16c = (r[2] >> 29) & 1;
   const unsigned long long xcr0 = osxsave ? _xgetbv(0) : 0;
@@ -68,6 +69,7 @@ CpuId detect() {
   id.avx512vnni = __builtin_cpu_supports("avx512vnni");
   {  // (no __builtin_cpu_supports string for it in every compiler: CPUID leaf 1, ECX bit 29)
     unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid(0, &a, &b, &c, &d)) id.amd = b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163;  // "AuthenticAMD"
     if (__get_cpuid(1, &a, &b, &c, &d)) id.f16c = id.avx2 && ((c >> 29) & 1);
     const bool osxsave = (c >> 27) & 1;
     unsigned a7 = 0, b7 = 0, c7 = 0, d7 = 0;

@@ -15,6 +15,9 @@ struct CpuId {
   // AMX-TILE and AMX-INT8 (CPUID leaf 7 EDX bits 24, 25) with the OS saving the tile state (XCR0
   // bits 17, 18); a process must still ask the OS for the tiles (os/amx_permission.h)
   bool amx_int8 = false;
+  // the vendor (CPUID leaf 0: "AuthenticAMD"): the memory-bound kernels' tuning differs (a 4-bit
+  // GEMV's streams: qgemm_qb4_avx512.cpp)
+  bool amd = false;
   bool neon = false;                                                    // aarch64
   bool dotprod = false;  // aarch64 SDOT / UDOT (FEAT_DotProd)
 };

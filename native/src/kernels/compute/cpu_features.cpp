@@ -54,6 +54,8 @@ bool cpu_has_avx2_fma() { return false; }
 bool cpu_has_avx512f() { return false; }
 #endif
 
+bool cpu_is_amd() { return os::cpu_id().amd; }
+
 bool cpu_has_neon() {
   static const bool v = cpu_cap() >= 1 && os::cpu_id().neon;
   return v;

@@ -12,5 +12,7 @@ bool cpu_has_neon();  // aarch64 Advanced SIMD (ETNP_CPU=generic turns it off)
 // aarch64 NEON with the dot-product instructions SDOT / UDOT (ETNP_CPU=neon and lower turn them
 // off: the base NEON kernels)
 bool cpu_has_neon_dot();
+// an AMD x86 CPU (tuning of the memory-bound kernels; no kernel depends on it for its results)
+bool cpu_is_amd();
 const char* cpu_features_string();
 }  // namespace etnp

@@ -3,13 +3,14 @@
 // multiplied into each row's int32 block sum by vpdpbusd against that row's 4 int8 activations,
 // broadcast from memory; per block one conversion and one FMA a row turn the sum into the float
 // accumulator (qgemm_qb4.h's order). One row (a decode step) streams the panels once: its task's
-// panels as kStreams ranges read side by side, each prefetched ahead (row_panels).
+// panels as 2 or 4 ranges read side by side, each prefetched ahead (row_panels).
 #if defined(__x86_64__)
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/compute/cpu_features.h"
 #include "kernels/compute/qgemm_qb4_kernels.h"
 #include "util/compiler.h"
 
@@ -18,10 +19,11 @@ namespace {
 
 constexpr int kMaxRows = (int)kTileRowsVnni;  // 12: 12 int32 + 12 float accumulators, the nibbles, constants
 // One row (a decode step) is bound by how many cache lines one core has in flight, not by its
-// arithmetic: its panels are read as kStreams ranges side by side (one core's streaming read of
-// 4 ranges moves ~1.3x the bytes of one range, ~1.1x with 2 MB pages: native_tests/qb4_gemv_bench.cpp),
-// each prefetched kAhead bytes ahead of the chunk in use (2048 measured best of 512..4096).
-constexpr int kStreams = 4;
+// arithmetic: its panels are read as ranges side by side, each prefetched kAhead bytes ahead of
+// the chunk in use (2048 measured best of 512..4096) - 4 ranges on Intel (Sapphire Rapids: one
+// core's streaming read of 4 ranges moves ~1.3x the bytes of one range, ~1.1x with 2 MB pages),
+// 2 on AMD (Zen 4, native_tests/qb4_gemv_bench.cpp, one core, medians of 15 interleaved passes of
+// 76.5 MB: 2 ranges 3.47-3.53 ms, 22 GB/s, 1.06x a plain streaming read; 4 ranges 4.0-4.15 ms)
 constexpr int64_t kAhead = 2048;
 
 // the 16 column scales of the even (odd false) or odd block of a pair, from its scales
@@ -181,9 +183,11 @@ const Tile kTiles[kMaxRows] = {&tile<1>, &tile<2>, &tile<3>,  &tile<4>,
 
 void tiles_vnni(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                 const Out& o) {
-  run_task<kStreams>(  // (a decode step: kStreams ranges of panels side by side)
-      a, t0, t1, p0, p1, [&](int64_t p, int64_t stride) { row_panels<kStreams>(a, w, t0, p, stride, o); },
-      [&](int64_t p) { row_panels<1>(a, w, t0, p, 0, o); }, [&](int64_t t, int64_t p) { kTiles[a.rows(t) - 1](a, w, t, p, o); });
+  auto tile = [&](int64_t t, int64_t p) { kTiles[a.rows(t) - 1](a, w, t, p, o); };
+  auto one = [&](int64_t p) { row_panels<1>(a, w, t0, p, 0, o); };
+  static const bool two = cpu_is_amd();  // (a decode step: its ranges of panels side by side)
+  if (two) run_task<2>(a, t0, t1, p0, p1, [&](int64_t p, int64_t stride) { row_panels<2>(a, w, t0, p, stride, o); }, one, tile);
+  else run_task<4>(a, t0, t1, p0, p1, [&](int64_t p, int64_t stride) { row_panels<4>(a, w, t0, p, stride, o); }, one, tile);
 }
 
 }  // namespace etnp::qb4
