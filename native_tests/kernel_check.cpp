@@ -1209,9 +1209,9 @@ struct WinoRows {
   std::atomic<int>* bad;
 };
 static void check_winograd(ThreadPool* pool, int64_t N, int64_t H, int64_t W, int64_t C, int64_t OC, int64_t pt, int64_t pl,
-                           int64_t pb, int64_t pr, bool residual, std::mt19937& rng) {
+                           int64_t pb, int64_t pr, bool residual, std::mt19937& rng, int64_t dil = 1) {
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  const int64_t OH = H + pt + pb - 2, OW = W + pl + pr - 2, M = N * OH * OW, ldr = OC + 5;
+  const int64_t OH = H + pt + pb - 2 * dil, OW = W + pl + pr - 2 * dil, M = N * OH * OW, ldr = OC + 5;
   if (OH <= 0 || OW <= 0) return;
   std::vector<float> X(N * H * W * C), F(9 * C * OC), bias(OC), Y(M * OC, 7.f), R(M * ldr);
   for (auto& x : X) x = u(rng);
@@ -1239,7 +1239,7 @@ static void check_winograd(ThreadPool* pool, int64_t N, int64_t H, int64_t W, in
     double s = bias[oc];
     for (int64_t i = 0; i < 3; i++)
       for (int64_t j = 0; j < 3; j++) {
-        const int64_t ih = oh + i - pt, iw = ow + j - pl;
+        const int64_t ih = oh + i * dil - pt, iw = ow + j * dil - pl;
         if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
         for (int64_t c = 0; c < C; c++) s += (double)X[((n * H + ih) * W + iw) * C + c] * F[((i * 3 + j) * C + c) * OC + oc];
       }
@@ -1260,7 +1260,7 @@ static void check_winograd(ThreadPool* pool, int64_t N, int64_t H, int64_t W, in
         if ((*r.y)[m * r.OC + oc] == 7.f) r.bad->fetch_add(1);  // (not written yet: 7 is outside the clamp)
     }
   };
-  const WinogradGeom g{N, H, W, C, OH, OW, OC, pt, pl};
+  const WinogradGeom g{N, H, W, C, OH, OW, OC, pt, pl, dil};
   if (!conv3x3_winograd_f32(pool, g, X.data(), U, Y.data(), ep)) {
     if (failures++ < 5) std::printf("winograd declined N=%ld H=%ld W=%ld\n", (long)N, (long)H, (long)W);
     return;
@@ -1270,8 +1270,9 @@ static void check_winograd(ThreadPool* pool, int64_t N, int64_t H, int64_t W, in
     for (int64_t oc = 0; oc < OC; oc++) {
       const float want = want_at(m, oc), got = Y[m * OC + oc];
       if (!(std::fabs(want - got) <= tol) && failures++ < 5)
-        std::printf("winograd N=%ld H=%ld W=%ld C=%ld OC=%ld pad %ld,%ld,%ld,%ld (%ld,%ld): %g != %g\n", (long)N, (long)H,
-                    (long)W, (long)C, (long)OC, (long)pt, (long)pl, (long)pb, (long)pr, (long)m, (long)oc, got, want);
+        std::printf("winograd N=%ld H=%ld W=%ld C=%ld OC=%ld pad %ld,%ld,%ld,%ld dilation %ld (%ld,%ld): %g != %g\n",
+                    (long)N, (long)H, (long)W, (long)C, (long)OC, (long)pt, (long)pl, (long)pb, (long)pr, (long)dil, (long)m,
+                    (long)oc, got, want);
     }
   }
   if (bad.load() && failures++ < 5) std::printf("winograd rows_done before the rows were written (%d)\n", bad.load());
@@ -1334,6 +1335,9 @@ int main() {
             wc++;
           }
     check_winograd(&two, 2, 40, 30, 48, 70, 1, 1, 1, 1, true, rng);  // several blocks a thread
+    for (int64_t dil : {2, 3, 4})  // dilated: d x d interleaved grids of tiles, bands of 2d rows
+      for (auto hw : {std::array<int64_t, 2>{13, 11}, std::array<int64_t, 2>{28, 28}})
+        check_winograd(dil % 2 ? &two : &one, 1 + dil % 2, hw[0], hw[1], 9, 20, dil, dil, dil - 1, dil + 1, dil == 3, rng, dil);
   }
   for (int64_t K : {100, 190, 193, 256, 300, 700})  // one chunk, chunks of 128 with a longer last one
     for (int64_t M : {7, 64, 150}) check_sgemm_chain(M % 2 ? &two : &one, M, 40, K, rng);

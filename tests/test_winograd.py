@@ -42,11 +42,12 @@ def _run(tmp_path, switch):
 
 def test_winograd_path_matches_the_direct_convolution(tmp_path):
     on, off = _run(tmp_path, None), _run(tmp_path, "off")
-    # the four convolutions of >= 196 output pixels (8->16, 16->20, 20->20, 20->36 channels) hold
+    # the five convolutions of >= 196 output pixels (8->16, 16->20, 20->20, 20->36 channels and a
+    # dilated 20->24) hold
     # 16 transformed [IC x OC] filters instead of one [9 * IC x OC]; the output columns are packed
     # in panels of 16: 7 more rows of IC floats per panel column. The 7x6 one stays direct.
     panels = lambda oc: (oc + 15) // 16 * 16  # noqa: E731
-    extra = 7 * 4 * sum(ic * panels(oc) for ic, oc in [(8, 16), (16, 20), (20, 20), (20, 36)])
+    extra = 7 * 4 * sum(ic * panels(oc) for ic, oc in [(8, 16), (16, 20), (20, 20), (20, 36), (20, 24)])
     assert int(on["packed"]) - int(off["packed"]) == extra
     want = method_outputs(reference("winograd_xnn"), "forward")
     for threads in (1, 2):

@@ -170,7 +170,8 @@ class WinogradConvs(nn.Module):
     (xnn_winograd.cpp): a batch of two NCHW network inputs of odd sizes (ragged 2x2 tiles, the fused
     input transpose), paddings 1 and 2 (tiles wholly in the padding), a ReLU6 clamp, a fused residual
     add followed by SiLU (the chain run on the rows as they finish), channels not a multiple of 16,
-    no bias; and one below the size threshold (direct) beside them."""
+    no bias, a dilated one (interleaved grids of tiles, unequal paddings); and one below the size
+    threshold (direct) beside them."""
 
     def __init__(self):
         super().__init__()
@@ -179,10 +180,11 @@ class WinogradConvs(nn.Module):
         self.c = nn.Conv2d(20, 20, 3, padding=1)
         self.d = nn.Conv2d(20, 36, 3, padding=1, bias=False)
         self.e = nn.Conv2d(36, 16, 3)
+        self.f = nn.Conv2d(20, 24, 3, padding=(2, 3), dilation=2)
 
     def forward(self, x):
         a = torch.clamp(self.a(x), 0.0, 6.0)
         b = self.b(a)
         c = F.silu(self.c(b) + b)
         d = self.d(c)
-        return c, d, self.e(F.max_pool2d(d, 2, 2))
+        return c, d, self.e(F.max_pool2d(d, 2, 2)), torch.relu(self.f(c))

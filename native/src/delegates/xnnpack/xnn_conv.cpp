@@ -296,7 +296,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     with_residual(ep, n, res, 0, OC);
     ChainHook* h = take_chain(n, chain_ok(0));
     if (h) chain_on_rows(ep, h, OC);
-    const WinogradGeom wg{N, H, W, C, OH, OW, OC, n.pad_top, n.pad_left};
+    const WinogradGeom wg{N, H, W, C, OH, OW, OC, n.pad_top, n.pad_left, n.dh};
     if (!conv3x3_winograd_f32(ctx.pool, wg, ap->cdata(), n.packed, o.data.data(), ep))
       fail(n, "Winograd filters do not match the convolution");  // (before any work: the chain too)
     return;

@@ -41,6 +41,8 @@ void pack_deferred(const Program& program, ThreadPool* pool, Graph& g, Node& n);
 // At load, once fusion is done: the 3x3 stride-1 float convolutions worth running by Winograd's
 // F(2x2, 3x3) get its transformed filters in place of their direct packing (Node::winograd).
 void plan_winograd(ThreadPool* pool, Graph& g);
+// A Conv2d of the shape the Winograd path takes (3x3, stride 1, one group, equal dilation up to 8)
+bool winograd_geometry(const Node& n);
 // Whether Winograd convolutions are planned (ETNP_WINOGRAD=off: never; read once per process)
 bool winograd_enabled();
 // Runs one node: computes its output shape and values.

@@ -180,8 +180,7 @@ bool fits(const Graph& g, const Node& n) {
     const bool tw = n.flags & kTransposeWeights;
     K = tw ? w.dims[0] : w.dims[1], N = tw ? w.dims[1] : w.dims[0];
   } else if (n.type == Conv2d && n.winograd) {  // 16 transformed filters, [IC x OC] each (xnn_winograd.cpp)
-    if (n.groups != 1 || n.kh != 3 || n.kw != 3 || n.sh != 1 || n.sw != 1 || n.dh != 1 || n.dw != 1 ||
-        n.packed.size() != 16)
+    if (!winograd_geometry(n) || n.packed.size() != 16)
       return false;
     K = n.group_in, N = n.group_out;
     return std::all_of(n.packed.begin(), n.packed.end(), [&](const PackedB& b) { return b.K == K && b.N == N && b.half.empty(); }) &&

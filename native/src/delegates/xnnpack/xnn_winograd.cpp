@@ -1,5 +1,5 @@
 // Which convolutions run by Winograd's F(2x2, 3x3) (kernels/compute/winograd_f32.h), planned at
-// load: a float32 3x3 convolution of stride 1 and dilation 1, one group, a constant filter packed
+// load: a float32 3x3 convolution of stride 1 (any dilation up to 8, equal on both axes), one group, a constant filter packed
 // for the GEMM, enough channels for the GEMMs to run at speed and output pixels enough per weight
 // for the transforms' bytes to pay: 2.25x fewer multiply-adds, at 16/9 the filter's packed bytes.
 #include <cstdlib>
@@ -20,25 +20,34 @@ constexpr int64_t kMinInputChannels = 8, kMinOutputChannels = 16;
 // direct 81-84 ms; from 16x16 maps on 76.7-76.9; from 14x14 on 72.5-73.4 (+9 MB of filters); from
 // 7x7 on 70-77 (+14 MB more, load 150 -> 215-247 ms)
 constexpr int64_t kMinPixels = 196;
+// Dilated 3x3 convolutions (DeepLab's atrous stages) tile each of the d x d interleaved grids
+// of their output; a larger d leaves too few tiles per grid
+constexpr int64_t kMaxDilation = 8;
 
 bool worth_it(const Graph& g, const Node& n) {
-  if (n.type != Conv2d || n.groups != 1 || n.kh != 3 || n.kw != 3 || n.sh != 1 || n.sw != 1 || n.dh != 1 ||
-      n.dw != 1 || !n.qconv.empty() || n.packed.size() != 1 || n.packed[0].data.empty() ||
+  if (!winograd_geometry(n) || !n.qconv.empty() || n.packed.size() != 1 || n.packed[0].data.empty() ||
       !n.packed[0].half.empty() || n.filter_taps_major || n.nchw_output != kInvalidId || n.pre || n.post ||
       n.winograd || n.inputs.empty() || n.inputs[0] >= g.values.size())
     return false;
   const int64_t IC = n.group_in, OC = n.group_out;
   if (IC < kMinInputChannels || OC < kMinOutputChannels || n.packed[0].K != 9 * IC || n.packed[0].N != OC)
     return false;
-  const std::vector<int64_t>& d = g.values[n.inputs[0]].dims;  // NHWC (or NCHW under a fused transpose)
-  if (d.size() != 4) return false;
+  const std::vector<int64_t>& dims = g.values[n.inputs[0]].dims;  // NHWC (or NCHW under a fused transpose)
+  if (dims.size() != 4) return false;
   const bool nchw = n.nchw_transposed != kInvalidId;
-  const int64_t H = nchw ? d[2] : d[1], W = nchw ? d[3] : d[2];
-  const int64_t OH = H + n.pad_top + n.pad_bottom - 2, OW = W + n.pad_left + n.pad_right - 2;
-  return OH > 0 && OW > 0 && OH * OW >= kMinPixels;
+  const int64_t H = nchw ? dims[2] : dims[1], W = nchw ? dims[3] : dims[2];
+  const int64_t d = n.dh, OH = H + n.pad_top + n.pad_bottom - 2 * d, OW = W + n.pad_left + n.pad_right - 2 * d;
+  // (dilated: tiles in bands of 2d rows and columns; at most half of the computed outputs wasted)
+  return OH > 0 && OW > 0 && OH * OW >= kMinPixels &&
+         2 * OH * OW >= winograd_bands(OH, d) * winograd_bands(OW, d) * 4 * d * d;
 }
 
 }  // namespace
+
+bool winograd_geometry(const Node& n) {
+  return n.type == Conv2d && n.groups == 1 && n.kh == 3 && n.kw == 3 && n.sh == 1 && n.sw == 1 && n.dh == n.dw &&
+         n.dh >= 1 && n.dh <= kMaxDilation;
+}
 
 bool winograd_enabled() {
   static const bool on = [] {

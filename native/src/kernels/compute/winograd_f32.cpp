@@ -84,18 +84,20 @@ bool conv3x3_winograd_f32(ThreadPool* pool, const WinogradGeom& g, const float* 
     if (u.K != g.C || u.N != g.OC) return false;
   if (g.N <= 0 || g.OH <= 0 || g.OW <= 0 || g.OC <= 0) return true;
   static const WinogradTileRows run = pick_tile_rows();
-  const int64_t TH = (g.OH + 1) / 2, TW = (g.OW + 1) / 2, rows = g.N * TH;
-  // Blocks of whole tile rows: the block's transformed input and products (16 x tiles x (C + OC)
-  // floats) near 512 KiB, so they stay in L2 between the transforms and the GEMMs; at least one
-  // block per thread where there are rows enough
+  const int64_t d = g.dilation;
+  if (d < 1) return false;
+  const int64_t TH = winograd_bands(g.OH, d), per_band = d * d * winograd_bands(g.OW, d), rows = g.N * TH;
+  // Blocks of whole bands (2 * dilation output rows): the block's transformed input and products
+  // (16 x tiles x (C + OC) floats) near 512 KiB, so they stay in L2 between the transforms and
+  // the GEMMs; at least one block per thread where there are bands enough
   const int64_t want_tiles = std::max<int64_t>(24, (int64_t(1) << 13) / (g.C + g.OC));
-  int64_t per = std::max<int64_t>(1, want_tiles / TW);
+  int64_t per = std::max<int64_t>(1, want_tiles / per_band);
   const int64_t threads = pool ? pool->num_threads() : 1;
   if (threads > 1) per = std::min(per, std::max<int64_t>(1, (rows + threads - 1) / threads));
   const int64_t blocks = (rows + per - 1) / per;
   auto work = [&](int64_t b, int64_t e) {
     thread_local FloatBuffer v, mb, zeros;  // grow only
-    const size_t tiles = (size_t)(per * TW);
+    const size_t tiles = (size_t)(per * per_band);
     if (v.size() < 16 * tiles * (size_t)g.C) v.resize(16 * tiles * (size_t)g.C);
     if (mb.size() < 16 * tiles * (size_t)g.OC) mb.resize(16 * tiles * (size_t)g.OC);
     if (zeros.size() < (size_t)g.C) zeros.resize((size_t)g.C);
@@ -106,7 +108,7 @@ bool conv3x3_winograd_f32(ThreadPool* pool, const WinogradGeom& g, const float* 
       if (ep.rows_done) {  // the block's output rows, image by image
         for (int64_t tr = tr0; tr < tr1;) {
           const int64_t n = tr / TH, end = std::min(tr1, (n + 1) * TH);
-          const int64_t oh0 = (tr % TH) * 2, oh1 = std::min(g.OH, ((end - 1) % TH) * 2 + 2);
+          const int64_t oh0 = (tr % TH) * 2 * d, oh1 = std::min(g.OH, ((end - 1) % TH + 1) * 2 * d);
           ep.rows_done(ep.rows_ctx, (n * g.OH + oh0) * g.OW, (n * g.OH + oh1) * g.OW);
           tr = end;
         }

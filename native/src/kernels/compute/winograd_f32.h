@@ -20,11 +20,14 @@ std::vector<PackedB> winograd_filters_3x3(ThreadPool* pool, const PackedB& direc
 
 struct WinogradGeom {
   int64_t N, H, W, C;      // the NHWC input
-  int64_t OH, OW, OC;      // the NHWC output (OH = H + pad_top + pad_bottom - 2, likewise OW)
+  int64_t OH, OW, OC;      // the NHWC output (OH = H + pad_top + pad_bottom - 2 * dilation, likewise OW)
   int64_t pad_top, pad_left;
+  int64_t dilation = 1;    // the taps' spacing, along both axes
 };
+// The bands of 2 * dilation output rows (or columns) covering `out` of them
+inline int64_t winograd_bands(int64_t out, int64_t dilation) { return (out + 2 * dilation - 1) / (2 * dilation); }
 
-// Y = conv3x3(X) with the epilogue of a GEMM writing Y as [N * OH * OW, OC] rows (bias_col, the
+// Y = conv3x3(X) (stride 1, any dilation) with the epilogue of a GEMM writing Y as [N * OH * OW, OC] rows (bias_col, the
 // clamp, the fused residual and rows_done over whole output rows; bias_row and accumulate are not
 // taken: false, before any work). U: winograd_filters_3x3's.
 bool conv3x3_winograd_f32(ThreadPool* pool, const WinogradGeom& g, const float* X, const std::vector<PackedB>& U,

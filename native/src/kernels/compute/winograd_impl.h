@@ -65,43 +65,45 @@ inline void output_tile(const float* mt, int64_t stride, int64_t OC, float* cons
   }
 }
 
-// Tile rows [tr0, tr1) (over all images: tr = image * TH + tile row) of the convolution, on this
-// thread: input transform into v, 16 GEMMs into mb, output transform into Y.
+// The tiles of bands [tr0, tr1) (over all images: tr = image * bands + band) of the convolution,
+// on this thread: input transform into v, 16 GEMMs into mb, output transform into Y. With
+// dilation d a tile's 2x2 outputs are d apart (its 4x4 patch's pixels too): a band of 2d output
+// rows holds d rows of tiles (offsets rh < d), each tile row d interleaved sets of tiles
+// across (offsets rw < d) in column bands of 2d; d = 1: a band is one row of 2x2 tiles.
 template <class S>
 inline void tile_rows(const WinogradGeom& g, const float* X, const std::vector<PackedB>& U, float* Y,
-                                         const GemmEpilogue& ep, int64_t tr0, int64_t tr1, float* v, float* mb,
-                                         const float* zeros) {
-  const int64_t TH = (g.OH + 1) / 2, TW = (g.OW + 1) / 2, C = g.C, OC = g.OC;
-  const int64_t T = (tr1 - tr0) * TW;  // tiles in the block
-  const float* d[16];
-  for (int64_t tr = tr0; tr < tr1; tr++) {
-    const int64_t n = tr / TH, ih0 = (tr % TH) * 2 - g.pad_top;
-    for (int64_t tc = 0; tc < TW; tc++) {
-      const int64_t iw0 = tc * 2 - g.pad_left;
-      for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
-          const int64_t ih = ih0 + i, iw = iw0 + j;
-          d[i * 4 + j] = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W ? X + ((n * g.H + ih) * g.W + iw) * C : zeros;
-        }
-      input_tile<S>(d, v + ((tr - tr0) * TW + tc) * C, T * C, C);
-    }
-  }
-  for (int xi = 0; xi < 16; xi++) sgemm_packed(nullptr, T, v + xi * T * C, C, 1, U[(size_t)xi], mb + xi * T * OC, OC);
-  for (int64_t tr = tr0; tr < tr1; tr++) {
-    const int64_t n = tr / TH, oh0 = (tr % TH) * 2;
-    for (int64_t tc = 0; tc < TW; tc++) {
-      const int64_t ow0 = tc * 2;
-      float* y[4];
-      const float* r[4];
-      for (int p = 0; p < 4; p++) {
-        const int64_t oh = oh0 + p / 2, ow = ow0 + p % 2, pix = (n * g.OH + oh) * g.OW + ow;
-        const bool in = oh < g.OH && ow < g.OW;
-        y[p] = in ? Y + pix * OC : nullptr;
-        r[p] = in && ep.residual ? ep.residual + pix * ep.ldr : nullptr;
+                      const GemmEpilogue& ep, int64_t tr0, int64_t tr1, float* v, float* mb, const float* zeros) {
+  const int64_t d = g.dilation, TH = winograd_bands(g.OH, d), TW = winograd_bands(g.OW, d), C = g.C, OC = g.OC;
+  const int64_t per_band = d * d * TW, T = (tr1 - tr0) * per_band;  // tiles in a band, in the block
+  // calls f(tile index in the block, image, first output row, first output column) per tile
+  auto tiles = [&](auto f) {
+    int64_t t = 0;
+    for (int64_t tr = tr0; tr < tr1; tr++)
+      for (int64_t rh = 0; rh < d; rh++)
+        for (int64_t cb = 0; cb < TW; cb++)
+          for (int64_t rw = 0; rw < d; rw++, t++) f(t, tr / TH, (tr % TH) * 2 * d + rh, cb * 2 * d + rw);
+  };
+  tiles([&](int64_t t, int64_t n, int64_t oh0, int64_t ow0) {
+    const float* p[16];
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 4; j++) {
+        const int64_t ih = oh0 - g.pad_top + i * d, iw = ow0 - g.pad_left + j * d;
+        p[i * 4 + j] = ih >= 0 && ih < g.H && iw >= 0 && iw < g.W ? X + ((n * g.H + ih) * g.W + iw) * C : zeros;
       }
-      output_tile<S>(mb + ((tr - tr0) * TW + tc) * OC, T * OC, OC, y, r, ep.bias_col, ep);
+    input_tile<S>(p, v + t * C, T * C, C);
+  });
+  for (int xi = 0; xi < 16; xi++) sgemm_packed(nullptr, T, v + xi * T * C, C, 1, U[(size_t)xi], mb + xi * T * OC, OC);
+  tiles([&](int64_t t, int64_t n, int64_t oh0, int64_t ow0) {
+    float* y[4];
+    const float* r[4];
+    for (int q = 0; q < 4; q++) {
+      const int64_t oh = oh0 + (q / 2) * d, ow = ow0 + (q % 2) * d, pix = (n * g.OH + oh) * g.OW + ow;
+      const bool in = oh < g.OH && ow < g.OW;
+      y[q] = in ? Y + pix * OC : nullptr;
+      r[q] = in && ep.residual ? ep.residual + pix * ep.ldr : nullptr;
     }
-  }
+    output_tile<S>(mb + t * OC, T * OC, OC, y, r, ep.bias_col, ep);
+  });
 }
 
 }  // namespace winograd_impl
