@@ -35,8 +35,8 @@ from fixture_models.portable_ops import (PRESERVED_OPS, Binary, Conv1dNet, Conv3
 from fixture_models.quantized_models import (AddConstant, ConvChainQ8, FireQ8, InvertedResidualQ8, LayerNorms,
                                              Q4MLP, QBertBlocks, QBertLNBlocks, QC4MLP, QLinear, QMLP, QuantPortable,
                                              QuantToken, RegNetBlockQ8, ShuffleUnitQ8, quantize_8da4w)
-from fixture_models.xnnpack_models import (ActCNN, ConvInputs, ConvRegimes, HalfXnn, InputViews, ResBlock1d,
-                                           ScalarIO, WinogradConvs, XnnOps)
+from fixture_models.xnnpack_models import (ActCNN, ConvInputs, ConvRegimes, DeadTaps, HalfXnn, InputViews,
+                                           ResBlock1d, ScalarIO, WinogradConvs, XnnOps)
 
 SEED = 1234
 
@@ -157,6 +157,8 @@ def fixtures():
                                      quant="qc4w-static", runtime_reference=True)
     # 3x3 stride-1 convolutions on the Winograd F(2x2, 3x3) path (borders, batch, fusions)
     f["winograd_xnn"] = dict(methods={"forward": (WinogradConvs(), (rnd(2, 8, 17, 15),))}, xnn=True)
+    # convolutions whose outer taps read only padding (dropped at load: lower_dead_taps)
+    f["dead_taps_xnn"] = dict(methods={"forward": (DeadTaps(), (rnd(2, 8, 10, 10),))}, xnn=True)
     return f
 
 

@@ -188,3 +188,19 @@ class WinogradConvs(nn.Module):
         c = F.silu(self.c(b) + b)
         d = self.d(c)
         return c, d, self.e(F.max_pool2d(d, 2, 2)), torch.relu(self.f(c))
+
+
+class DeadTaps(nn.Module):
+    """Convolutions whose outer taps read only padding at this input size (lower_dead_taps): a
+    dilation-12 3x3 on a 10x10 map (its centre tap alone reads the image), a kernel whose top and
+    bottom rows fall in the padding while its columns all read (dilation 9 down, 1 across), and an
+    ordinary one beside them."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv2d(8, 16, 3, padding=12, dilation=12)
+        self.b = nn.Conv2d(8, 12, 3, padding=(9, 1), dilation=(9, 1))
+        self.c = nn.Conv2d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.a(x)), self.b(x[:, :, :8]), self.c(x)

@@ -260,7 +260,11 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   const Value* res = fused_residual(g, n, oshape);
   Value& o = gemm_output(g, n, oshape);
   int64_t K = (int64_t)n.kh * n.kw * ICg, M = N * OH * OW;
-  check_filter(n, w, {OC, (int64_t)n.kh, (int64_t)n.kw, ICg});
+  check_filter(n, w, {OC, (int64_t)(n.filter_kh ? n.filter_kh : n.kh), (int64_t)(n.filter_kw ? n.filter_kw : n.kw), ICg});
+  if (n.filter_kh && n.packed.empty()) fail(n, "trimmed filter was not packed");  // (its taps: a window of w)
+  if (n.filter_kh && (H > n.planned_h || W > n.planned_w))  // (lower_dead_taps: a dropped tap could read it)
+    fail(n, "input of " + std::to_string(H) + "x" + std::to_string(W) + " pixels, larger than the graph's " +
+                std::to_string(n.planned_h) + "x" + std::to_string(n.planned_w));
   if (M * K > (int64_t(1) << 32)) fail(n, "im2col buffer would be too large");
   const float* bias = bias_of(g, n, OC);
   bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left && !n.pad_bottom && !n.pad_right;

@@ -35,6 +35,7 @@ class XnnDelegate : public DelegateHandle {
       : g_(std::move(g)), bank_(bank) {
     lower_depthwise_as_conv(g_);
     lower_stride1_deconv_as_conv(g_);
+    lower_dead_taps(g_);
     for (size_t i = 0; i < g_.nodes.size(); i++) g_.nodes[i].origin = (uint32_t)i;
     if (cache) {
       const WeightCacheSession::Section s = cache->find(key);

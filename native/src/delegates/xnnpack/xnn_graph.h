@@ -125,6 +125,12 @@ struct Node {
   // A Conv2d that was a stride-1 ConvTranspose2d (lower_stride1_deconv_as_conv): its filter is
   // the transposed convolution's, read with its taps reversed when packed
   bool filter_flipped = false;
+  // A Conv2d whose outer kernel rows / columns read only padding at the input size planned
+  // (lower_dead_taps): kh x kw are the taps kept, from row tap_row0 and column tap_col0 of its
+  // filter of filter_kh x filter_kw taps (0: not trimmed); planned_h x planned_w its input's
+  // largest size, beyond which a dropped tap could read the image (a call with a larger input fails)
+  uint32_t filter_kh = 0, filter_kw = 0, tap_row0 = 0, tap_col0 = 0;
+  int64_t planned_h = 0, planned_w = 0;
   // A 3x3 stride-1 Conv2d run by Winograd's F(2x2, 3x3) (xnn_winograd.cpp): `packed` holds the 16
   // transformed filters, each [IC x OC], in place of the direct [9 * IC x OC] packing
   bool winograd = false;

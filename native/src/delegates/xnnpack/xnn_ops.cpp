@@ -192,6 +192,22 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
   } else if (n.type == Conv2d) {
     if (w->dims.size() != 4) fail(n, "filter must be 4-D");
     int64_t K = (int64_t)n.kh * n.kw * n.group_in, OCg = n.group_out;
+    if (n.filter_kh) {  // (lower_dead_taps: the taps kept, a window of the filter's)
+      if (w->dims[0] != (int64_t)n.groups * OCg || w->dims[1] != n.filter_kh || w->dims[2] != n.filter_kw ||
+          w->dims[3] != n.group_in || n.tap_row0 + n.kh > n.filter_kh || n.tap_col0 + n.kw > n.filter_kw)
+        fail(n, "filter shape mismatch");
+      const int64_t OC = w->dims[0], KW0 = n.filter_kw, ICg = n.group_in, K0 = (int64_t)n.filter_kh * KW0 * ICg;
+      const float* f = decoded.floats();
+      std::vector<float> kept((size_t)(OC * K));
+      for (int64_t oc = 0; oc < OC; oc++)
+        for (int64_t i = 0; i < n.kh; i++)
+          for (int64_t j = 0; j < n.kw; j++)
+            std::memcpy(&kept[(size_t)(oc * K + (i * n.kw + j) * ICg)],
+                        f + oc * K0 + ((n.tap_row0 + i) * KW0 + n.tap_col0 + j) * ICg, (size_t)ICg * sizeof(float));
+      for (uint32_t gi = 0; gi < n.groups; gi++)
+        n.packed.push_back(pack_b(pool, K, OCg, kept.data() + gi * OCg * K, 1, K, half));
+      return;
+    }
     if (w->dims[0] != (int64_t)n.groups * OCg || w->dims[1] * w->dims[2] * w->dims[3] != K) fail(n, "filter shape mismatch");
     if (n.filter_taps_major) {  // (lower_depthwise_as_conv: one group of one input channel)
       n.packed.push_back(pack_b(pool, K, OCg, decoded.floats(), OCg, 1, half));

@@ -33,6 +33,12 @@ void lower_depthwise_as_conv(Graph& g);
 // the taps reversed and the padding (KH - 1) * dh - pad (+ the output padding below and right):
 // it becomes that Conv2d (xnn_deconv.cpp), on the convolution paths (indirect GEMM, fusions).
 void lower_stride1_deconv_as_conv(Graph& g);
+// A float Conv2d with a constant filter only it reads, whose outer kernel rows or columns read only
+// padding for every output pixel at its input's planned size (a large dilation on a small map:
+// DeepLab's ASPP, dilation 36 on 28x28, reads the image with its centre tap alone), becomes the
+// convolution of the taps that remain, its padding reduced to match (same output, same sums less
+// the products of zeros); xnn_dead_taps.cpp.
+void lower_dead_taps(Graph& g);
 // Prepare weights of a node whose filter is constant (packing for the GEMM).
 void prepare_node(ThreadPool* pool, Graph& g, Node& n);
 // The float packing prepare_node left as a placeholder (a static-int8 Conv2d's, made only where
