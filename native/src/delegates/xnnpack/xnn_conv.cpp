@@ -260,7 +260,8 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   const Value* res = fused_residual(g, n, oshape);
   Value& o = gemm_output(g, n, oshape);
   int64_t K = (int64_t)n.kh * n.kw * ICg, M = N * OH * OW;
-  check_filter(n, w, {OC, (int64_t)(n.filter_kh ? n.filter_kh : n.kh), (int64_t)(n.filter_kw ? n.filter_kw : n.kw), ICg});
+  const int64_t FKH = n.filter_kh ? n.filter_kh : n.kh, FKW = n.filter_kw ? n.filter_kw : n.kw;  // (lower_dead_taps)
+  check_filter(n, w, {OC, FKH, FKW, ICg});
   if (n.filter_kh && n.packed.empty()) fail(n, "trimmed filter was not packed");  // (its taps: a window of w)
   if (n.filter_kh && (H > n.planned_h || W > n.planned_w))  // (lower_dead_taps: a dropped tap could read it)
     fail(n, "input of " + std::to_string(H) + "x" + std::to_string(W) + " pixels, larger than the graph's " +

@@ -1,7 +1,8 @@
 // Which convolutions run by Winograd's F(2x2, 3x3) (kernels/compute/winograd_f32.h), planned at
-// load: a float32 3x3 convolution of stride 1 (any dilation up to 8, equal on both axes), one group, a constant filter packed
-// for the GEMM, enough channels for the GEMMs to run at speed and output pixels enough per weight
-// for the transforms' bytes to pay: 2.25x fewer multiply-adds, at 16/9 the filter's packed bytes.
+// load: a float32 3x3 convolution of stride 1 (dilation up to 8, equal on both axes), one group, a
+// constant filter packed for the GEMM, enough channels for the GEMMs to run at speed and output
+// pixels enough per weight for the transforms' bytes to pay: 2.25x fewer multiply-adds, at 16/9 the
+// filter's packed bytes.
 #include <cstdlib>
 #include <cstring>
 
@@ -36,7 +37,9 @@ bool worth_it(const Graph& g, const Node& n) {
   if (dims.size() != 4) return false;
   const bool nchw = n.nchw_transposed != kInvalidId;
   const int64_t H = nchw ? dims[2] : dims[1], W = nchw ? dims[3] : dims[2];
+  if (H <= 0 || W <= 0 || H > (int64_t(1) << 24) || W > (int64_t(1) << 24)) return false;  // (no overflow below)
   const int64_t d = n.dh, OH = H + n.pad_top + n.pad_bottom - 2 * d, OW = W + n.pad_left + n.pad_right - 2 * d;
+  if (OH > (int64_t(1) << 24) || OW > (int64_t(1) << 24)) return false;
   // (dilated: tiles in bands of 2d rows and columns; at most half of the computed outputs wasted)
   return OH > 0 && OW > 0 && OH * OW >= kMinPixels &&
          2 * OH * OW >= winograd_bands(OH, d) * winograd_bands(OW, d) * 4 * d * d;

@@ -64,7 +64,8 @@ std::vector<PackedB> winograd_filters_3x3(ThreadPool* pool, const PackedB& direc
           t[3][j] = g2;
         }
         for (int i = 0; i < 4; i++) {  // (G g) G^T
-          const float r[4] = {t[i][0], 0.5f * (t[i][0] + t[i][1] + t[i][2]), 0.5f * (t[i][0] - t[i][1] + t[i][2]), t[i][2]};
+          const float r[4] = {t[i][0], 0.5f * (t[i][0] + t[i][1] + t[i][2]), 0.5f * (t[i][0] - t[i][1] + t[i][2]),
+                              t[i][2]};
           for (int j = 0; j < 4; j++) u[(size_t)(((i * 4 + j) * IC + ic) * OC + oc)] = r[j];
         }
       }

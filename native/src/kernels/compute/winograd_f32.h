@@ -27,9 +27,9 @@ struct WinogradGeom {
 // The bands of 2 * dilation output rows (or columns) covering `out` of them
 inline int64_t winograd_bands(int64_t out, int64_t dilation) { return (out + 2 * dilation - 1) / (2 * dilation); }
 
-// Y = conv3x3(X) (stride 1, any dilation) with the epilogue of a GEMM writing Y as [N * OH * OW, OC] rows (bias_col, the
-// clamp, the fused residual and rows_done over whole output rows; bias_row and accumulate are not
-// taken: false, before any work). U: winograd_filters_3x3's.
+// Y = conv3x3(X) (stride 1, any dilation) with the epilogue of a GEMM writing Y as
+// [N * OH * OW, OC] rows (bias_col, the clamp, the fused residual and rows_done over whole output
+// rows; bias_row and accumulate are not taken: false, before any work). U: winograd_filters_3x3's.
 bool conv3x3_winograd_f32(ThreadPool* pool, const WinogradGeom& g, const float* X, const std::vector<PackedB>& U,
                           float* Y, const GemmEpilogue& ep);
 

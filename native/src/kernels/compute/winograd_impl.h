@@ -113,7 +113,8 @@ using WinogradTileRows = void (*)(const WinogradGeom&, const float*, const std::
                                   const GemmEpilogue&, int64_t, int64_t, float*, float*, const float*);
 #if defined(__x86_64__)
 void winograd_tile_rows_avx512(const WinogradGeom& g, const float* X, const std::vector<PackedB>& U, float* Y,
-                               const GemmEpilogue& ep, int64_t tr0, int64_t tr1, float* v, float* mb, const float* zeros);
+                               const GemmEpilogue& ep, int64_t tr0, int64_t tr1, float* v, float* mb,
+                               const float* zeros);
 void winograd_tile_rows_avx2(const WinogradGeom& g, const float* X, const std::vector<PackedB>& U, float* Y,
                              const GemmEpilogue& ep, int64_t tr0, int64_t tr1, float* v, float* mb, const float* zeros);
 #endif
