@@ -30,15 +30,11 @@ bool live_taps(int64_t in, int64_t out, int64_t k, int64_t s, int64_t d, int64_t
 void lower_dead_taps(Graph& g) {
   const std::vector<int> uses = count_readers(g);
   for (Node& n : g.nodes) {
-    if (n.type != Conv2d || n.filter_flipped || n.filter_taps_major || n.filter_kh || n.inputs.size() < 2 ||
-        n.inputs[0] >= uses.size() || n.inputs[1] >= uses.size() || n.sh < 1 || n.sw < 1 || n.dh < 1 || n.dw < 1)
+    if (n.type != Conv2d || n.filter_flipped || n.filter_taps_major || n.filter_kh || n.sh < 1 || n.sw < 1 ||
+        n.dh < 1 || n.dw < 1 || !own_float_filter(g, n, uses))
       continue;
     const Value& x = g.values[n.inputs[0]];
-    const Value& w = g.values[n.inputs[1]];
-    if (!float_unquantized(x) || !w.is_constant || !float_unquantized(w) || w.qraw || uses[n.inputs[1]] != 1 ||
-        w.dims.size() != 4 || w.dims[0] != (int64_t)n.groups * n.group_out || w.dims[1] != n.kh || w.dims[2] != n.kw ||
-        w.dims[3] != n.group_in || x.dims.size() != 4)
-      continue;
+    if (x.dims.size() != 4) continue;
     const int64_t H = x.dims[1], W = x.dims[2], KH = n.kh, KW = n.kw;
     // (sizes any real graph has: the arithmetic below stays far from overflow, the loops short)
     if (H > (int64_t(1) << 24) || W > (int64_t(1) << 24) || KH > 1024 || KW > 1024 || n.sh > 65536 || n.sw > 65536 ||

@@ -65,17 +65,9 @@ std::vector<PackedB> pack_phases(ThreadPool* pool, const Node& n, const float* w
 void lower_stride1_deconv_as_conv(Graph& g) {
   const std::vector<int> uses = count_readers(g);
   for (Node& n : g.nodes) {
-    if (n.type != ConvTranspose2d || n.sh != 1 || n.sw != 1 || n.inputs.size() < 2 || n.inputs[0] >= uses.size() ||
-        n.inputs[1] >= uses.size())
-      continue;
-    const Value& x = g.values[n.inputs[0]];
-    const Value& w = g.values[n.inputs[1]];
+    if (n.type != ConvTranspose2d || n.sh != 1 || n.sw != 1 || !own_float_filter(g, n, uses)) continue;
     const int64_t eh = (int64_t)(n.kh - 1) * n.dh, ew = (int64_t)(n.kw - 1) * n.dw;  // the taps' extent
-    if (!float_unquantized(x) || !w.is_constant || !float_unquantized(w) || w.qraw || uses[n.inputs[1]] != 1 || w.dims.size() != 4 ||
-        w.dims[0] != (int64_t)n.groups * n.group_out || w.dims[1] != n.kh || w.dims[2] != n.kw ||
-        w.dims[3] != n.group_in || n.pad_top > eh || n.pad_left > ew || n.pad_bottom > eh + n.adj_h ||
-        n.pad_right > ew + n.adj_w)
-      continue;
+    if (n.pad_top > eh || n.pad_left > ew || n.pad_bottom > eh + n.adj_h || n.pad_right > ew + n.adj_w) continue;
     n.type = Conv2d;
     n.pad_top = (uint32_t)(eh - n.pad_top);
     n.pad_left = (uint32_t)(ew - n.pad_left);

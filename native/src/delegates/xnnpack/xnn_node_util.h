@@ -21,6 +21,17 @@ inline double clamp_q(double v, double lo, double hi) { return v >= lo ? (v <= h
 // A value of plain floats (float32 or fp16, not quantized): the float convolution paths'.
 inline bool float_unquantized(const Value& v) { return (v.dtype == FP32 || v.dtype == FP16) && v.quant == Quant::None; }
 
+// A (transposed) convolution on a float input whose constant float filter, of its own shape
+// [groups * group_out, kh, kw, group_in], nothing but it reads (uses: count_readers): a filter its
+// load-time lowering may read in another order (lower_stride1_deconv_as_conv, lower_dead_taps).
+inline bool own_float_filter(const Graph& g, const Node& n, const std::vector<int>& uses) {
+  if (n.inputs.size() < 2 || n.inputs[0] >= uses.size() || n.inputs[1] >= uses.size()) return false;
+  const Value &x = g.values[n.inputs[0]], &w = g.values[n.inputs[1]];
+  return float_unquantized(x) && w.is_constant && float_unquantized(w) && !w.qraw && uses[n.inputs[1]] == 1 &&
+         w.dims.size() == 4 && w.dims[0] == (int64_t)n.groups * n.group_out && w.dims[1] == n.kh && w.dims[2] == n.kw &&
+         w.dims[3] == n.group_in;
+}
+
 [[noreturn]] inline void fail(const Node& n, const std::string& m) { throw_exec(std::string(node_type_name(n.type)) + ": " + m); }
 
 inline Value& in(Graph& g, const Node& n, size_t k) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "core/dtype.h"
 #include "kernels/compute/gemm.h"
@@ -144,6 +145,24 @@ void filter_int8_values(const Value& w, int64_t OC, int64_t K, int oc_dim, const
   for (int64_t i = 0; i < OC * K; i++) q[(size_t)i] = int8_value(f[i], scales[oc_dim == 0 ? i / K : i % OC]);
 }
 
+namespace {
+// A convolution filter of OC x KH x KW taps of ICg floats whose tap (i, j) is tap src(i, j) of
+// `f`, a filter of OC x KH0 x KW0 such taps
+template <class Src>
+std::vector<float> taps_from(const float* f, int64_t OC, int64_t KH, int64_t KW, int64_t ICg, int64_t KH0, int64_t KW0,
+                             Src src) {
+  std::vector<float> out((size_t)(OC * KH * KW * ICg));
+  for (int64_t oc = 0; oc < OC; oc++)
+    for (int64_t i = 0; i < KH; i++)
+      for (int64_t j = 0; j < KW; j++) {
+        const std::pair<int64_t, int64_t> t = src(i, j);
+        std::memcpy(&out[(size_t)(((oc * KH + i) * KW + j) * ICg)], f + ((oc * KH0 + t.first) * KW0 + t.second) * ICg,
+                    (size_t)ICg * sizeof(float));
+      }
+  return out;
+}
+}  // namespace
+
 void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
   auto constant = [&](size_t k) -> Value* {
     Value* v = k < n.inputs.size() && n.inputs[k] != kInvalidId ? &g.values[n.inputs[k]] : nullptr;
@@ -192,41 +211,30 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
   } else if (n.type == Conv2d) {
     if (w->dims.size() != 4) fail(n, "filter must be 4-D");
     int64_t K = (int64_t)n.kh * n.kw * n.group_in, OCg = n.group_out;
+    const int64_t OC = (int64_t)n.groups * OCg, ICg = n.group_in;
     if (n.filter_kh) {  // (lower_dead_taps: the taps kept, a window of the filter's)
-      if (w->dims[0] != (int64_t)n.groups * OCg || w->dims[1] != n.filter_kh || w->dims[2] != n.filter_kw ||
-          w->dims[3] != n.group_in || n.tap_row0 + n.kh > n.filter_kh || n.tap_col0 + n.kw > n.filter_kw)
+      if (w->dims[0] != OC || w->dims[1] != n.filter_kh || w->dims[2] != n.filter_kw || w->dims[3] != ICg ||
+          n.tap_row0 + n.kh > n.filter_kh || n.tap_col0 + n.kw > n.filter_kw)
         fail(n, "filter shape mismatch");
-      const int64_t OC = w->dims[0], KW0 = n.filter_kw, ICg = n.group_in, K0 = (int64_t)n.filter_kh * KW0 * ICg;
-      const float* f = decoded.floats();
-      std::vector<float> kept((size_t)(OC * K));
-      for (int64_t oc = 0; oc < OC; oc++)
-        for (int64_t i = 0; i < n.kh; i++)
-          for (int64_t j = 0; j < n.kw; j++)
-            std::memcpy(&kept[(size_t)(oc * K + (i * n.kw + j) * ICg)],
-                        f + oc * K0 + ((n.tap_row0 + i) * KW0 + n.tap_col0 + j) * ICg, (size_t)ICg * sizeof(float));
-      for (uint32_t gi = 0; gi < n.groups; gi++)
-        n.packed.push_back(pack_b(pool, K, OCg, kept.data() + gi * OCg * K, 1, K, half));
-      return;
+    } else if (w->dims[0] != OC || w->dims[1] * w->dims[2] * w->dims[3] != K) {
+      fail(n, "filter shape mismatch");
     }
-    if (w->dims[0] != (int64_t)n.groups * OCg || w->dims[1] * w->dims[2] * w->dims[3] != K) fail(n, "filter shape mismatch");
     if (n.filter_taps_major) {  // (lower_depthwise_as_conv: one group of one input channel)
       n.packed.push_back(pack_b(pool, K, OCg, decoded.floats(), OCg, 1, half));
       return;
     }
-    if (n.filter_flipped) {  // (lower_stride1_deconv_as_conv: the transposed convolution's taps reversed)
-      const int64_t OC = (int64_t)n.groups * OCg, KH = n.kh, KW = n.kw, ICg = n.group_in;
-      const float* f = decoded.floats();
-      std::vector<float> flipped((size_t)(OC * K));
-      for (int64_t oc = 0; oc < OC; oc++)
-        for (int64_t i = 0; i < KH; i++)
-          for (int64_t j = 0; j < KW; j++)
-            std::memcpy(&flipped[(size_t)(((oc * KH + i) * KW + j) * ICg)],
-                        f + ((oc * KH + (KH - 1 - i)) * KW + (KW - 1 - j)) * ICg, (size_t)ICg * sizeof(float));
-      for (uint32_t gi = 0; gi < n.groups; gi++)
-        n.packed.push_back(pack_b(pool, K, OCg, flipped.data() + gi * OCg * K, 1, K, half));
-      return;
-    }
-    prepare_conv_q8(x, n, *w);
+    // the filter in the order the packing reads it, where that is not its own: a stride-1
+    // transposed convolution's taps reversed (lower_stride1_deconv_as_conv), or the window of taps
+    // that read the image (lower_dead_taps)
+    std::vector<float> taps;
+    if (n.filter_flipped)
+      taps = taps_from(decoded.floats(), OC, n.kh, n.kw, ICg, n.kh, n.kw,
+                       [&](int64_t i, int64_t j) { return std::make_pair(n.kh - 1 - i, n.kw - 1 - j); });
+    else if (n.filter_kh)
+      taps = taps_from(decoded.floats(), OC, n.kh, n.kw, ICg, n.filter_kh, n.filter_kw,
+                       [&](int64_t i, int64_t j) { return std::make_pair(n.tap_row0 + i, n.tap_col0 + j); });
+    else
+      prepare_conv_q8(x, n, *w);
     // a static-int8 convolution runs on qconv: its float packing is made only if fusion keeps it
     // (pack_deferred, after fuse_nodes); until then it is a placeholder of the right shape
     const bool defer = !n.qconv.empty();
@@ -237,7 +245,8 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
         p.N = OCg;
         n.packed.push_back(std::move(p));
       } else {
-        n.packed.push_back(pack_b(pool, K, OCg, decoded.floats() + gi * OCg * K, 1, K, half));
+        const float* f = taps.empty() ? decoded.floats() : taps.data();
+        n.packed.push_back(pack_b(pool, K, OCg, f + gi * OCg * K, 1, K, half));
       }
     }
   } else if (n.type == ConvTranspose2d) {

@@ -28,7 +28,7 @@ constexpr int64_t kMaxDilation = 8;
 bool worth_it(const Graph& g, const Node& n) {
   if (!winograd_geometry(n) || !n.qconv.empty() || n.packed.size() != 1 || n.packed[0].data.empty() ||
       !n.packed[0].half.empty() || n.filter_taps_major || n.nchw_output != kInvalidId || n.pre || n.post ||
-      n.winograd || n.inputs.empty() || n.inputs[0] >= g.values.size())
+      n.inputs.empty() || n.inputs[0] >= g.values.size())
     return false;
   const int64_t IC = n.group_in, OC = n.group_out;
   if (IC < kMinInputChannels || OC < kMinOutputChannels || n.packed[0].K != 9 * IC || n.packed[0].N != OC)
