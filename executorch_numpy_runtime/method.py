@@ -15,6 +15,17 @@ from .runtime_lock import _check_not_inside_op, _holding
 
 _KIND_NONE, _KIND_INT, _KIND_BOOL, _KIND_DOUBLE, _KIND_TENSOR = 0, 1, 2, 3, 4
 _MAIN_THREAD = threading.main_thread().ident
+
+
+def _run_tripped_signal_handlers() -> None:
+    """Gives the Python handlers of the signals that arrived during a call their turn now, before
+    the call's error is raised. A SIGINT that stopped the call was passed on to Python's own
+    handler, which only records it; Python runs the recorded handler (KeyboardInterrupt for the
+    default one) at its next check. CPython checks before the next bytecode, but PyPy's
+    JIT-compiled code checks only at a backward jump, so without one a SIGINT could surface after
+    the call's ExecutionError had been raised, somewhere in the caller's code. This loop is one."""
+    for _ in (0, 1):
+        pass
 _get_ident = threading.get_ident
 _clock = time.perf_counter
 # A call shorter than this needs no SIGINT re-chain check before the method's next call (below)
@@ -337,6 +348,8 @@ class Method:
             tls.lock, tls.owner = outer, owner
 
     def _raise_run_error(self, status: int) -> None:
+        if status == lib.ETNP_ERR_CANCELLED and _get_ident() == _MAIN_THREAD:
+            _run_tripped_signal_handlers()  # a Ctrl-C that stopped the call: KeyboardInterrupt here
         cause = custom_ops.take_pending_exception()  # an exception raised inside a Python-defined op
         if cause is not None and not isinstance(cause, Exception):
             raise cause  # KeyboardInterrupt, SystemExit... propagate as themselves

@@ -11,8 +11,6 @@ from .errors import ExecuTorchError, ExecutionError, MethodNotFound, ProgramLoad
 
 ProgramSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]  # + mmap, binary files
 
-_STATUS_CANCELLED = 7
-
 
 def _name_bytes(name: str, what: str = "method name") -> bytes:
     if not isinstance(name, str):

@@ -12,8 +12,9 @@ namespace {
 struct sigaction g_previous;
 std::atomic<void (*)()> g_hook{nullptr};
 
+// The handler it replaced first (Python's records the signal), then the hook (the count a running
+// call polls): a call the count stops returns with its host's handler already tripped.
 void on_sigint(int sig, siginfo_t* info, void* uc) {
-  if (auto h = g_hook.load(std::memory_order_relaxed)) h();
   if (g_previous.sa_flags & SA_SIGINFO) {
     if (g_previous.sa_sigaction) g_previous.sa_sigaction(sig, info, uc);
   } else if (g_previous.sa_handler == SIG_DFL) {
@@ -22,6 +23,7 @@ void on_sigint(int sig, siginfo_t* info, void* uc) {
   } else if (g_previous.sa_handler != SIG_IGN && g_previous.sa_handler) {
     g_previous.sa_handler(sig);
   }
+  if (auto h = g_hook.load(std::memory_order_relaxed)) h();
 }
 }  // namespace
 

@@ -11,8 +11,9 @@ using Handler = void (*)(int);
 std::atomic<Handler> g_previous{nullptr};
 std::atomic<void (*)()> g_hook{nullptr};
 
+// The handler it replaced first (Python's records the signal), then the hook: a call the count
+// stops returns with its host's handler already tripped (as on POSIX).
 void on_sigint(int sig) {
-  if (auto h = g_hook.load(std::memory_order_relaxed)) h();
   std::signal(SIGINT, &on_sigint);  // the C runtime resets the handler before calling it
   Handler prev = g_previous.load();
   if (prev == SIG_DFL) {
@@ -21,6 +22,7 @@ void on_sigint(int sig) {
   } else if (prev != SIG_IGN && prev) {
     prev(sig);
   }
+  if (auto h = g_hook.load(std::memory_order_relaxed)) h();
 }
 }  // namespace
 
