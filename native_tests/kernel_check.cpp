@@ -27,6 +27,7 @@
 #include "kernels/compute/qgemm.h"
 #include "kernels/compute/quantize_row.h"
 #include "kernels/compute/row_sums.h"
+#include "kernels/compute/code_sums.h"
 #include "kernels/compute/transpose_f32.h"
 #include "kernels/compute/transpose_u8.h"
 #include "kernels/compute/vec_math.h"
@@ -438,7 +439,7 @@ static void check_transpose_u8() {
 // length's tail, values off the grid, out of range, halves (nearest even) and NaN.
 static void check_codes(std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-200.f, 200.f);
-  for (int64_t n : {0, 1, 7, 15, 16, 17, 33, 100}) {
+  for (int64_t n : {0, 1, 7, 15, 16, 17, 33, 50, 100}) {  // (50: 32 on AVX-512, then 16 on AVX2)
     std::vector<float> x((size_t)n);
     for (int64_t i = 0; i < n; i++) {
       const int kind = (int)(i % 5);
@@ -578,6 +579,43 @@ static void check_row_sums(std::mt19937& rng) {
         if (got[(size_t)r] != want && failures++ < 5)
           std::printf("row_sums rows=%ld len=%ld row %ld: %.17g != %.17g\n", (long)rows, (long)len, (long)r,
                       got[(size_t)r], want);
+      }
+    }
+}
+
+// code_row_sums / code_column_sums (global average pooling of int8 codes) against plain integer
+// sums: lengths around the 16-byte steps (the masked last step), bytes up to 255, strides beyond
+// the length, column counts past the 256-column blocks
+static void check_code_sums(std::mt19937& rng) {
+  std::uniform_int_distribution<int> u(0, 255);
+  for (int64_t rows : {1, 2, 5})
+    for (int64_t len : {0, 1, 15, 16, 17, 31, 32, 33, 49, 64, 100, 300}) {
+      const int64_t stride = len + 5;
+      std::vector<uint8_t> x((size_t)(rows * stride));
+      for (size_t i = 0; i < x.size(); i++) x[i] = i % 7 == 0 ? 255 : (uint8_t)u(rng);
+      std::vector<int64_t> got((size_t)rows, -1);
+      code_row_sums(x.data(), rows, len, stride, got.data());
+      for (int64_t r = 0; r < rows; r++) {
+        int64_t want = 0;
+        for (int64_t j = 0; j < len; j++) want += x[(size_t)(r * stride + j)];
+        if (got[(size_t)r] != want && failures++ < 5)
+          std::printf("code_row_sums rows=%ld len=%ld row %ld: %ld != %ld\n", (long)rows, (long)len, (long)r,
+                      (long)got[(size_t)r], (long)want);
+      }
+    }
+  for (int64_t rows : {1, 3, 49, 300})
+    for (int64_t n : {1, 7, 16, 255, 256, 257, 300}) {
+      const int64_t stride = n + 3;
+      std::vector<uint8_t> x((size_t)(rows * stride));
+      for (size_t i = 0; i < x.size(); i++) x[i] = i % 5 == 0 ? 255 : (uint8_t)u(rng);
+      std::vector<int64_t> got((size_t)n, -1);
+      code_column_sums(x.data(), rows, stride, n, got.data());
+      for (int64_t c = 0; c < n; c++) {
+        int64_t want = 0;
+        for (int64_t p = 0; p < rows; p++) want += x[(size_t)(p * stride + c)];
+        if (got[(size_t)c] != want && failures++ < 5)
+          std::printf("code_column_sums rows=%ld n=%ld column %ld: %ld != %ld\n", (long)rows, (long)n, (long)c,
+                      (long)got[(size_t)c], (long)want);
       }
     }
 }
@@ -1290,6 +1328,7 @@ int main() {
   check_snap(rng);
   check_column_sums(rng);
   check_row_sums(rng);
+  check_code_sums(rng);
   check_row_extreme(rng);
   check_quantize_row(rng);
   check_depthwise(rng);

@@ -1,5 +1,6 @@
 """Static-int8 values that only int8 nodes write and read (GEMMs, depthwise convolutions, adds,
-concatenations, max pooling, transposes, reshapes, Converts from / to float32) are kept as int8 codes between them (Value::as_codes); the results
+concatenations, max pooling, transposes, reshapes, Converts from / to float32, global average
+pooling) are kept as int8 codes between them (Value::as_codes); the results
 must be exactly those of the same program keeping float32 grid points (ETNP_XNN_CODES=off), with
 every kernel path (ETNP_CPU). Both variables are read once per process: each run is a subprocess."""
 import os
@@ -26,7 +27,9 @@ np.savez(sys.argv[2], **out)
 # qconv_chain_static_xnn: four values between convolutions kept as codes (1x1, 3x3, grouped, strided);
 # qdw_block_static_xnn: depthwise convolutions reading and writing codes (3x3 and 5x5 strided), an
 # add of codes and float32 grid points; qfire_static_xnn: max pooling and concatenation of codes;
-# qshuffle_static_xnn: NCHW <-> NHWC transposes, reshapes and Converts of codes, max pooling of 24 channels
+# qshuffle_static_xnn: NCHW <-> NHWC transposes, reshapes and Converts of codes, max pooling of 24 channels;
+# qcnn_static_xnn, qregnet_block_static_xnn: global average pooling of codes (integer sums, as of
+# grid points with ETNP_XNN_CODES=off)
 NAMES = ["qconv_chain_static_xnn", "qdw_block_static_xnn", "qfire_static_xnn", "qcnn_static_xnn",
          "qact_cnn_static_xnn", "qregnet_block_static_xnn", "qshuffle_static_xnn"]
 

@@ -365,7 +365,8 @@ class XnnDelegate : public DelegateHandle {
   }
   // A static-int8 value that one int8 node writes and only int8 nodes read - GEMM and depthwise
   // nodes (input 0; no fused part reads it), int8 adds, concatenations, max pooling, transposes
-  // and reshapes (any input), Converts from or to float32 (int8_convert: not in a chain) - is
+  // and reshapes (any input), Converts from or to float32 (int8_convert: not in a chain), global
+  // average pooling (int8_gap: reads only) - is
   // kept as its byte codes alone (Value::as_codes): the writer's epilogue produces the next
   // node's input, no float32 grid points between them. Graph inputs and outputs and
   // constants stay float32. ETNP_XNN_CODES=off keeps every value float32.
@@ -388,7 +389,9 @@ class XnnDelegate : public DelegateHandle {
       // takes over (plan_moves), than as codes it would turn into floats in a pass of its own.
       const bool convert = int8_convert(g_, n) && chains_[i] == 1 && !handed[i] &&
                            (!on_int8_grid(g_.values[n.inputs[0]]) || moved[n.inputs[0]]);
-      const bool q = int8_gemm(i) || any_input || convert;
+      // a global average pooling reads its input as codes (integer sums); its output stays float32
+      const bool gap = int8_gap(g_, n) && gap_reads_codes(n) && !handed[i];
+      const bool q = int8_gemm(i) || any_input || convert || gap;
       for (size_t j = 0; j < n.inputs.size(); j++)
         if (n.inputs[j] < nv) {
           read[n.inputs[j]] = 1;
@@ -401,7 +404,7 @@ class XnnDelegate : public DelegateHandle {
         if (p)
           for (uint32_t o : {p->output, p->output2, p->unfused})
             if (o < nv) {
-              if (written[o] || !q || p != &n || o != n.output) ok[o] = 0;
+              if (written[o] || !q || gap || p != &n || o != n.output) ok[o] = 0;
               written[o] = 1;
             }
     }

@@ -162,6 +162,13 @@ void codes_to_values(KernelContext& ctx, Value& o, const uint8_t* codes);
 // int8 side may be kept as codes - convert_codes then writes the snapped values' codes, or reads
 // the codes into float32 grid points (false, having done nothing, where neither side is codes).
 bool int8_convert(const Graph& g, const Node& n);
+// A GlobalAvgPooling2d of a static-int8 input (xnn_pooling.cpp): exact integer sums of the
+// input's codes (its own where kept as codes, else its grid points'), with ETNP_XNN_CODES=off
+// too; its output stays float32, snapped to its grid. gap_reads_codes: whether it reads the input
+// itself (not in ETNP_XNN_FUSION=steps where it absorbed an NCHW -> NHWC transpose: that
+// transpose, of float32 grid points, runs first).
+bool int8_gap(const Graph& g, const Node& n);
+bool gap_reads_codes(const Node& n);
 bool convert_codes(KernelContext& ctx, Graph& g, Node& n);
 // An Add of two static-int8 values of one shape into a third (xnn_static_q8.cpp): it runs on its
 // own (no elementwise chain) on the operands' codes or grid points, and any of the three may be

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/compute/code_sums.h"
 #include "kernels/compute/column_sums.h"
 #include "kernels/compute/row_sums.h"
 #include "kernels/kernel_util.h"
@@ -128,8 +129,74 @@ static void global_avg_pool_nchw(KernelContext& ctx, const Value& a, Value& o, i
   });
 }
 
+bool int8_gap(const Graph& g, const Node& n) {
+  const size_t nv = g.values.size();
+  if (n.type != GlobalAvgPooling2d || n.inputs.size() != 1 || n.inputs[0] >= nv || n.output >= nv ||
+      n.inputs[0] == n.output || n.output2 != kInvalidId || n.pre || n.post || n.residual != kInvalidId)
+    return false;
+  const Value& a = g.values[n.inputs[0]];
+  return on_int8_grid(a) && a.scale > 0.f && std::isfinite(a.scale);
+}
+
+// GlobalAvgPooling2d of a static-int8 input (int8_gap), its byte codes (kept as codes, or the
+// grid points' codes): each channel's exact integer sum of codes (NCHW: a channel's pixels
+// contiguous; NHWC: columns), the mean (sum - HW * code of 0) * (scale / HW) in double - the
+// grid points' sum without their float32 roundings; run_node snaps the float32 output to its
+// grid.
+static void global_avg_pool_codes(KernelContext& ctx, const Node& n, const Value& a, Value& o, int64_t N, int64_t C,
+                                  int64_t HW, bool nchw) {
+  thread_local std::vector<uint8_t> buf;  // (a float32 input's codes)
+  int32_t zp;
+  const uint8_t* X = value_codes(ctx, n, a, a.numel(), buf, zp);
+  const double shift = (double)(zp + 128) * (double)HW, step = (double)a.scale / (double)HW;
+  float* Y = o.data.data();
+  auto finish = [&](const int64_t* sums, int64_t count, float* y) {
+    for (int64_t k = 0; k < count; k++) y[k] = (float)(((double)sums[k] - shift) * step);
+  };
+  constexpr int64_t kBlock = 256;
+  if (nchw) {
+    parallel(ctx, N * C, std::max<int64_t>(1, (int64_t(1) << 14) / HW), [&](int64_t b, int64_t e) {
+      int64_t sums[kBlock];
+      for (int64_t i0 = b; i0 < e; i0 += kBlock) {
+        const int64_t m = std::min(kBlock, e - i0);
+        code_row_sums(X + i0 * HW, m, HW, HW, sums);
+        finish(sums, m, Y + i0);
+      }
+    });
+    return;
+  }
+  const int64_t cblocks = (C + kBlock - 1) / kBlock;
+  parallel(ctx, N * cblocks, 1, [&](int64_t b, int64_t e) {
+    int64_t sums[kBlock];
+    for (int64_t t = b; t < e; t++) {
+      const int64_t img = t / cblocks, c0 = (t % cblocks) * kBlock, m = std::min(kBlock, C - c0);
+      code_column_sums(X + img * HW * C + c0, HW, C, m, sums);
+      finish(sums, m, Y + img * C + c0);
+    }
+  });
+}
+
+bool gap_reads_codes(const Node& n) {
+  return n.nchw_transposed == kInvalidId || fusion_mode() != FusionMode::Steps;
+}
+
 void global_avg_pool(KernelContext& ctx, Graph& g, Node& n) {
-  if (n.nchw_transposed != kInvalidId) {
+  const bool nchw = n.nchw_transposed != kInvalidId;
+  if (int8_gap(g, n) && gap_reads_codes(n)) {  // (in steps, the transpose below first: then here)
+    Value &a = in(g, n, 0), &o = out(g, n);
+    if (a.shape.size() != 4) fail(n, "expects a 4-D input");
+    const int64_t N = a.shape[0], C = a.shape[nchw ? 1 : 3], HW = a.shape[nchw ? 2 : 1] * a.shape[nchw ? 3 : 2];
+    if (o.dims.size() == 4) ensure_shape(o, {N, 1, 1, C});
+    else ensure_shape(o, {N, C});
+    if (HW == 0) {  // the mean of nothing (0 / 0), as the float path's
+      for (int64_t i = 0; i < N * C; i++) o.data[i] = std::nanf("");
+      return;
+    }
+    global_avg_pool_codes(ctx, n, a, o, N, C, HW, nchw);
+    return;
+  }
+  if (in(g, n, 0).as_codes) fail(n, "int8 codes on a global average pooling that cannot take them");  // (the plan rules it out)
+  if (nchw) {
     Value &a = in(g, n, 0), &o = out(g, n);
     if (a.shape.size() != 4) fail(n, "expects a 4-D NCHW input");
     const int64_t N = a.shape[0], C = a.shape[1], HW = a.shape[2] * a.shape[3];
