@@ -31,10 +31,50 @@ inline float dot(const float* q, const float* k, int64_t D) {
   return s;
 }
 
+// dot<S>(q, k_t, D) of four keys k_t = k + t * stride: the same lanes, adds and tail per key, the
+// four chains of dependent adds side by side (one chain alone waits on the add's latency)
+template <class S>
+inline void dot4(const float* q, const float* k, int64_t stride, int64_t D, float* out) {
+  typename S::V a0 = S::set1(0.f), a1 = a0, a2 = a0, a3 = a0;
+  const float *k0 = k, *k1 = k + stride, *k2 = k + 2 * stride, *k3 = k + 3 * stride;
+  int64_t j = 0;
+  for (; j + 8 <= D; j += 8) {
+    const typename S::V qv = S::load(q + j);
+    a0 = S::add(a0, S::mul(qv, S::load(k0 + j)));
+    a1 = S::add(a1, S::mul(qv, S::load(k1 + j)));
+    a2 = S::add(a2, S::mul(qv, S::load(k2 + j)));
+    a3 = S::add(a3, S::mul(qv, S::load(k3 + j)));
+  }
+  out[0] = S::sum8(a0);
+  out[1] = S::sum8(a1);
+  out[2] = S::sum8(a2);
+  out[3] = S::sum8(a3);
+  for (; j < D; j++) {
+    out[0] += q[j] * k0[j];
+    out[1] += q[j] * k1[j];
+    out[2] += q[j] * k2[j];
+    out[3] += q[j] * k3[j];
+  }
+}
+
 template <class S>
 void scores(const ScoreBlock& a) {
   const int64_t G = a.groups, D = a.head_dim;
-  for (int64_t j = 0; j < a.n; j++) {
+  int64_t j0 = 0;
+  for (; j0 + 4 <= a.n; j0 += 4) {  // keys four at a time
+    const float* kr = a.k + j0 * a.kv_stride;
+    for (int64_t t = 0; t < 4 && j0 + t + kAhead < a.n; t++) prefetch_range<S>(kr + (t + kAhead) * a.kv_stride, D);
+    for (int64_t g = 0; g < G; g++) {
+      float d[4];
+      dot4<S>(a.q + g * D, kr, a.kv_stride, D, d);
+      for (int t = 0; t < 4; t++) {
+        float sc = d[t] * a.scale;
+        if (a.mask) sc += a.mask[j0 + t];
+        a.s[g * a.ld + j0 + t] = sc;
+      }
+    }
+  }
+  for (int64_t j = j0; j < a.n; j++) {
     const float* kr = a.k + j * a.kv_stride;
     if (j + kAhead < a.n) prefetch_range<S>(kr + kAhead * a.kv_stride, D);
     for (int64_t g = 0; g < G; g++) {
