@@ -55,8 +55,13 @@ std::vector<int64_t> view_shape(const Tensor& x, std::vector<int64_t> s) {
 }
 
 std::vector<int64_t> broadcast_shapes(const Tensor& a, const Tensor& b) {
+  int64_t s[kMaxDims];
+  const int n = broadcast_shape_into(a, b, s);
+  return std::vector<int64_t>(s, s + n);
+}
+
+int broadcast_shape_into(const Tensor& a, const Tensor& b, int64_t* out) {
   int n = std::max(a.dim, b.dim);
-  std::vector<int64_t> out(n);
   for (int i = 0; i < n; i++) {
     int ia = a.dim - n + i, ib = b.dim - n + i;
     int64_t sa = ia >= 0 ? a.sizes[ia] : 1, sb = ib >= 0 ? b.sizes[ib] : 1;
@@ -64,7 +69,7 @@ std::vector<int64_t> broadcast_shapes(const Tensor& a, const Tensor& b) {
       throw_exec("shapes " + a.shape_str() + " and " + b.shape_str() + " cannot be broadcast");
     out[i] = sa == 1 ? sb : sa;
   }
-  return out;
+  return n;
 }
 
 BroadcastStrides broadcast_strides(const Tensor& in, const Tensor& out) {
@@ -82,9 +87,9 @@ BroadcastStrides broadcast_strides(const Tensor& in, const Tensor& out) {
   return r;
 }
 
-void make_scalar_tensor(const EValue* s, const Tensor& other, ScalarHolder& h) {
-  Tensor& t = h.t;
-  t = Tensor();
+const Tensor& make_scalar_tensor(const EValue* s, const Tensor& other, ScalarHolder& h) {
+  if (s->tag == Tag::Tensor) return s->t;  // (its own: a Tensor is hundreds of bytes to copy)
+  Tensor& t = h.t.emplace();
   t.dim = 0;
   t.data = h.storage;
   t.capacity = sizeof(h.storage);
@@ -96,11 +101,10 @@ void make_scalar_tensor(const EValue* s, const Tensor& other, ScalarHolder& h) {
     if (s->tag == Tag::Bool && other.dtype == DType::Bool) t.dtype = DType::Bool;
     else t.dtype = is_floating(other.dtype) ? other.dtype : DType::I64;
     store_i64(t.data, t.dtype, 0, s->i);
-  } else if (s->tag == Tag::Tensor) {
-    t = s->t;
   } else {
     throw_exec(std::string("expected a scalar, got ") + tag_name(s->tag));
   }
+  return t;
 }
 
 }  // namespace etnp

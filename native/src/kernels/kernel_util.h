@@ -2,6 +2,7 @@
 #pragma once
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,8 @@ std::vector<int64_t> view_shape(const Tensor& x, std::vector<int64_t> s);
 
 // ---- broadcasting ----
 std::vector<int64_t> broadcast_shapes(const Tensor& a, const Tensor& b);
+// The same into out (kMaxDims room, no allocation); returns the rank.
+int broadcast_shape_into(const Tensor& a, const Tensor& b, int64_t* out);
 // Element offsets of `in` for each linear index of `out_shape` (broadcast strides; 0 on broadcast dims).
 struct BroadcastStrides {
   int dim = 0;
@@ -132,11 +135,12 @@ void for_each_broadcast(const Tensor& out, const Tensor* const* ins, int n, F&& 
 }
 
 // A 0-d tensor holding a Scalar argument, typed like PyTorch's wrapped numbers.
+// make_scalar_tensor: the argument's own tensor where it is one, else its scalar in h as such.
 struct ScalarHolder {
-  Tensor t;
+  std::optional<Tensor> t;  // (made only for a scalar: a Tensor is hundreds of bytes to initialise)
   int64_t storage[1];
 };
-void make_scalar_tensor(const EValue* s, const Tensor& other, ScalarHolder& h);
+const Tensor& make_scalar_tensor(const EValue* s, const Tensor& other, ScalarHolder& h);
 
 // Run fn(begin,end) over [0,n) on the runtime's pool when the work is large enough.
 inline void parallel(KernelContext& ctx, int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {

@@ -4,15 +4,19 @@ namespace etnp {
 
 bool plan_broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const std::vector<int64_t>& out,
                     BroadcastPlan& p) {
-  const size_t ro = out.size();
-  if (a.size() > ro || b.size() > ro) return false;
+  return plan_broadcast(a.data(), a.size(), b.data(), b.size(), out.data(), out.size(), p);
+}
+
+bool plan_broadcast(const int64_t* a, size_t ra, const int64_t* b, size_t rb, const int64_t* out, size_t ro,
+                    BroadcastPlan& p) {
+  if (ra > ro || rb > ro) return false;
   // each operand's strides over the output's dims (0 where it has size 1 or no such dim)
   int64_t da[BroadcastPlan::kMaxRank * 2], db[BroadcastPlan::kMaxRank * 2], dd[BroadcastPlan::kMaxRank * 2];
   if (ro > (size_t)BroadcastPlan::kMaxRank * 2) return false;
   int64_t stride_a = 1, stride_b = 1, numel = 1;
   for (size_t k = ro; k-- > 0;) {
     const int64_t n = out[k];
-    const int64_t ka = (int64_t)k - (int64_t)(ro - a.size()), kb = (int64_t)k - (int64_t)(ro - b.size());
+    const int64_t ka = (int64_t)k - (int64_t)(ro - ra), kb = (int64_t)k - (int64_t)(ro - rb);
     const int64_t na = ka >= 0 ? a[(size_t)ka] : 1, nb = kb >= 0 ? b[(size_t)kb] : 1;
     if ((na != n && na != 1) || (nb != n && nb != 1)) return false;
     da[k] = na == 1 ? 0 : stride_a;

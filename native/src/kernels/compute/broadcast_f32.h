@@ -25,6 +25,9 @@ struct BroadcastPlan {
 // False when a's or b's shape does not broadcast to `out` or the rank is too large.
 bool plan_broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const std::vector<int64_t>& out,
                     BroadcastPlan& p);
+// The same on shapes given as (sizes, rank): no allocation.
+bool plan_broadcast(const int64_t* a, size_t ra, const int64_t* b, size_t rb, const int64_t* out, size_t ro,
+                    BroadcastPlan& p);
 
 // Row r's element offsets in a and b (r counts the rows of the inner dimension).
 void broadcast_row_offsets(const BroadcastPlan& p, int64_t r, int64_t& oa, int64_t& ob);

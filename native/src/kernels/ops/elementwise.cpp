@@ -18,14 +18,15 @@ void binary_f32_broadcast(KernelContext& ctx, const BroadcastPlan& p, const Tens
 template <typename FDc, typename FIc>
 void binary_apply_with(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, BinaryD fd, BinaryI fi,
                        FDc fdc, FIc fic) {
-  resize(out, broadcast_shapes(a, b));
+  int64_t shape[kMaxDims];  // (the shapes on the stack: a small op's allocations cost more than its work)
+  resize_tensor(out, broadcast_shape_into(a, b, shape), shape);
   bool fl = is_floating(a.dtype) || is_floating(b.dtype) || is_floating(out.dtype) || !fi;
   if (fl && !fd) throw_exec(std::string(ctx.op) + " is not defined for floating-point dtypes");
   // contiguous operands: one typed loop over the merged broadcast (kernels/compute/broadcast_f32.h), no
   // per-element dtype dispatch (other layouts and dtypes: the generic loops below)
   BroadcastPlan p;
   const bool planned = a.default_dim_order() && b.default_dim_order() && out.default_dim_order() &&
-                       plan_broadcast(shape_of(a), shape_of(b), shape_of(out), p);
+                       plan_broadcast(a.sizes, (size_t)a.dim, b.sizes, (size_t)b.dim, out.sizes, (size_t)out.dim, p);
   if (planned && fl && a.dtype == DType::F32 && b.dtype == DType::F32 && out.dtype == DType::F32) {
     binary_f32_broadcast(ctx, p, a, b, out, fd, fdc);
     return;
@@ -213,16 +214,14 @@ template <BinaryD FD, BinaryI FI>
 void binary_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   ScalarHolder h;
-  make_scalar_tensor(a[1], x, h);
-  binary_apply_static<FD, FI>(ctx, x, h.t, tensor_arg(a, 2));
+  binary_apply_static<FD, FI>(ctx, x, make_scalar_tensor(a[1], x, h), tensor_arg(a, 2));
 }
 // Scalar (op) Tensor: args (self scalar, other tensor, out)
 template <BinaryD FD, BinaryI FI>
 void scalar_tensor_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& y = tensor_arg(a, 1);
   ScalarHolder h;
-  make_scalar_tensor(a[0], y, h);
-  binary_apply_static<FD, FI>(ctx, h.t, y, tensor_arg(a, 2));
+  binary_apply_static<FD, FI>(ctx, make_scalar_tensor(a[0], y, h), y, tensor_arg(a, 2));
 }
 
 // add/sub with alpha: (self, other, alpha, out)
@@ -230,26 +229,26 @@ template <bool SUB>
 void add_sub_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   ScalarHolder h;
-  make_scalar_tensor(a[1], x, h);
+  const Tensor& t = make_scalar_tensor(a[1], x, h);
   Tensor& out = tensor_arg(a, 3);
   bool int_alpha = a[2]->tag != Tag::Double;
   double alpha = double_arg(a, 2);
   if (alpha == 1.0) {
-    binary_apply(ctx, x, h.t, out, SUB ? sub_d : add_d, SUB ? sub_i : add_i);
+    binary_apply(ctx, x, t, out, SUB ? sub_d : add_d, SUB ? sub_i : add_i);
     return;
   }
   // out = x +- alpha * y, alpha applied to y first
-  resize(out, broadcast_shapes(x, h.t));
-  const Tensor* ins[2] = {&x, &h.t};
-  bool fl = is_floating(x.dtype) || is_floating(h.t.dtype) || is_floating(out.dtype) || !int_alpha;
+  resize(out, broadcast_shapes(x, t));
+  const Tensor* ins[2] = {&x, &t};
+  bool fl = is_floating(x.dtype) || is_floating(t.dtype) || is_floating(out.dtype) || !int_alpha;
   int64_t ia = a[2]->i;
   for_each_broadcast(out, ins, 2, [&](int64_t o, const int64_t* off) {
     if (fl) {
-      double y = load_f64(h.t.data, h.t.dtype, off[1]) * alpha;
+      double y = load_f64(t.data, t.dtype, off[1]) * alpha;
       double v = load_f64(x.data, x.dtype, off[0]);
       store_f64(out.data, out.dtype, o, SUB ? v - y : v + y);
     } else {
-      int64_t y = wrap_mul(load_i64(h.t.data, h.t.dtype, off[1]), ia), v = load_i64(x.data, x.dtype, off[0]);
+      int64_t y = wrap_mul(load_i64(t.data, t.dtype, off[1]), ia), v = load_i64(x.data, x.dtype, off[0]);
       store_i64(out.data, out.dtype, o, SUB ? wrap_sub(v, y) : wrap_add(v, y));
     }
   });
@@ -259,12 +258,12 @@ void add_sub_kernel(KernelContext& ctx, EValue** a, size_t) {
 void rsub_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   ScalarHolder h;
-  make_scalar_tensor(a[1], x, h);
+  const Tensor& t = make_scalar_tensor(a[1], x, h);
   double alpha = double_arg(a, 2);
   Tensor& out = tensor_arg(a, 3);
   resize(out, shape_of(x));
   const Tensor* ins[1] = {&x};
-  double o = load_f64(h.t.data, h.t.dtype, 0);
+  double o = load_f64(t.data, t.dtype, 0);
   for_each_broadcast(out, ins, 1, [&](int64_t i, const int64_t* off) {
     store_f64(out.data, out.dtype, i, o - alpha * load_f64(x.data, x.dtype, off[0]));
   });
@@ -274,12 +273,12 @@ void rsub_kernel(KernelContext& ctx, EValue** a, size_t) {
 void div_mode_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
   ScalarHolder h;
-  make_scalar_tensor(a[1], x, h);
+  const Tensor& t = make_scalar_tensor(a[1], x, h);
   std::string mode = string_arg(a, 2);
   Tensor& out = tensor_arg(a, 3);
-  if (mode.empty()) binary_apply(ctx, x, h.t, out, div_d, nullptr);
-  else if (mode == "trunc") binary_apply(ctx, x, h.t, out, truncdiv_d, truncdiv_i);
-  else if (mode == "floor") binary_apply(ctx, x, h.t, out, floordiv_d, floordiv_i);
+  if (mode.empty()) binary_apply(ctx, x, t, out, div_d, nullptr);
+  else if (mode == "trunc") binary_apply(ctx, x, t, out, truncdiv_d, truncdiv_i);
+  else if (mode == "floor") binary_apply(ctx, x, t, out, floordiv_d, floordiv_i);
   else throw_exec("unknown rounding mode '" + mode + "'");
 }
 
@@ -294,9 +293,7 @@ bool same_sizes(const Tensor& a, const Tensor& b) {
 void where_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& c = tensor_arg(a, 0);
   ScalarHolder hx, hy;
-  make_scalar_tensor(a[1], c, hx);
-  make_scalar_tensor(a[2], c, hy);
-  const Tensor &x = hx.t, &y = hy.t;
+  const Tensor &x = make_scalar_tensor(a[1], c, hx), &y = make_scalar_tensor(a[2], c, hy);
   Tensor& out = tensor_arg(a, 3);
   Tensor tmp;
   tmp.dim = 0;
