@@ -55,6 +55,8 @@ inline void check_writable(const Tensor& t, const char* what) {
   throw_exec(std::string("dtype ") + dtype_name(d) + " is not supported by " + ctx.op);
 }
 inline void resize(Tensor& t, const std::vector<int64_t>& s) { resize_tensor(t, (int)s.size(), s.data()); }
+// t resized to like's shape (no allocation)
+inline void resize_like(Tensor& t, const Tensor& like) { resize_tensor(t, like.dim, like.sizes); }
 inline std::vector<int64_t> shape_of(const Tensor& t) { return std::vector<int64_t>(t.sizes, t.sizes + t.dim); }
 inline int64_t wrap_dim(int64_t d, int64_t ndim) {
   int64_t n = ndim == 0 ? 1 : ndim;

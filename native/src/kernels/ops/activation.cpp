@@ -70,7 +70,7 @@ void unary_kernel(KernelContext& ctx, EValue** a, size_t) {
   }
   if constexpr (FI != nullptr) {  // integer / bool (logical_not over a mask): FI inlined
     if (!is_floating(x.dtype) && !is_floating(out.dtype)) {
-      resize(out, shape_of(x));
+      resize_like(out, x);
       if (unary_int_typed(x, out, [](int64_t v) { return FI(v); })) return;
     }
   }
@@ -86,7 +86,7 @@ void vec_unary_kernel(KernelContext& ctx, EValue** a, size_t n) {
   Tensor& out = tensor_arg(a, 1);
   const bool f32 = x.dtype == DType::F32 && out.dtype == DType::F32, f16 = x.dtype == DType::F16 && out.dtype == DType::F16;
   if ((f32 || f16) && x.default_dim_order()) {
-    resize(out, shape_of(x));
+    resize_like(out, x);
     if (out.default_dim_order()) {
       if (f32) {
         const float* xp = x.ptr<float>();

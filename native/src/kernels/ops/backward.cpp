@@ -108,7 +108,7 @@ void max_pool2d_backward_kernel(KernelContext&, EValue** a, size_t) {
   if (idx.dtype != DType::I64 && idx.dtype != DType::I32) throw_exec("max_pool2d_with_indices_backward: indices must be int64");
   if (!is_floating(go.dtype) || gi.dtype != go.dtype || x.dtype != go.dtype)
     throw_exec("max_pool2d_with_indices_backward: grad_output, input and grad_input must share a floating dtype");
-  resize(gi, shape_of(x));
+  resize_like(gi, x);
   check_contiguous(gi, "max_pool2d_with_indices_backward grad_input");
   check_contiguous(go, "max_pool2d_with_indices_backward grad_output");
   check_contiguous(idx, "max_pool2d_with_indices_backward indices");

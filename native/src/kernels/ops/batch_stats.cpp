@@ -28,7 +28,7 @@ void batch_norm(const Tensor& x, const Tensor* w, const Tensor* b, Tensor* rm, T
   if (training && rv) check_writable(*rv, "_native_batch_norm_legit running_var");
   if (!training && (!rm || !rv)) throw_exec("_native_batch_norm_legit: evaluation mode needs running statistics");
   if (training && count == 0) throw_exec("_native_batch_norm_legit: a batch with no elements has no statistics");
-  resize(out, shape_of(x));
+  resize_like(out, x);
   check_contiguous(out, "_native_batch_norm_legit output");
   if (training) {
     for (Tensor* t : {&save_mean, &save_invstd})

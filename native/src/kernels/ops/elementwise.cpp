@@ -75,7 +75,7 @@ void unary_apply(KernelContext& ctx, const Tensor& a, Tensor& out, UnaryD fd, Un
     unary_apply_fn(ctx, a, out, fd);
     return;
   }
-  resize(out, shape_of(a));
+  resize_like(out, a);
   if (unary_int_typed(a, out, fi)) return;
   const Tensor* ins[1] = {&a};
   for_each_broadcast(out, ins, 1, [&](int64_t o, const int64_t* off) {
@@ -261,7 +261,7 @@ void rsub_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& t = make_scalar_tensor(a[1], x, h);
   double alpha = double_arg(a, 2);
   Tensor& out = tensor_arg(a, 3);
-  resize(out, shape_of(x));
+  resize_like(out, x);
   const Tensor* ins[1] = {&x};
   double o = load_f64(t.data, t.dtype, 0);
   for_each_broadcast(out, ins, 1, [&](int64_t i, const int64_t* off) {
@@ -355,7 +355,7 @@ void clamp_kernel(KernelContext& ctx, EValue** a, size_t) {
   double lo = has_lo ? double_arg(a, 1) : -INFINITY, hi = has_hi ? double_arg(a, 2) : INFINITY;
   Tensor& out = tensor_arg(a, 3);
   if (!is_floating(x.dtype) && !is_floating(out.dtype)) {
-    resize(out, shape_of(x));
+    resize_like(out, x);
     const Tensor* ins[1] = {&x};
     int64_t ilo = has_lo ? f2i(std::ceil(lo)) : INT64_MIN, ihi = has_hi ? f2i(std::floor(hi)) : INT64_MAX;
     for_each_broadcast(out, ins, 1, [&](int64_t o, const int64_t* off) {
@@ -380,7 +380,7 @@ void clamp_tensor_kernel(KernelContext& ctx, EValue** a, size_t) {
   Tensor shape = x;
   if (lo) { auto s = broadcast_shapes(shape, *lo); shape.dim = (int)s.size(); for (int i = 0; i < shape.dim; i++) shape.sizes[i] = s[i]; }
   if (hi) { auto s = broadcast_shapes(shape, *hi); shape.dim = (int)s.size(); for (int i = 0; i < shape.dim; i++) shape.sizes[i] = s[i]; }
-  resize(out, shape_of(shape));
+  resize_like(out, shape);
   const Tensor* ins[3] = {&x, lo ? lo : &x, hi ? hi : &x};
   for_each_broadcast(out, ins, 3, [&](int64_t o, const int64_t* off) {
     double v = load_f64(x.data, x.dtype, off[0]);

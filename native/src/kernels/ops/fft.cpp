@@ -174,7 +174,7 @@ void conj_physical_kernel(KernelContext&, EValue** a, size_t) {
   Tensor& out = tensor_arg(a, 1);
   if (out.dtype != x.dtype) throw_exec("_conj_physical: output dtype does not match the input's");
   check_contiguous(x, "_conj_physical input");
-  resize(out, shape_of(x));
+  resize_like(out, x);
   check_contiguous(out, "_conj_physical output");
   if (!is_complex(x.dtype)) {
     if (x.nbytes() && out.data != x.data) std::memmove(out.data, x.data, x.nbytes());

@@ -15,7 +15,7 @@ void logit_kernel(KernelContext&, EValue** a, size_t) {
   Tensor& out = tensor_arg(a, 2);
   if (!is_floating(out.dtype)) throw_exec(std::string("logit: output dtype ") + dtype_name(out.dtype) + " is not floating point");
   if (is_complex(x.dtype)) throw_exec("logit: complex input is not supported");
-  resize(out, shape_of(x));
+  resize_like(out, x);
   const Tensor* ins[1] = {&x};
   for_each_broadcast(out, ins, 1, [&](int64_t o, const int64_t* off) {
     double z = load_f64(x.data, x.dtype, off[0]);
@@ -58,7 +58,7 @@ void shift_kernel(KernelContext& ctx, EValue** a, size_t) {
   int64_t n = a[1]->i;
   if (!is_integral(x.dtype, false)) throw_exec(std::string(ctx.op) + ": dtype " + dtype_name(x.dtype) + " is not an integer type");
   if (out.dtype != x.dtype) throw_exec(std::string(ctx.op) + ": output dtype does not match the input's");
-  resize(out, shape_of(x));
+  resize_like(out, x);
   switch (x.dtype) {
     case DType::U8: shift_all<uint8_t>(x, out, n, LEFT); break;
     case DType::I8: shift_all<int8_t>(x, out, n, LEFT); break;

@@ -23,7 +23,7 @@ void batch_norm_kernel(KernelContext& ctx, EValue** a, size_t) {
   if (x.dim < 2) throw_exec("batch_norm expects at least 2-D input");
   int64_t N = x.sizes[0], C = x.sizes[1], inner = prod(x, 2, x.dim);
   if (mean.numel() != C || var.numel() != C) throw_exec("batch_norm: running stats do not match channels");
-  resize(out, shape_of(x));
+  resize_like(out, x);
   std::vector<double> scale(C), shift(C);
   for (int64_t c = 0; c < C; c++) {
     double s = at_or(w, c, 1.0) / std::sqrt(load_f64(var.data, var.dtype, c) + eps);
@@ -82,7 +82,7 @@ void layer_norm_kernel(KernelContext& ctx, EValue** a, size_t) {
   for (int i = 0; i < k; i++)
     if (x.sizes[x.dim - k + i] != ns[i]) throw_exec("layer_norm: normalized_shape does not match input " + x.shape_str());
   int64_t len = prod(x, x.dim - k, x.dim), groups = prod(x, 0, x.dim - k);
-  resize(out, shape_of(x));
+  resize_like(out, x);
   auto ms = shape_of(x);
   for (int i = x.dim - k; i < x.dim; i++) ms[i] = 1;
   resize(mo, ms);
@@ -120,7 +120,7 @@ void group_norm_kernel(KernelContext& ctx, EValue** a, size_t) {
   if (G <= 0 || N < 0 || C < 0 || HxW < 0 || C % G || etnp::mul_overflow(N, C, &total) ||
       etnp::mul_overflow(total, HxW, &total) || total != x.numel())
     throw_exec("group_norm: N, C, HxW, group do not match the input");
-  resize(out, shape_of(x));
+  resize_like(out, x);
   resize(mo, {N, G});
   resize(ro, {N, G});
   int64_t cpg = C / G, len = cpg * HxW;
@@ -137,7 +137,7 @@ void softmax_kernel(KernelContext& ctx, EValue** a, size_t) {
   int d = (int)wrap_dim(int_arg(a, 1), x.dim);
   Tensor& out = tensor_arg(a, 3);
   check_contiguous(x, "softmax input");
-  resize(out, shape_of(x));
+  resize_like(out, x);
   int64_t outer = prod(x, 0, d), len = x.dim ? x.sizes[d] : 1, inner = prod(x, d + 1, x.dim);
   if (!LOG && inner == 1 && x.dtype == DType::F32 && out.dtype == DType::F32 && out.default_dim_order()) {
     const float* xp = x.ptr<float>();  // rows along the last dim: kernels/compute/vec_math.h

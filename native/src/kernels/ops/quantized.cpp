@@ -21,7 +21,7 @@ void check_qdtype(const Tensor& t) {
 template <typename Group>
 void quantize(const Tensor& x, const Tensor* scales, double scale0, const Tensor* zps, int64_t zp0, int64_t qmin,
               int64_t qmax, Tensor& out, Group group) {
-  resize(out, shape_of(x));
+  resize_like(out, x);
   check_qdtype(out);
   for (int64_t i = 0; i < x.numel(); i++) {
     int64_t g = group(i);
@@ -32,7 +32,7 @@ void quantize(const Tensor& x, const Tensor* scales, double scale0, const Tensor
 }
 template <typename Group>
 void dequantize(const Tensor& x, const Tensor* scales, double scale0, const Tensor* zps, int64_t zp0, Tensor& out, Group group) {
-  resize(out, shape_of(x));
+  resize_like(out, x);
   for (int64_t i = 0; i < x.numel(); i++) {
     int64_t g = group(i);
     double s = scales ? load_f64(scales->data, scales->dtype, g) : scale0;

@@ -142,7 +142,7 @@ void quantized_add_kernel(KernelContext&, EValue** a, size_t) {
   int32_t za = (int32_t)int_arg(a, 2), zb = (int32_t)int_arg(a, 7), zo = (int32_t)int_arg(a, 11);
   check_contiguous(x, "quantized add a");
   check_contiguous(y, "quantized add b");
-  resize(out, shape_of(x));
+  resize_like(out, x);
   check_contiguous(out, "quantized add out");
   float inv = 1.0f / so;
   for (int64_t i = 0, n = x.numel(); i < n; i++) {

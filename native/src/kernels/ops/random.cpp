@@ -58,8 +58,8 @@ void native_dropout_kernel(KernelContext&, EValue** a, size_t) {
   if (out.dtype != x.dtype) throw_exec("native_dropout: output dtype does not match the input's");
   if (mask.dtype != DType::Bool) throw_exec(std::string("native_dropout: mask dtype ") + dtype_name(mask.dtype) + " is not bool");
   check_contiguous(x, "native_dropout input");
-  resize(out, shape_of(x));
-  resize(mask, shape_of(x));
+  resize_like(out, x);
+  resize_like(mask, x);
   check_contiguous(out, "native_dropout output");
   check_contiguous(mask, "native_dropout mask");
   double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;

@@ -41,62 +41,88 @@ Reduction plan(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
   return r;
 }
 
+// Whether contiguous x reduced over `dims` is `rows` rows of R contiguous elements (kept position
+// k's at k * R: no kept dim larger than 1 after a reduced one larger than 1 - a norm's mean over
+// the last dim, a mask's any), without plan()'s offset lists; the output's shape into shape / nd.
+bool contiguous_rows(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, int64_t* shape, int& nd,
+                     int64_t& rows, int64_t& R) {
+  bool red[kMaxDims] = {};
+  if (dims.empty()) for (int i = 0; i < x.dim; i++) red[i] = true;
+  for (auto d : dims) red[wrap_dim(d, x.dim)] = true;
+  bool reduced_before = false;
+  nd = 0, rows = 1, R = 1;
+  for (int i = 0; i < x.dim; i++) {
+    if (red[i]) {
+      reduced_before = reduced_before || x.sizes[i] != 1;
+      R *= x.sizes[i];
+      if (keepdim) shape[nd++] = 1;
+    } else {
+      if (reduced_before && x.sizes[i] != 1) return false;
+      rows *= x.sizes[i];
+      shape[nd++] = x.sizes[i];
+    }
+  }
+  return x.default_dim_order();
+}
+
 enum class Op { Sum, Mean, Prod, Max, Min, ArgMax, ArgMin, Any, All, LogSumExp };
 
 void reduce(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, Op op, Tensor& out) {
+  const bool arg = op == Op::ArgMax || op == Op::ArgMin, extreme = arg || op == Op::Max || op == Op::Min;
+  int64_t shape[kMaxDims], rows = 0, R = 0;
+  int nd = 0;
+  // rows of contiguous reduced elements: typed loops, the same arithmetic in the same order as the
+  // generic loop at the end
+  if (contiguous_rows(x, dims, keepdim, shape, nd, rows, R)) {
+    resize_tensor(out, nd, shape);
+    if (x.numel() == 0 && extreme && rows > 0 && out.numel()) throw_exec("cannot compute max/min of an empty tensor");
+    if (x.dtype == DType::F32 && out.dtype == DType::F32 && (op == Op::Sum || op == Op::Mean)) {
+      const float* X = x.ptr<float>();
+      float* Y = out.ptr<float>();
+      parallel(ctx, rows, 16, [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; k++) {
+          // in double (exact for rows of like magnitudes), 8 independent lanes (kernels/compute/row_sums.h)
+          double acc;
+          row_sums_f64(X + k * R, 1, R, R, &acc);
+          if (op == Op::Mean) acc = R ? acc / (double)R : NAN;
+          Y[k] = (float)acc;
+        }
+      });
+      return;
+    }
+    // max / min / argmax / argmin of float32 rows: typed compares (the generic loop converts every
+    // element through a dtype switch); the same rule - the first NaN wins, ties keep the first
+    if (extreme && R > 0 && x.dtype == DType::F32 && (arg ? out.dtype == DType::I64 : out.dtype == DType::F32)) {
+      const float* X = x.ptr<float>();
+      const bool mx = op == Op::Max || op == Op::ArgMax;
+      parallel(ctx, rows, std::max<int64_t>(1, 4096 / R), [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; k++) {
+          const float* row = X + k * R;
+          const int64_t best = row_extreme_index(row, R, mx);
+          if (arg) out.ptr<int64_t>()[k] = best;
+          else out.ptr<float>()[k] = row[best];
+        }
+      });
+      return;
+    }
+    if (x.dtype == DType::Bool && out.dtype == DType::Bool && (op == Op::Any || op == Op::All)) {
+      const uint8_t* X = x.ptr<uint8_t>();
+      uint8_t* Y = out.ptr<uint8_t>();
+      for (int64_t k = 0; k < rows; k++) {
+        const uint8_t* row = X + k * R;
+        const bool all = op == Op::All;
+        bool v = all;  // until an element decides it: a true one for any, a false one for all
+        for (int64_t j = 0; j < R && v == all; j++) v = row[j] != 0;
+        Y[k] = v;
+      }
+      return;
+    }
+  }
   Reduction r = plan(x, dims, keepdim);
   resize(out, r.out_shape);
-  if (x.numel() == 0 && (op == Op::Max || op == Op::Min || op == Op::ArgMax || op == Op::ArgMin) && !r.kept.empty() && out.numel())
-    throw_exec("cannot compute max/min of an empty tensor");
+  if (x.numel() == 0 && extreme && !r.kept.empty() && out.numel()) throw_exec("cannot compute max/min of an empty tensor");
   bool int_domain = !is_floating(x.dtype) && !is_floating(out.dtype) && (op == Op::Sum || op == Op::Prod);
-  int64_t R = (int64_t)r.reduced.size();
-  // the reduced elements of each kept position contiguous (the trailing dims: a norm's mean over
-  // the last dim, a mask's any): typed loops, the same arithmetic in the same order
-  bool inner = x.default_dim_order();
-  for (int64_t j = 0; inner && j < R; j++) inner = r.reduced[(size_t)j] == j;
-  if (inner && x.dtype == DType::F32 && out.dtype == DType::F32 && (op == Op::Sum || op == Op::Mean)) {
-    const float* X = x.ptr<float>();
-    float* Y = out.ptr<float>();
-    parallel(ctx, (int64_t)r.kept.size(), 16, [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; k++) {
-        // in double (exact for rows of like magnitudes), 8 independent lanes (kernels/compute/row_sums.h)
-        double acc;
-        row_sums_f64(X + r.kept[(size_t)k], 1, R, R, &acc);
-        if (op == Op::Mean) acc = R ? acc / (double)R : NAN;
-        Y[k] = (float)acc;
-      }
-    });
-    return;
-  }
-  // max / min / argmax / argmin of float32 rows: typed compares (the generic loop below converts
-  // every element through a dtype switch); the same rule - the first NaN wins, ties keep the first
-  const bool arg = op == Op::ArgMax || op == Op::ArgMin, extreme = arg || op == Op::Max || op == Op::Min;
-  if (inner && extreme && R > 0 && x.dtype == DType::F32 &&
-      (arg ? out.dtype == DType::I64 : out.dtype == DType::F32)) {
-    const float* X = x.ptr<float>();
-    const bool mx = op == Op::Max || op == Op::ArgMax;
-    parallel(ctx, (int64_t)r.kept.size(), std::max<int64_t>(1, 4096 / R), [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; k++) {
-        const float* row = X + r.kept[(size_t)k];
-        const int64_t best = row_extreme_index(row, R, mx);
-        if (arg) out.ptr<int64_t>()[k] = best;
-        else out.ptr<float>()[k] = row[best];
-      }
-    });
-    return;
-  }
-  if (inner && x.dtype == DType::Bool && out.dtype == DType::Bool && (op == Op::Any || op == Op::All)) {
-    const uint8_t* X = x.ptr<uint8_t>();
-    uint8_t* Y = out.ptr<uint8_t>();
-    for (size_t k = 0; k < r.kept.size(); k++) {
-      const uint8_t* row = X + r.kept[k];
-      const bool all = op == Op::All;
-      bool v = all;  // until an element decides it: a true one for any, a false one for all
-      for (int64_t j = 0; j < R && v == all; j++) v = row[j] != 0;
-      Y[k] = v;
-    }
-    return;
-  }
+  R = (int64_t)r.reduced.size();
   parallel(ctx, (int64_t)r.kept.size(), 16, [&](int64_t b, int64_t e) {
     for (int64_t k = b; k < e; k++) {
       int64_t base = r.kept[k];
@@ -255,7 +281,7 @@ void cumulative_kernel(KernelContext&, EValue** a, size_t) {
   int d = (int)wrap_dim(int_arg(a, 1), x.dim);
   Tensor& out = tensor_arg(a, 3);
   check_contiguous(x, "cumsum input");
-  resize(out, shape_of(x));
+  resize_like(out, x);
   int64_t outer = prod(x, 0, d), len = x.dim ? x.sizes[d] : 1, inner = prod(x, d + 1, x.dim);
   bool fl = is_floating(out.dtype) || is_floating(x.dtype);
   for (int64_t o = 0; o < outer; o++)

@@ -36,7 +36,7 @@ void select_scatter_kernel(KernelContext&, EValue** a, size_t) {
   if (src.dim != x.dim - 1) throw_exec("select_scatter: src " + src.shape_str() + " must have the selected slice's shape");
   for (int k = 0, j = 0; k < x.dim; k++)
     if (k != d && src.sizes[j++] != x.sizes[k]) throw_exec("select_scatter: src " + src.shape_str() + " does not match the slice of " + x.shape_str());
-  resize(out, shape_of(x));
+  resize_like(out, x);
   copy_view(view_of(x), out);
   int64_t st[kMaxDims];
   for (int k = 0, j = 0; k < x.dim; k++) if (k != d) st[j++] = out.strides[k];
@@ -70,7 +70,7 @@ void slice_scatter_kernel(KernelContext&, EValue** a, size_t) {
   for (int k = 0; k < x.dim; k++)
     if (src.sizes[k] != (k == d ? len : x.sizes[k]))
       throw_exec("slice_scatter: src " + src.shape_str() + " does not match the slice (length " + std::to_string(len) + ") of " + x.shape_str());
-  resize(out, shape_of(x));
+  resize_like(out, x);
   copy_view(view_of(x), out);
   int64_t st[kMaxDims];
   for (int k = 0; k < x.dim; k++) st[k] = out.strides[k] * (k == d ? step : 1);
@@ -145,7 +145,7 @@ void mirror_result(EValue** a, size_t nargs, int out_arg, const Tensor& self) {
   if (out.data == self.data) return;
   check_writable(out, "in-place op output");
   check_out_dtype(out, self.dtype, "in-place op");
-  resize(out, shape_of(self));
+  resize_like(out, self);
   copy_view(view_of(self), out);
 }
 

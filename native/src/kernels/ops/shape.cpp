@@ -393,7 +393,7 @@ void alias_kernel(KernelContext& ctx, EValue** a, size_t) { copy_all(ctx, tensor
 void to_copy_kernel(KernelContext&, EValue** a, size_t) {  // the out's dtype is the requested one: converts
   const Tensor& x = tensor_arg(a, 0);
   Tensor& out = tensor_arg(a, 3);
-  resize(out, shape_of(x));
+  resize_like(out, x);
   copy_view(view_of(x), out);
 }
 // dim_order_ops::_to_dim_order_copy.out / _clone_dim_order.out (self, non_blocking, dim_order?, out):
@@ -407,7 +407,7 @@ void dim_order_copy_kernel(KernelContext& ctx, EValue** a, size_t) {
     for (int i = 0; i < out.dim; i++)
       if (order[i] != out.dim_order[i]) throw_exec("requested dim_order differs from the output tensor's");
   }
-  resize(out, shape_of(x));
+  resize_like(out, x);
   copy_view(view_of(x), out);
 }
 // copy.out(self, src, non_blocking, out): out = broadcast(src)
