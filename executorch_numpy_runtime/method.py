@@ -1,6 +1,7 @@
 """Method: a loaded method of a Program, and its call path (inputs to the core, outputs back)."""
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
@@ -17,15 +18,20 @@ _KIND_NONE, _KIND_INT, _KIND_BOOL, _KIND_DOUBLE, _KIND_TENSOR = 0, 1, 2, 3, 4
 _MAIN_THREAD = threading.main_thread().ident
 
 
+_SIGMASK = getattr(signal, "pthread_sigmask", None)  # (POSIX)
+
+
 def _run_tripped_signal_handlers() -> None:
-    """Gives the Python handlers of the signals that arrived during a call their turn now, before
-    the call's error is raised. A SIGINT that stopped the call was passed on to Python's own
-    handler, which only records it; Python runs the recorded handler (KeyboardInterrupt for the
-    default one) at its next check. CPython checks before the next bytecode, but PyPy's
-    JIT-compiled code checks only at a backward jump, so without one a SIGINT could surface after
-    the call's ExecutionError had been raised, somewhere in the caller's code. This loop is one."""
-    for _ in (0, 1):
-        pass
+    """Runs the Python handlers of the signals that arrived during a call now, before the call's
+    error is raised. A SIGINT that stopped the call was passed on to Python's own handler, which
+    only records it; Python runs the recorded handler (KeyboardInterrupt for the default one) at
+    a later check. CPython checks before the next bytecode; PyPy's JIT-compiled code only at a
+    backward jump, and where another thread saw the signal first, only once the main thread next
+    takes the GIL from another - so a SIGINT could surface after the call's ExecutionError had
+    been raised, somewhere in the caller's code. pthread_sigmask (here blocking nothing) runs the
+    pending handlers before it returns, in both (PyErr_CheckSignals, PyPy's checksignals)."""
+    if _SIGMASK is not None:
+        _SIGMASK(signal.SIG_BLOCK, ())
 _get_ident = threading.get_ident
 _clock = time.perf_counter
 # A call shorter than this needs no SIGINT re-chain check before the method's next call (below)
