@@ -77,6 +77,11 @@ std::vector<int64_t> view_shape(const Tensor& x, std::vector<int64_t> s);
 std::vector<int64_t> broadcast_shapes(const Tensor& a, const Tensor& b);
 // The same into out (kMaxDims room, no allocation); returns the rank.
 int broadcast_shape_into(const Tensor& a, const Tensor& b, int64_t* out);
+// out resized to the broadcast shape of a and b (no allocation)
+inline void resize_broadcast(Tensor& out, const Tensor& a, const Tensor& b) {
+  int64_t s[kMaxDims];
+  resize_tensor(out, broadcast_shape_into(a, b, s), s);
+}
 // Element offsets of `in` for each linear index of `out_shape` (broadcast strides; 0 on broadcast dims).
 struct BroadcastStrides {
   int dim = 0;

@@ -18,8 +18,7 @@ void binary_f32_broadcast(KernelContext& ctx, const BroadcastPlan& p, const Tens
 template <typename FDc, typename FIc>
 void binary_apply_with(KernelContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, BinaryD fd, BinaryI fi,
                        FDc fdc, FIc fic) {
-  int64_t shape[kMaxDims];  // (the shapes on the stack: a small op's allocations cost more than its work)
-  resize_tensor(out, broadcast_shape_into(a, b, shape), shape);
+  resize_broadcast(out, a, b);  // (shapes on the stack: a small op's allocations cost more than its work)
   bool fl = is_floating(a.dtype) || is_floating(b.dtype) || is_floating(out.dtype) || !fi;
   if (fl && !fd) throw_exec(std::string(ctx.op) + " is not defined for floating-point dtypes");
   // contiguous operands: one typed loop over the merged broadcast (kernels/compute/broadcast_f32.h), no
@@ -238,7 +237,7 @@ void add_sub_kernel(KernelContext& ctx, EValue** a, size_t) {
     return;
   }
   // out = x +- alpha * y, alpha applied to y first
-  resize(out, broadcast_shapes(x, t));
+  resize_broadcast(out, x, t);
   const Tensor* ins[2] = {&x, &t};
   bool fl = is_floating(x.dtype) || is_floating(t.dtype) || is_floating(out.dtype) || !int_alpha;
   int64_t ia = a[2]->i;
@@ -296,11 +295,8 @@ void where_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor &x = make_scalar_tensor(a[1], c, hx), &y = make_scalar_tensor(a[2], c, hy);
   Tensor& out = tensor_arg(a, 3);
   Tensor tmp;
-  tmp.dim = 0;
-  std::vector<int64_t> s1 = broadcast_shapes(c, x);
-  tmp.dim = (int)s1.size();
-  for (int i = 0; i < tmp.dim; i++) tmp.sizes[i] = s1[i];
-  resize(out, broadcast_shapes(tmp, y));
+  tmp.dim = broadcast_shape_into(c, x, tmp.sizes);
+  resize_broadcast(out, tmp, y);
   const Tensor* ins[3] = {&c, &x, &y};
   if (c.dtype == DType::Bool && x.dtype == out.dtype && y.dtype == out.dtype) {
     const uint8_t* cp = c.ptr<uint8_t>();

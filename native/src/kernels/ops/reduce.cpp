@@ -15,10 +15,16 @@ struct Reduction {
   std::vector<int64_t> kept, reduced;
   std::vector<int64_t> out_shape;
 };
-Reduction plan(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
-  bool red[kMaxDims] = {};
-  if (dims.empty()) for (int i = 0; i < x.dim; i++) red[i] = true;
+// red[i]: whether dim i of x is reduced (no dims: all of them)
+void reduced_dims(const Tensor& x, const std::vector<int64_t>& dims, bool* red) {
+  std::fill(red, red + kMaxDims, false);
+  if (dims.empty()) std::fill(red, red + x.dim, true);
   for (auto d : dims) red[wrap_dim(d, x.dim)] = true;
+}
+
+Reduction plan(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  bool red[kMaxDims];
+  reduced_dims(x, dims, red);
   Reduction r;
   for (int i = 0; i < x.dim; i++) {
     if (!red[i]) r.out_shape.push_back(x.sizes[i]);
@@ -46,9 +52,8 @@ Reduction plan(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
 // the last dim, a mask's any), without plan()'s offset lists; the output's shape into shape / nd.
 bool contiguous_rows(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, int64_t* shape, int& nd,
                      int64_t& rows, int64_t& R) {
-  bool red[kMaxDims] = {};
-  if (dims.empty()) for (int i = 0; i < x.dim; i++) red[i] = true;
-  for (auto d : dims) red[wrap_dim(d, x.dim)] = true;
+  bool red[kMaxDims];
+  reduced_dims(x, dims, red);
   bool reduced_before = false;
   nd = 0, rows = 1, R = 1;
   for (int i = 0; i < x.dim; i++) {
