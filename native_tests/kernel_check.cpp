@@ -34,6 +34,7 @@
 #include "kernels/compute/window_reduce.h"
 #include "kernels/compute/winograd_f32.h"
 #include "util/fma_exact.h"
+#include "kernel_check_arena.h"
 #include "kernel_check_qb4.h"
 
 using namespace etnp;
@@ -1341,6 +1342,7 @@ int main() {
   check_broadcast(rng);
   check_window_reduce(rng);
   failures += check_qgemm_qb4(rng);
+  failures += check_weight_arena();
   ThreadPool one(1), two(2);
   const int64_t Ms[] = {1, 3, 6, 7, 8, 9, 13, 16, 17, 49, 100};
   const int64_t Ns[] = {1, 8, 15, 16, 17, 24, 31, 32, 33, 48, 70};

@@ -2,7 +2,8 @@
 // FullyConnected nodes) against a plain streaming read of the same packed bytes, on one core by
 // default. The weights are a SmolLM-135M-class decoder's (LAYERS layers, 30 by default, of
 // q 576x576, k and v 576x192, o 576x576, gate and up 576x1536, down 1536x576, then an lm_head
-// 576x49152; blocks of 32, bfloat16 scales): 76.5 MB, far past a core's L2, so each pass
+// 576x49152; blocks of 32, bfloat16 scales; packed into the weight arena as a load packs them):
+// 76.5 MB, far past a core's L2, so each pass
 // streams them as a decode step does. Interleaved passes (GEMV, read, read as 4 ranges side by
 // side, GEMV, ...), medians of REPS (15) each, CPU time on one thread (other processes of a shared
 // machine do not count), wall clock on more: GB/s of packed weights and the GEMV's ratio to the
@@ -23,6 +24,7 @@
 
 #include "kernels/compute/qgemm_qb4.h"
 #include "threadpool/threadpool.h"
+#include "util/weight_arena.h"
 
 namespace {
 
@@ -95,6 +97,10 @@ int main(int argc, char** argv) {
   g_cpu_time = threads == 1;
   std::mt19937 rng(7);
   std::vector<Linear> net;
+  net.reserve((size_t)layers * 7 + 1);
+  // (packed as a delegate's load packs them: in the weight arena, one after another; the
+  // activations and outputs stay heap blocks)
+  etnp::weight_arena::LoadScope packing;
   const int64_t shapes[7][2] = {{576, 576}, {576, 192}, {576, 192}, {576, 576}, {576, 1536}, {576, 1536}, {1536, 576}};
   for (int l = 0; l < layers; l++)
     for (const auto& s : shapes) net.push_back(make_linear(s[0], s[1], rng));

@@ -33,7 +33,7 @@ from fixture_models.networks import (MLP, Add, ChannelsLast, Encoder, Half, IntB
 from fixture_models.portable_ops import (PRESERVED_OPS, Binary, Conv1dNet, Conv3dNet, Dtypes, Index, MaskIndex,
                                          MaskOps, MoreMath, MoreReduce, MoreShapes, Preserved, Reduce, Shapes, Unary)
 from fixture_models.quantized_models import (AddConstant, ConvChainQ8, FireQ8, InvertedResidualQ8, LayerNorms,
-                                             Q4MLP, QBertBlocks, QBertLNBlocks, QC4MLP, QLinear, QMLP, QuantPortable,
+                                             Q4MLP, QBertBlocks, QBertLNBlocks, QC4MLP, QLinear, Q4Wide, QMLP, QuantPortable,
                                              QuantToken, RegNetBlockQ8, ShuffleUnitQ8, quantize_8da4w)
 from fixture_models.xnnpack_models import (ActCNN, ConvInputs, ConvRegimes, DeadTaps, HalfXnn, InputViews,
                                            ResBlock1d, ScalarIO, WinogradConvs, XnnOps)
@@ -159,6 +159,9 @@ def fixtures():
     f["winograd_xnn"] = dict(methods={"forward": (WinogradConvs(), (rnd(2, 8, 17, 15),))}, xnn=True)
     # convolutions whose outer taps read only padding (dropped at load: lower_dead_taps)
     f["dead_taps_xnn"] = dict(methods={"forward": (DeadTaps(), (rnd(2, 8, 10, 10),))}, xnn=True)
+    # 4-bit filters large enough for the weight arena (a decode step's M = 1, and M = 3)
+    f["q8da4w_wide_xnn"] = dict(methods={"forward": (Q4Wide(), (rnd(3, 256),))}, xnn=True, quant="8da4w",
+                                runtime_reference=True)
     return f
 
 

@@ -128,6 +128,18 @@ class QuantToken(nn.Module):
         return s, z, q, qd.dequantize_per_token(q, s, z, -128, 127, torch.int8, torch.float32)
 
 
+class Q4Wide(nn.Module):
+    """Two 8da4w linears whose packed 4-bit weights are 64 KiB and more each (256 -> 1024 -> 256:
+    128 KiB of nibbles a filter), so a load packs them into the weight arena (issue #29)."""
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Linear(256, 1024)
+        self.down = nn.Linear(1024, 256, bias=False)
+
+    def forward(self, x):
+        return self.down(torch.relu(self.up(x)))
+
+
 class Q4MLP(nn.Module):
     """Linear layers for torchao 8da4w (int8 dynamic activations, int4 weights in groups of 32):
     XNNPACK qb4w filters whose group scales ExecuTorch writes as bfloat16."""

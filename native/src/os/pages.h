@@ -15,7 +15,19 @@ void* map_pages(std::size_t bytes) noexcept;
 // BYTES of zeroed, page-aligned memory whose pages become resident when first written (reads of
 // an unwritten page see zeros), or nullptr when the OS refuses.
 void* map_zero_pages(std::size_t bytes) noexcept;
-// Returns memory from map_pages(BYTES) or map_zero_pages(BYTES).
+// BYTES of zeroed memory like map_zero_pages, backed by the OS's huge pages (2 MiB transparent
+// huge pages on Linux) where it can give them right away: the buffer then starts on a huge page,
+// and its pages become resident, a huge page at a time, when first written (or populated).
+// Huge pages are asked for only where free memory already holds enough whole huge pages
+// (/proc/buddyinfo), so a fault never waits for the kernel to compact memory, and not at all with
+// ETNP_HUGE_PAGES=0 or where the OS has none: then it is map_zero_pages. Wanted for data read in
+// long streams (packed weights: one TLB entry and one hardware-prefetch stream per 2 MiB instead
+// of per 4 KiB). Returned by unmap_pages(p, BYTES).
+void* map_huge_zero_pages(std::size_t bytes) noexcept;
+// Makes [p, p + bytes) of map_zero_pages / map_huge_zero_pages memory resident now, in one call
+// where the OS has one (far cheaper than a page fault per page); a no-op elsewhere.
+void populate_pages(void* p, std::size_t bytes) noexcept;
+// Returns memory from map_pages(BYTES), map_zero_pages(BYTES) or map_huge_zero_pages(BYTES).
 void unmap_pages(void* p, std::size_t bytes) noexcept;
 // Gives the whole pages inside [p, p + bytes) back to the OS: their contents are gone (a private
 // anonymous page reads as zeros next time, a private file mapping's as the file's bytes). Returns

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "os/pages.h"
+#include "util/weight_arena.h"
 #include "util/compiler.h"
 
 namespace etnp {
@@ -57,5 +58,34 @@ struct UninitAllocator : std::allocator<T> {
 };
 
 using FloatBuffer = std::vector<float, UninitAllocator<float>>;
+
+// WeightAllocator: the storage of packed weights streamed from memory once a call (PackedQB4: an
+// LLM's decode step reads each 4-bit weight once). Blocks of weight_arena::kMinBlockBytes and more
+// allocated while a delegate loads (weight_arena::LoadScope) come from the weight arena (one
+// stream on huge pages); the rest, and everything in a sanitizer build, as UninitAllocator
+// (resize leaves new elements uninitialised).
+template <typename T>
+struct WeightAllocator : UninitAllocator<T> {
+  template <typename U>
+  struct rebind { using other = WeightAllocator<U>; };
+  WeightAllocator() = default;
+  template <typename U>
+  WeightAllocator(const WeightAllocator<U>&) noexcept {}
+#if !defined(ETNP_SANITIZED)  // (sanitizers watch heap blocks: the arena is not one)
+  T* allocate(std::size_t n) {
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes >= weight_arena::kMinBlockBytes && weight_arena::in_load_scope()) {
+      if (void* p = weight_arena::allocate(bytes)) return static_cast<T*>(p);
+      throw std::bad_alloc();
+    }
+    return UninitAllocator<T>::allocate(n);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes >= weight_arena::kMinBlockBytes && weight_arena::release(p, bytes)) return;
+    UninitAllocator<T>::deallocate(p, n);
+  }
+#endif
+};
 
 }  // namespace etnp

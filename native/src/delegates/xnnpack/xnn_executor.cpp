@@ -18,6 +18,7 @@
 #include "os/probes.h"
 #include "runtime/runtime.h"
 #include "util/compiler.h"
+#include "util/weight_arena.h"
 
 namespace etnp {
 namespace {
@@ -629,6 +630,7 @@ class XnnDelegate : public DelegateHandle {
 }  // namespace
 
 std::unique_ptr<DelegateHandle> xnnpack_init(const BackendInit& init) {
+  weight_arena::LoadScope packing;  // (the weights packed below go to the weight arena)
   std::vector<Span> local;
   std::vector<Span>* consumed = init.consumed ? init.consumed : &local;
   std::vector<Span> unkeyed;

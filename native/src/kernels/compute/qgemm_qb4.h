@@ -39,7 +39,7 @@ struct PackedQB4 {
   bool f32_scales = false;
   int64_t pair_bytes = 0;   // a whole pair of blocks: its scales and chunks
   int64_t panel_bytes = 0;  // Z, then the pairs (the last may be shorter)
-  PackedArray<uint8_t, UninitAllocator<uint8_t>> data;  // (a view where a weight cache file holds it)
+  PackedArray<uint8_t, WeightAllocator<uint8_t>> data;  // (a view where a weight cache file holds it)
   int64_t block_chunks(int64_t b) const { return b + 1 < nb ? chunks : last_chunks; }
   int64_t scale_bytes() const { return f32_scales ? 128 : 64; }
   // Sets the derived fields from K, N, bs and f32_scales (N, K > 0; bs 1..kQb4MaxBlock).
