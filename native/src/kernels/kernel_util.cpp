@@ -19,6 +19,20 @@ std::vector<int64_t> int_list_arg(KernelContext& ctx, EValue** a, int i) {
   return out;
 }
 
+void int_list_into(KernelContext& ctx, EValue** a, int i, Dims& out) {
+  const EValue* v = a[i];
+  out.n = 0;
+  if (v->tag == Tag::None) return;
+  if (v->tag == Tag::Int) return out.push(v->i);
+  if (v->tag != Tag::IntList) throw_exec("argument " + std::to_string(i) + ": expected an int list, got " + tag_name(v->tag));
+  for (int64_t idx : v->items) {
+    if (idx < 0 || (size_t)idx >= ctx.num_values) throw_exec("int list item out of range");
+    const EValue& e = ctx.values[idx];
+    if (e.tag != Tag::Int) throw_exec("int list holds a non-int");
+    out.push(e.i);
+  }
+}
+
 std::vector<Tensor*> tensor_list_arg(KernelContext& ctx, EValue** a, int i, bool allow_none) {
   const EValue* v = a[i];
   if (v->tag != Tag::TensorList && v->tag != Tag::OptTensorList)
@@ -36,9 +50,11 @@ std::vector<Tensor*> tensor_list_arg(KernelContext& ctx, EValue** a, int i, bool
   return out;
 }
 
-std::vector<int64_t> view_shape(const Tensor& x, std::vector<int64_t> s) {
+namespace {
+// view_shape's check and inference on n sizes at s
+void resolve_view(const Tensor& x, int64_t* s, size_t count) {
   int64_t known = 1, infer = -1;
-  for (size_t i = 0; i < s.size(); i++) {
+  for (size_t i = 0; i < count; i++) {
     if (s[i] == -1) {
       if (infer >= 0) throw_exec("view: only one dimension can be inferred");
       infer = (int64_t)i;
@@ -48,11 +64,17 @@ std::vector<int64_t> view_shape(const Tensor& x, std::vector<int64_t> s) {
   }
   if (infer >= 0) s[infer] = known ? x.numel() / known : 0;
   int64_t n = 1;
-  for (auto v : s) n *= v;
-  if (n != x.numel() || (int)s.size() > kMaxDims)
+  for (size_t i = 0; i < count; i++) n *= s[i];
+  if (n != x.numel() || count > (size_t)kMaxDims)
     throw_exec("view: shape of " + std::to_string(n) + " elements is invalid for input " + x.shape_str());
+}
+}  // namespace
+
+std::vector<int64_t> view_shape(const Tensor& x, std::vector<int64_t> s) {
+  resolve_view(x, s.data(), s.size());
   return s;
 }
+void view_shape_in_place(const Tensor& x, Dims& s) { resolve_view(x, s.d, (size_t)s.n); }
 
 std::vector<int64_t> broadcast_shapes(const Tensor& a, const Tensor& b) {
   int64_t s[kMaxDims];

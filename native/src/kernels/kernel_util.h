@@ -2,6 +2,7 @@
 #pragma once
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,35 @@ inline double double_arg(EValue** a, int i) {
 inline bool opt_present(EValue** a, int i) { return a[i]->tag != Tag::None; }
 inline std::string string_arg(EValue** a, int i) { return a[i]->tag == Tag::String ? a[i]->s : std::string(); }
 std::vector<int64_t> int_list_arg(KernelContext& ctx, EValue** a, int i);  // also accepts None -> empty
+
+// A shape (or a list of dims) on the stack: at most kMaxDims values, what a tensor holds - the
+// layout kernels' sizes without an allocation per call.
+struct Dims {
+  int64_t d[kMaxDims];
+  int n = 0;
+  Dims() = default;
+  Dims(std::initializer_list<int64_t> v) {  // ({} empty, {dim} one: never an aggregate's silent zero count)
+    for (int64_t x : v) push(x);
+  }
+  void push(int64_t v) {
+    if (n >= kMaxDims) throw_exec("more than " + std::to_string(kMaxDims) + " dimensions");
+    d[n++] = v;
+  }
+  int64_t& operator[](int i) { return d[i]; }
+  int64_t operator[](int i) const { return d[i]; }
+  int size() const { return n; }
+  bool empty() const { return n == 0; }
+  const int64_t* begin() const { return d; }
+  const int64_t* end() const { return d + n; }
+};
+inline Dims dims_of(const Tensor& t) {
+  Dims s;
+  s.n = t.dim;
+  std::memcpy(s.d, t.sizes, sizeof(int64_t) * (size_t)t.dim);
+  return s;
+}
+// int_list_arg into a Dims (a list longer than kMaxDims: an error)
+void int_list_into(KernelContext& ctx, EValue** a, int i, Dims& out);
 std::vector<Tensor*> tensor_list_arg(KernelContext& ctx, EValue** a, int i, bool allow_none = false);
 
 // ---- checks ----
@@ -72,6 +102,7 @@ inline int64_t prod(const Tensor& t, int b, int e) {
 
 // Resolves a view size list against x (one -1 is inferred); throws if it does not hold x's elements.
 std::vector<int64_t> view_shape(const Tensor& x, std::vector<int64_t> s);
+void view_shape_in_place(const Tensor& x, Dims& s);  // (the same on a Dims)
 
 // ---- broadcasting ----
 std::vector<int64_t> broadcast_shapes(const Tensor& a, const Tensor& b);

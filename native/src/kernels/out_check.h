@@ -20,12 +20,19 @@ inline void check_out_dtype(const KernelContext& ctx, const Tensor& out, DType w
 }
 
 inline void prepare_out(const KernelContext& ctx, Tensor& out, DType want, const std::vector<int64_t>& shape,
+                        const char* role = "out");
+// (the same for n sizes at `sizes`: no vector)
+inline void prepare_out(const KernelContext& ctx, Tensor& out, DType want, const int64_t* sizes, int n,
                         const char* role = "out") {
   check_out_dtype(ctx, out, want, role);
-  resize_tensor(out, (int)shape.size(), shape.data());
+  resize_tensor(out, n, sizes);
   if (out.numel() > 0 && (!out.data || out.nbytes() > out.capacity))
     throw_exec(std::string(ctx.op && *ctx.op ? ctx.op : "kernel") + ": " + role + " tensor of shape " + out.shape_str() +
                " has no memory of its size");
+}
+inline void prepare_out(const KernelContext& ctx, Tensor& out, DType want, const std::vector<int64_t>& shape,
+                        const char* role) {
+  prepare_out(ctx, out, want, shape.data(), (int)shape.size(), role);
 }
 
 }  // namespace etnp

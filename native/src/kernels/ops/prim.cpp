@@ -58,11 +58,13 @@ void sym_numel(KernelContext&, EValue** a, size_t) {
 // executorch_prim::et_view.default(self, size, out): out aliases self's memory.
 void et_view(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
-  auto s = view_shape(x, int_list_arg(ctx, a, 1));
+  Dims s;
+  int_list_into(ctx, a, 1, s);
+  view_shape_in_place(x, s);
   Tensor& out = tensor_arg(a, 2);
   check_contiguous(x, "et_view input");
   check_out_dtype(ctx, out, x.dtype);  // a view reinterprets nothing
-  out.dim = (int)s.size();
+  out.dim = s.n;
   for (int i = 0; i < out.dim; i++) { out.sizes[i] = s[i]; out.dim_order[i] = (uint8_t)i; }
   out.compute_strides();
   out.data = x.data;

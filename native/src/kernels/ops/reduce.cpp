@@ -16,13 +16,13 @@ struct Reduction {
   std::vector<int64_t> out_shape;
 };
 // red[i]: whether dim i of x is reduced (no dims: all of them)
-void reduced_dims(const Tensor& x, const std::vector<int64_t>& dims, bool* red) {
+void reduced_dims(const Tensor& x, const Dims& dims, bool* red) {
   std::fill(red, red + kMaxDims, false);
   if (dims.empty()) std::fill(red, red + x.dim, true);
   for (auto d : dims) red[wrap_dim(d, x.dim)] = true;
 }
 
-Reduction plan(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+Reduction plan(const Tensor& x, const Dims& dims, bool keepdim) {
   bool red[kMaxDims];
   reduced_dims(x, dims, red);
   Reduction r;
@@ -50,7 +50,7 @@ Reduction plan(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) 
 // Whether contiguous x reduced over `dims` is `rows` rows of R contiguous elements (kept position
 // k's at k * R: no kept dim larger than 1 after a reduced one larger than 1 - a norm's mean over
 // the last dim, a mask's any), without plan()'s offset lists; the output's shape into shape / nd.
-bool contiguous_rows(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, int64_t* shape, int& nd,
+bool contiguous_rows(const Tensor& x, const Dims& dims, bool keepdim, int64_t* shape, int& nd,
                      int64_t& rows, int64_t& R) {
   bool red[kMaxDims];
   reduced_dims(x, dims, red);
@@ -72,7 +72,7 @@ bool contiguous_rows(const Tensor& x, const std::vector<int64_t>& dims, bool kee
 
 enum class Op { Sum, Mean, Prod, Max, Min, ArgMax, ArgMin, Any, All, LogSumExp };
 
-void reduce(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, Op op, Tensor& out) {
+void reduce(KernelContext& ctx, const Tensor& x, const Dims& dims, bool keepdim, Op op, Tensor& out) {
   const bool arg = op == Op::ArgMax || op == Op::ArgMin, extreme = arg || op == Op::Max || op == Op::Min;
   int64_t shape[kMaxDims], rows = 0, R = 0;
   int nd = 0;
@@ -181,7 +181,11 @@ void reduce(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& dim
   });
 }
 
-std::vector<int64_t> opt_dims(KernelContext& ctx, EValue** a, int i) { return int_list_arg(ctx, a, i); }
+Dims opt_dims(KernelContext& ctx, EValue** a, int i) {
+  Dims d;
+  int_list_into(ctx, a, i, d);
+  return d;
+}
 
 // sum.IntList_out / mean.out (self, dim?, keepdim, dtype?, out)
 template <Op OP>
@@ -234,7 +238,7 @@ void logsumexp_kernel(KernelContext& ctx, EValue** a, size_t) {
 
 // var / std with a correction (Bessel's by default)
 template <bool STD>
-void variance(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim, Tensor& out) {
+void variance(KernelContext& ctx, const Tensor& x, const Dims& dims, double correction, bool keepdim, Tensor& out) {
   Reduction r = plan(x, dims, keepdim);
   resize(out, r.out_shape);
   double R = (double)r.reduced.size();

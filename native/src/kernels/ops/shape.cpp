@@ -7,28 +7,31 @@ namespace {
 
 // out = x, same dtype (clone, alias, tril/triu)
 void copy_all(KernelContext& ctx, const Tensor& x, Tensor& out) {
-  prepare_out(ctx, out, x.dtype, shape_of(x));
+  prepare_out(ctx, out, x.dtype, x.sizes, x.dim);
   copy_view(view_of(x), out);
 }
 
 // view_copy.out(self, size, out) / _unsafe_view / reshape: -1 is inferred
 void view_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
-  auto s = view_shape(x, int_list_arg(ctx, a, 1));
+  Dims s;
+  int_list_into(ctx, a, 1, s);
+  view_shape_in_place(x, s);
   Tensor& out = tensor_arg(a, 2);
   check_contiguous(x, "view input");
-  prepare_out(ctx, out, x.dtype, s);
+  prepare_out(ctx, out, x.dtype, s.d, s.n);
   if (out.data != x.data && x.nbytes()) std::memmove(out.data, x.data, x.nbytes());
 }
 
 // permute_copy.out(self, dims, out)
 void permute_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
-  auto p = int_list_arg(ctx, a, 1);
+  Dims p;
+  int_list_into(ctx, a, 1, p);
   Tensor& out = tensor_arg(a, 2);
-  if ((int)p.size() != x.dim) throw_exec("permute: dims do not match the input rank");
+  if (p.n != x.dim) throw_exec("permute: dims do not match the input rank");
   View v = view_of(x);
-  std::vector<int64_t> s(x.dim);
+  int64_t s[kMaxDims];
   unsigned seen = 0;
   for (int i = 0; i < x.dim; i++) {
     int d = (int)wrap_dim(p[i], x.dim);
@@ -37,7 +40,7 @@ void permute_kernel(KernelContext& ctx, EValue** a, size_t) {
     v.sizes[i] = s[i] = x.sizes[d];
     v.strides[i] = x.strides[d];
   }
-  prepare_out(ctx, out, x.dtype, s);
+  prepare_out(ctx, out, x.dtype, s, x.dim);
   copy_view(v, out);
 }
 
@@ -49,7 +52,7 @@ void transpose_impl(KernelContext& ctx, const Tensor& x, int64_t d0, int64_t d1,
     std::swap(v.sizes[a0], v.sizes[a1]);
     std::swap(v.strides[a0], v.strides[a1]);
   }
-  prepare_out(ctx, out, x.dtype, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
+  prepare_out(ctx, out, x.dtype, v.sizes, v.dim);
   copy_view(v, out);
 }
 void transpose_kernel(KernelContext& ctx, EValue** a, size_t) {
@@ -60,9 +63,10 @@ void t_kernel(KernelContext& ctx, EValue** a, size_t) { transpose_impl(ctx, tens
 // expand_copy.out(self, size, implicit, out)
 void expand_kernel(KernelContext& ctx, EValue** a, size_t) {
   const Tensor& x = tensor_arg(a, 0);
-  auto s = int_list_arg(ctx, a, 1);
+  Dims s;
+  int_list_into(ctx, a, 1, s);
   Tensor& out = tensor_arg(a, 3);
-  int nd = (int)s.size();
+  int nd = s.n;
   if (nd < x.dim || nd > kMaxDims) throw_exec("expand: target rank is smaller than the input rank");
   View v = view_of(x);
   v.dim = nd;
@@ -74,7 +78,7 @@ void expand_kernel(KernelContext& ctx, EValue** a, size_t) {
     v.sizes[i] = s[i];
     v.strides[i] = (k >= 0 && xs == s[i]) ? x.strides[k] : 0;
   }
-  prepare_out(ctx, out, x.dtype, s);
+  prepare_out(ctx, out, x.dtype, s.d, s.n);
   copy_view(v, out);
 }
 
@@ -97,7 +101,7 @@ void slice_kernel(KernelContext& ctx, EValue** a, size_t) {
   const int64_t span = end - start;
   v.sizes[d] = span == 0 ? 0 : 1 + (span - 1) / step;
   v.strides[d] = v.sizes[d] > 1 ? x.strides[d] * step : x.strides[d];
-  prepare_out(ctx, out, x.dtype, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
+  prepare_out(ctx, out, x.dtype, v.sizes, v.dim);
   copy_view(v, out);
 }
 
@@ -112,7 +116,7 @@ void narrow_kernel(KernelContext& ctx, EValue** a, size_t) {
   v.offset = start * x.strides[d];
   v.sizes[d] = len;
   Tensor& out = tensor_arg(a, 4);
-  prepare_out(ctx, out, x.dtype, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
+  prepare_out(ctx, out, x.dtype, v.sizes, v.dim);
   copy_view(v, out);
 }
 
@@ -129,7 +133,7 @@ void select_kernel(KernelContext& ctx, EValue** a, size_t) {
   for (int k = d; k + 1 < x.dim; k++) { v.sizes[k] = v.sizes[k + 1]; v.strides[k] = v.strides[k + 1]; }
   v.dim--;
   Tensor& out = tensor_arg(a, 3);
-  prepare_out(ctx, out, x.dtype, std::vector<int64_t>(v.sizes, v.sizes + v.dim));
+  prepare_out(ctx, out, x.dtype, v.sizes, v.dim);
   copy_view(v, out);
 }
 
@@ -139,30 +143,33 @@ void unsqueeze_kernel(KernelContext& ctx, EValue** a, size_t) {
   int64_t d = int_arg(a, 1);
   if (d < 0) d += x.dim + 1;
   if (d < 0 || d > x.dim) throw_exec("unsqueeze: dim out of range");
-  auto s = shape_of(x);
-  s.insert(s.begin() + d, 1);
+  if (x.dim >= kMaxDims) throw_exec("unsqueeze: more than " + std::to_string(kMaxDims) + " dimensions");
+  int64_t s[kMaxDims];
+  for (int i = 0, j = 0; i <= x.dim; i++) s[i] = i == d ? 1 : x.sizes[j++];
   Tensor& out = tensor_arg(a, 2);
   check_contiguous(x, "unsqueeze input");
-  prepare_out(ctx, out, x.dtype, s);
+  prepare_out(ctx, out, x.dtype, s, x.dim + 1);
   if (out.data != x.data && x.nbytes()) std::memmove(out.data, x.data, x.nbytes());  // same element order
 }
 
-void squeeze_impl(KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& dims, bool all, Tensor& out) {
-  std::vector<int64_t> s;
+void squeeze_impl(KernelContext& ctx, const Tensor& x, const Dims& dims, bool all, Tensor& out) {
+  Dims s;
   for (int i = 0; i < x.dim; i++) {
     bool drop = x.sizes[i] == 1 && all;
     for (auto d : dims) if (wrap_dim(d, x.dim) == i && x.sizes[i] == 1) drop = true;
-    if (!drop) s.push_back(x.sizes[i]);
+    if (!drop) s.push(x.sizes[i]);
   }
-  prepare_out(ctx, out, x.dtype, s);
+  prepare_out(ctx, out, x.dtype, s.d, s.n);
   check_contiguous(x, "squeeze input");
   if (out.data != x.data && x.nbytes()) std::memmove(out.data, x.data, x.nbytes());
 }
 void squeeze_dims_kernel(KernelContext& ctx, EValue** a, size_t) {
-  squeeze_impl(ctx, tensor_arg(a, 0), int_list_arg(ctx, a, 1), false, tensor_arg(a, 2));
+  Dims dims;
+  int_list_into(ctx, a, 1, dims);
+  squeeze_impl(ctx, tensor_arg(a, 0), dims, false, tensor_arg(a, 2));
 }
 void squeeze_all_kernel(KernelContext& ctx, EValue** a, size_t) {
-  squeeze_impl(ctx, tensor_arg(a, 0), {}, true, tensor_arg(a, 1));
+  squeeze_impl(ctx, tensor_arg(a, 0), Dims(), true, tensor_arg(a, 1));
 }
 
 // cat.out(tensors, dim, out)
@@ -175,7 +182,7 @@ void cat_kernel(KernelContext& ctx, EValue** a, size_t) {
     if (!(t->dim == 1 && t->sizes[0] == 0)) { ref = t; break; }
   if (!ref) { resize(out, {0}); return; }
   int d = (int)wrap_dim(dim, ref->dim);
-  auto s = shape_of(*ref);
+  Dims s = dims_of(*ref);
   s[d] = 0;
   for (auto* t : ts) {
     if (t->dim == 1 && t->sizes[0] == 0) continue;
@@ -184,7 +191,7 @@ void cat_kernel(KernelContext& ctx, EValue** a, size_t) {
       if (i != d && t->sizes[i] != ref->sizes[i]) throw_exec("cat: sizes must match except in the cat dimension");
     s[d] += t->sizes[d];
   }
-  resize(out, s);
+  resize_tensor(out, s.n, s.d);
   int64_t off = 0;
   for (auto* t : ts) {
     if (t->dim == 1 && t->sizes[0] == 0) continue;
