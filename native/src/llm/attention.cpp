@@ -24,6 +24,7 @@ namespace llm {
 
 namespace {
 constexpr int64_t kKeyBlock = 256;        // keys a score task reads
+constexpr int64_t kValueBlock = 256;      // keys a value task sums before the next of its pairs
 constexpr int64_t kDimChunk = 32;         // head-dimension floats a value task sums (two cache lines)
 constexpr int64_t kScoreFloats = 1 << 18;  // scores of one pass over row groups (1 MiB)
 constexpr int64_t kTaskWork = 1 << 16;    // multiply-adds a task should carry before it is worth a thread
@@ -49,9 +50,12 @@ void attention_f32(KernelContext& ctx, const AttentionShape& s, const float* q, 
   const int64_t value_grain = std::max<int64_t>(1, kTaskWork / std::max<int64_t>(1, G * ld * std::min(D, kDimChunk)));
   for (int64_t r0 = 0; r0 < row_groups; r0 += per_pass) {
     const int64_t r1 = std::min(row_groups, r0 + per_pass);
-    parallel(ctx, (r1 - r0) * nb, score_grain, [&](int64_t t0, int64_t t1) {
+    const int64_t groups = r1 - r0;
+    // (key block by key block, each block's row groups one after another: the KV heads' rows of a
+    // block - one record per key, the heads side by side - are read from memory once, not once a head)
+    parallel(ctx, groups * nb, score_grain, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; t++) {
-        const int64_t rg = r0 + t / nb, n0 = (t % nb) * kKeyBlock, n1 = std::min(keys_of(rg), n0 + kKeyBlock);
+        const int64_t rg = r0 + t % groups, n0 = (t / groups) * kKeyBlock, n1 = std::min(keys_of(rg), n0 + kKeyBlock);
         if (n1 <= n0) continue;
         const int64_t h = rg % Hkv, b = rg / (Hkv * s.q_len), i = query_pos(rg);
         ScoreBlock a;
@@ -59,7 +63,7 @@ void attention_f32(KernelContext& ctx, const AttentionShape& s, const float* q, 
         a.k = k + b * kv_batch + n0 * kv_row + h * D;
         a.mask = mask ? mask + i * s.num_keys + n0 : nullptr;
         a.groups = G, a.head_dim = D, a.kv_stride = kv_row, a.n = n1 - n0, a.scale = s.scale;
-        a.s = sc + (t / nb) * per_group + n0, a.ld = ld;
+        a.s = sc + (rg - r0) * per_group + n0, a.ld = ld;
         attention_scores(a);
       }
     });
@@ -73,17 +77,30 @@ void attention_f32(KernelContext& ctx, const AttentionShape& s, const float* q, 
         else std::fill(row, row + std::max<int64_t>(nk, 0), 0.f);  // nothing to attend: zeros out
       }
     });
-    parallel(ctx, (r1 - r0) * chunks, value_grain, [&](int64_t t0, int64_t t1) {
+    // a task's (row group, chunk) pairs go key block by key block, each block's pairs one after
+    // another (its V records read from memory once, not once a pair); a pair's sums are kept in out
+    // between blocks, keys added in order as by one pass
+    parallel(ctx, groups * chunks, value_grain, [&](int64_t t0, int64_t t1) {
+      int64_t most = 0;
       for (int64_t t = t0; t < t1; t++) {
-        const int64_t rg = r0 + t / chunks, h = rg % Hkv, b = rg / (Hkv * s.q_len);
-        ValueSums a;
-        a.w = sc + (t / chunks) * per_group, a.ld = ld;
-        a.v = v + b * kv_batch + h * D;
-        a.groups = G, a.kv_stride = kv_row, a.n = std::max<int64_t>(0, keys_of(rg));
-        a.d0 = (t % chunks) * kDimChunk, a.d1 = std::min(D, a.d0 + kDimChunk);
-        a.out = out + (rg / Hkv * Hq + h * G) * D, a.head_dim = D;
-        for (int64_t g = 0; g < G; g++) std::fill(a.out + g * D + a.d0, a.out + g * D + a.d1, 0.f);
-        attention_values(a);
+        const int64_t rg = r0 + t / chunks, h = rg % Hkv, d0 = (t % chunks) * kDimChunk, d1 = std::min(D, d0 + kDimChunk);
+        float* o = out + (rg / Hkv * Hq + h * G) * D;
+        for (int64_t g = 0; g < G; g++) std::fill(o + g * D + d0, o + g * D + d1, 0.f);
+        most = std::max(most, keys_of(rg));
+      }
+      for (int64_t j0 = 0; j0 < most; j0 += kValueBlock) {
+        for (int64_t t = t0; t < t1; t++) {
+          const int64_t rg = r0 + t / chunks, h = rg % Hkv, b = rg / (Hkv * s.q_len);
+          const int64_t j1 = std::min(keys_of(rg), j0 + kValueBlock);
+          if (j1 <= j0) continue;
+          ValueSums a;
+          a.w = sc + (t / chunks) * per_group + j0, a.ld = ld;
+          a.v = v + b * kv_batch + j0 * kv_row + h * D;
+          a.groups = G, a.kv_stride = kv_row, a.n = j1 - j0;
+          a.d0 = (t % chunks) * kDimChunk, a.d1 = std::min(D, a.d0 + kDimChunk);
+          a.out = out + (rg / Hkv * Hq + h * G) * D, a.head_dim = D;
+          attention_values(a);
+        }
       }
     });
   }

@@ -36,6 +36,9 @@ struct Portable {
   }
   static void prefetch(const float*) {}  // (no portable hint)
   static float sum8(V a) { return ((a.x[0] + a.x[4]) + (a.x[1] + a.x[5])) + ((a.x[2] + a.x[6]) + (a.x[3] + a.x[7])); }
+  static void sum8x4(V a0, V a1, V a2, V a3, float* out) {
+    out[0] = sum8(a0), out[1] = sum8(a1), out[2] = sum8(a2), out[3] = sum8(a3);
+  }
 };
 
 struct Paths {

@@ -32,6 +32,19 @@ struct Avx2 {
     const __m128 u = _mm_hadd_ps(t, t);                                                  // (0+1), (2+3)
     return _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)));
   }
+  // sum8 of four vectors at once: lanes t + (t + 4) of two vectors per register, then two rounds
+  // of pairwise adds - (t0 + t1) + (t2 + t3) per vector, sum8's order
+  static void sum8x4(V a0, V a1, V a2, V a3, float* out) {
+    const __m256 s01 = _mm256_add_ps(_mm256_permute2f128_ps(a0, a1, 0x20), _mm256_permute2f128_ps(a0, a1, 0x31));
+    const __m256 s23 = _mm256_add_ps(_mm256_permute2f128_ps(a2, a3, 0x20), _mm256_permute2f128_ps(a2, a3, 0x31));
+    const __m256 h = _mm256_hadd_ps(s01, s23);  // [a0: 01 23, a2: 01 23 | a1: 01 23, a3: 01 23]
+    const __m256 h2 = _mm256_hadd_ps(h, h);     // [a0, a2, a0, a2 | a1, a3, a1, a3]
+    const __m128 lo = _mm256_castps256_ps128(h2), hi = _mm256_extractf128_ps(h2, 1);
+    out[0] = _mm_cvtss_f32(lo);
+    out[1] = _mm_cvtss_f32(hi);
+    out[2] = _mm_cvtss_f32(_mm_movehdup_ps(lo));
+    out[3] = _mm_cvtss_f32(_mm_movehdup_ps(hi));
+  }
 };
 }  // namespace
 

@@ -1,5 +1,6 @@
 // attention_block.h's kernels over an 8-lane type S (V, set1, load, store, add, mul, sum8 - the
-// lanes added ((0+4)+(1+5))+((2+6)+(3+7)) - and prefetch(p), a hint or nothing): each path's file
+// lanes added ((0+4)+(1+5))+((2+6)+(3+7)) -, sum8x4 - four such sums, into out[0..3] - and
+// prefetch(p), a hint or nothing): each path's file
 // instantiates them with its own S. K and V rows lie kv_stride apart (the other KV heads between
 // them): the rows kAhead keys on are prefetched, which the hardware's stream prefetchers miss.
 // Included only by attention_block*.cpp, after their target pragmas.
@@ -31,47 +32,61 @@ inline float dot(const float* q, const float* k, int64_t D) {
   return s;
 }
 
-// dot<S>(q, k_t, D) of four keys k_t = k + t * stride: the same lanes, adds and tail per key, the
-// four chains of dependent adds side by side (one chain alone waits on the add's latency)
-template <class S>
-inline void dot4(const float* q, const float* k, int64_t stride, int64_t D, float* out) {
-  typename S::V a0 = S::set1(0.f), a1 = a0, a2 = a0, a3 = a0;
+// dot4<S> of four keys for NG query heads at once (q, q + D, ...): each K vector loaded once for
+// the NG heads (4 * NG sums in registers: 12 of the 16 for NG = 3), the same lanes, adds, sums
+// and tail per (head, key) as dot<S>
+template <class S, int NG>
+inline void dot4_heads(const float* q, const float* k, int64_t stride, int64_t D, float (*out)[4]) {
+  typename S::V acc[NG][4];
+  for (int g = 0; g < NG; g++)
+    for (int t = 0; t < 4; t++) acc[g][t] = S::set1(0.f);
   const float *k0 = k, *k1 = k + stride, *k2 = k + 2 * stride, *k3 = k + 3 * stride;
   int64_t j = 0;
   for (; j + 8 <= D; j += 8) {
-    const typename S::V qv = S::load(q + j);
-    a0 = S::add(a0, S::mul(qv, S::load(k0 + j)));
-    a1 = S::add(a1, S::mul(qv, S::load(k1 + j)));
-    a2 = S::add(a2, S::mul(qv, S::load(k2 + j)));
-    a3 = S::add(a3, S::mul(qv, S::load(k3 + j)));
+    const typename S::V v0 = S::load(k0 + j), v1 = S::load(k1 + j), v2 = S::load(k2 + j), v3 = S::load(k3 + j);
+    for (int g = 0; g < NG; g++) {
+      const typename S::V qv = S::load(q + g * D + j);
+      acc[g][0] = S::add(acc[g][0], S::mul(qv, v0));
+      acc[g][1] = S::add(acc[g][1], S::mul(qv, v1));
+      acc[g][2] = S::add(acc[g][2], S::mul(qv, v2));
+      acc[g][3] = S::add(acc[g][3], S::mul(qv, v3));
+    }
   }
-  out[0] = S::sum8(a0);
-  out[1] = S::sum8(a1);
-  out[2] = S::sum8(a2);
-  out[3] = S::sum8(a3);
-  for (; j < D; j++) {
-    out[0] += q[j] * k0[j];
-    out[1] += q[j] * k1[j];
-    out[2] += q[j] * k2[j];
-    out[3] += q[j] * k3[j];
+  for (int g = 0; g < NG; g++) {
+    S::sum8x4(acc[g][0], acc[g][1], acc[g][2], acc[g][3], out[g]);
+    for (int64_t i = j; i < D; i++) {
+      const float qi = q[g * D + i];
+      out[g][0] += qi * k0[i];
+      out[g][1] += qi * k1[i];
+      out[g][2] += qi * k2[i];
+      out[g][3] += qi * k3[i];
+    }
   }
+}
+
+template <class S, int NG>
+inline void scores_4keys(const ScoreBlock& a, int64_t j0, int64_t g0) {
+  float d[NG][4];
+  dot4_heads<S, NG>(a.q + g0 * a.head_dim, a.k + j0 * a.kv_stride, a.kv_stride, a.head_dim, d);
+  for (int g = 0; g < NG; g++)
+    for (int t = 0; t < 4; t++) {
+      float sc = d[g][t] * a.scale;
+      if (a.mask) sc += a.mask[j0 + t];
+      a.s[(g0 + g) * a.ld + j0 + t] = sc;
+    }
 }
 
 template <class S>
 void scores(const ScoreBlock& a) {
   const int64_t G = a.groups, D = a.head_dim;
   int64_t j0 = 0;
-  for (; j0 + 4 <= a.n; j0 += 4) {  // keys four at a time
+  for (; j0 + 4 <= a.n; j0 += 4) {  // keys four at a time, up to 3 query heads at a time
     const float* kr = a.k + j0 * a.kv_stride;
     for (int64_t t = 0; t < 4 && j0 + t + kAhead < a.n; t++) prefetch_range<S>(kr + (t + kAhead) * a.kv_stride, D);
-    for (int64_t g = 0; g < G; g++) {
-      float d[4];
-      dot4<S>(a.q + g * D, kr, a.kv_stride, D, d);
-      for (int t = 0; t < 4; t++) {
-        float sc = d[t] * a.scale;
-        if (a.mask) sc += a.mask[j0 + t];
-        a.s[g * a.ld + j0 + t] = sc;
-      }
+    for (int64_t g0 = 0; g0 < G; g0 += 3) {
+      if (G - g0 >= 3) scores_4keys<S, 3>(a, j0, g0);
+      else if (G - g0 == 2) scores_4keys<S, 2>(a, j0, g0);
+      else scores_4keys<S, 1>(a, j0, g0);
     }
   }
   for (int64_t j = j0; j < a.n; j++) {
