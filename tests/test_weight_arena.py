@@ -76,9 +76,10 @@ def test_huge_pages_off_gives_the_same_bits(tmp_path):
 
 @linux
 def test_unloaded_programs_give_their_chunks_back(tmp_path):
-    """40 loads and unloads of the program: resident memory stays where it was after the first few
-    (an arena block kept after its program is gone would add ~300 KB a load, a chunk kept 2 MiB)."""
-    row, _ = _child(tmp_path, 40)
+    """60 loads and unloads of the program: resident memory stays where it was after the first ten
+    (an arena block kept after its program is gone would add ~300 KB a load - 15 MB over the last 50 -,
+    a chunk kept 2 MiB; the bound leaves room for an interpreter's own heap, PyPy's JIT included)."""
+    row, _ = _child(tmp_path, 60)
     rss = row["rss"]
     assert row["stats"]["packed_weights"] > 256 * 1024  # (the blocks the arena held)
-    assert rss[-1] - rss[4] < 3 * 2 ** 20, rss
+    assert rss[-1] - rss[9] < 6 * 2 ** 20, rss
