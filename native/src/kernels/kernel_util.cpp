@@ -3,34 +3,33 @@
 
 namespace etnp {
 
-std::vector<int64_t> int_list_arg(KernelContext& ctx, EValue** a, int i) {
+namespace {
+// Calls add(value) for each int of argument i (an int list, one int, or None: nothing), checked.
+template <class Add>
+void each_int(KernelContext& ctx, EValue** a, int i, Add add) {
   const EValue* v = a[i];
-  std::vector<int64_t> out;
-  if (v->tag == Tag::None) return out;
-  if (v->tag == Tag::Int) return {v->i};
+  if (v->tag == Tag::None) return;
+  if (v->tag == Tag::Int) return add(v->i);
   if (v->tag != Tag::IntList) throw_exec("argument " + std::to_string(i) + ": expected an int list, got " + tag_name(v->tag));
-  out.reserve(v->items.size());
   for (int64_t idx : v->items) {
     if (idx < 0 || (size_t)idx >= ctx.num_values) throw_exec("int list item out of range");
     const EValue& e = ctx.values[idx];
     if (e.tag != Tag::Int) throw_exec("int list holds a non-int");
-    out.push_back(e.i);
+    add(e.i);
   }
+}
+}  // namespace
+
+std::vector<int64_t> int_list_arg(KernelContext& ctx, EValue** a, int i) {
+  std::vector<int64_t> out;
+  if (a[i]->tag == Tag::IntList) out.reserve(a[i]->items.size());
+  each_int(ctx, a, i, [&](int64_t x) { out.push_back(x); });
   return out;
 }
 
 void int_list_into(KernelContext& ctx, EValue** a, int i, Dims& out) {
-  const EValue* v = a[i];
   out.n = 0;
-  if (v->tag == Tag::None) return;
-  if (v->tag == Tag::Int) return out.push(v->i);
-  if (v->tag != Tag::IntList) throw_exec("argument " + std::to_string(i) + ": expected an int list, got " + tag_name(v->tag));
-  for (int64_t idx : v->items) {
-    if (idx < 0 || (size_t)idx >= ctx.num_values) throw_exec("int list item out of range");
-    const EValue& e = ctx.values[idx];
-    if (e.tag != Tag::Int) throw_exec("int list holds a non-int");
-    out.push(e.i);
-  }
+  each_int(ctx, a, i, [&](int64_t x) { out.push(x); });
 }
 
 std::vector<Tensor*> tensor_list_arg(KernelContext& ctx, EValue** a, int i, bool allow_none) {
@@ -50,31 +49,22 @@ std::vector<Tensor*> tensor_list_arg(KernelContext& ctx, EValue** a, int i, bool
   return out;
 }
 
-namespace {
-// view_shape's check and inference on n sizes at s
-void resolve_view(const Tensor& x, int64_t* s, size_t count) {
+void view_shape_in_place(const Tensor& x, Dims& s) {
   int64_t known = 1, infer = -1;
-  for (size_t i = 0; i < count; i++) {
+  for (int i = 0; i < s.n; i++) {
     if (s[i] == -1) {
       if (infer >= 0) throw_exec("view: only one dimension can be inferred");
-      infer = (int64_t)i;
+      infer = i;
     } else if (s[i] < 0 || etnp::mul_overflow(known, s[i], &known)) {
       throw_exec("view: invalid size");
     }
   }
-  if (infer >= 0) s[infer] = known ? x.numel() / known : 0;
+  if (infer >= 0) s[(int)infer] = known ? x.numel() / known : 0;
   int64_t n = 1;
-  for (size_t i = 0; i < count; i++) n *= s[i];
-  if (n != x.numel() || count > (size_t)kMaxDims)
+  for (int64_t v : s) n *= v;
+  if (n != x.numel())
     throw_exec("view: shape of " + std::to_string(n) + " elements is invalid for input " + x.shape_str());
 }
-}  // namespace
-
-std::vector<int64_t> view_shape(const Tensor& x, std::vector<int64_t> s) {
-  resolve_view(x, s.data(), s.size());
-  return s;
-}
-void view_shape_in_place(const Tensor& x, Dims& s) { resolve_view(x, s.d, (size_t)s.n); }
 
 std::vector<int64_t> broadcast_shapes(const Tensor& a, const Tensor& b) {
   int64_t s[kMaxDims];

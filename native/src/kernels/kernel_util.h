@@ -100,9 +100,9 @@ inline int64_t prod(const Tensor& t, int b, int e) {
   return p;
 }
 
-// Resolves a view size list against x (one -1 is inferred); throws if it does not hold x's elements.
-std::vector<int64_t> view_shape(const Tensor& x, std::vector<int64_t> s);
-void view_shape_in_place(const Tensor& x, Dims& s);  // (the same on a Dims)
+// Resolves a view size list against x in place (one -1 is inferred); throws if it does not hold
+// x's elements.
+void view_shape_in_place(const Tensor& x, Dims& s);
 
 // ---- broadcasting ----
 std::vector<int64_t> broadcast_shapes(const Tensor& a, const Tensor& b);

@@ -74,11 +74,11 @@ void attention_f32(KernelContext& ctx, const AttentionShape& s, const float* q, 
   const int64_t score_grain = std::max<int64_t>(1, kTaskWork / std::max<int64_t>(1, G * std::min(ld, kKeyBlock) * D));
   const int64_t softmax_grain = std::max<int64_t>(1, (kTaskWork / 4) / ld);
   const int64_t value_grain = std::max<int64_t>(1, kTaskWork / std::max<int64_t>(1, G * ld * std::min(D, kDimChunk)));
+  // (a decode step's key blocks read in order first where its cache is large: stream_in)
+  const bool stream = s.q_len == 1 && s.batch == 1 && s.num_keys * kv_row * (int64_t)sizeof(float) >= kStreamInBytes;
   for (int64_t r0 = 0; r0 < row_groups; r0 += per_pass) {
     const int64_t r1 = std::min(row_groups, r0 + per_pass);
     const int64_t groups = r1 - r0;
-    // (a decode step's key blocks read in order first where its cache is large: stream_in)
-    const bool stream = s.q_len == 1 && s.batch == 1 && s.num_keys * kv_row * (int64_t)sizeof(float) >= kStreamInBytes;
     // (key block by key block, each block's row groups one after another: the KV heads' rows of a
     // block - one record per key, the heads side by side - are read from memory once, not once a head)
     parallel(ctx, groups * nb, score_grain, [&](int64_t t0, int64_t t1) {

@@ -144,9 +144,9 @@ void* map_huge_zero_pages(std::size_t bytes) noexcept { return map_zero_pages(by
 void populate_pages(void* p, std::size_t bytes) noexcept {
   if (!p || !bytes) return;
   const std::size_t page = page_size();
+#if defined(MADV_POPULATE_WRITE)
   const std::uintptr_t a = (std::uintptr_t)p & ~(std::uintptr_t)(page - 1);
   const std::uintptr_t e = ((std::uintptr_t)p + bytes + page - 1) & ~(std::uintptr_t)(page - 1);
-#if defined(MADV_POPULATE_WRITE)
   if (madvise((void*)a, e - a, MADV_POPULATE_WRITE) == 0) return;
 #endif
   // (a kernel before 5.14: a write a page, each of a byte of [p, p + bytes) as it is)

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "os/pages.h"
-#include "util/weight_arena.h"
 #include "util/compiler.h"
+#include "util/weight_arena.h"
 
 namespace etnp {
 

@@ -10,6 +10,8 @@ namespace etnp::weight_arena {
 namespace {
 
 constexpr std::size_t kAlign = 64;
+// a block's bytes in the arena: whole 64-byte lines
+std::size_t rounded(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 struct Chunk {
   uint8_t* base = nullptr;
@@ -40,7 +42,7 @@ bool in_load_scope() noexcept { return t_load_depth > 0; }
 
 void* allocate(std::size_t bytes) noexcept {
   if (bytes == 0) return nullptr;
-  const std::size_t need = (bytes + kAlign - 1) / kAlign * kAlign;
+  const std::size_t need = rounded(bytes);
   if (need < bytes) return nullptr;  // (overflow)
   Arena& A = arena();
   uint8_t* p = nullptr;
@@ -71,7 +73,7 @@ void* allocate(std::size_t bytes) noexcept {
 
 bool release(void* ptr, std::size_t bytes) noexcept {
   if (!ptr) return false;
-  const std::size_t need = (bytes + kAlign - 1) / kAlign * kAlign;
+  const std::size_t need = rounded(bytes);
   Arena& A = arena();
   Chunk gone;
   {
