@@ -65,7 +65,9 @@ class Runtime:
         """Load a .pte program from a path, bytes-like data (bytes, bytearray, memoryview, mmap:
         copied) or a binary file object (read). A bundled program (.bpte) loads the program it bundles.
 
-        A path is read into memory: later changes to the file do not affect the program.
+        A path is read into memory (a big file's weights as its methods load: the file stays open
+        meanwhile), never mapped: a file rewritten in place before a method has read what it
+        needs raises ProgramLoadError; other later changes do not affect the program.
         ``mmap=True`` maps the file instead (less memory, faster for big files), at a risk:
         truncating or rewriting the file while the program is loaded can then crash the
         process (SIGBUS) or silently change its results.

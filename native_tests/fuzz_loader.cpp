@@ -1,14 +1,19 @@
 // fuzz_loader SEEDS_DIR SECONDS [CRASH_DIR [MAX_EXECS]]: a mutation fuzzer for the .pte loader,
 // the .ptd (external data) reader, the XNNPACK blob reader and the interpreter (seeds: .pte, .ptd,
 // .bpte - see harness_util.h load_any -, crash-*, seed-*). Each execution mutates a seed (bit flips,
-// interesting integers, truncation, splices), loads it from bytes, and when it loads,
-// loads and runs every method on patterned inputs. Built with ASan+UBSan; on a crash the
+// interesting integers, truncation, splices), loads it from bytes (a quarter of the programs that
+// load: from a file, read in part - load_via_file), and when it loads, loads and runs every method
+// on patterned inputs. Built with ASan+UBSan; on a crash the
 // current input is written to CRASH_DIR for tests/fuzz_corpus/.
 #include <algorithm>
 #include <dirent.h>
 #include <sanitizer/common_interface_defs.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <string>
@@ -57,12 +62,27 @@ static void mutate(std::vector<unsigned char>& b, std::mt19937_64& rng, const st
   }
 }
 
-static void execute(etnp_runtime* rt, const std::vector<unsigned char>& b, bool run) {
+// A .pte input loaded from a file instead of from bytes: written with an old modification time, so
+// that (with ETNP_READ_AT_ONCE=4096, set in main) the program reads it in part, as load_program
+// reads a big file - the rest as its methods need it (Program::ensure / borrow).
+static int load_via_file(etnp_runtime* rt, const std::vector<unsigned char>& b, etnp_program** prog) {
+  const uint8_t* inner = nullptr;
+  size_t inner_size = 0;
+  if ((b.size() >= 8 && std::memcmp(b.data() + 4, "FT01", 4) == 0) || bundled_program(b.data(), b.size(), &inner, &inner_size))
+    return load_any(rt, b.data(), b.size(), prog);
+  const std::string path = g_crash_dir + "/partial-read.pte";
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write((const char*)b.data(), (std::streamsize)b.size());
+  const struct timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
+  utimensat(AT_FDCWD, path.c_str(), old, 0);
+  return etnp_program_load_file(rt, path.c_str(), prog);
+}
+
+static void execute(etnp_runtime* rt, const std::vector<unsigned char>& b, bool run, bool via_file) {
   if (run) {  // UBSan's halt does not always reach the death callback: keep the input on disk
     std::ofstream(g_crash_dir + "/current-input", std::ios::binary).write((const char*)b.data(), (std::streamsize)b.size());
   }
   etnp_program* prog = nullptr;
-  if (load_any(rt, b.data(), b.size(), &prog) != ETNP_OK) return;
+  if ((via_file ? load_via_file(rt, b, &prog) : load_any(rt, b.data(), b.size(), &prog)) != ETNP_OK) return;
   const int64_t ids = run ? token_id_range(prog) : 1;
   for (size_t k = 0; k < etnp_program_num_methods(prog); k++) {
     etnp_method* m = nullptr;
@@ -102,6 +122,7 @@ int main(int argc, char** argv) {
   // optional 4th argument: stop after this many executions (with the fixed RNG seed below, a
   // capped run mutates exactly the same inputs on every machine)
   uint64_t max_execs = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 0;
+  setenv("ETNP_READ_AT_ONCE", "4096", 1);  // (load_via_file: small programs read in part too)
   std::mt19937_64 rng(12345);
   etnp_runtime* rt = nullptr;
   etnp_runtime_create(1, &rt);
@@ -115,7 +136,7 @@ int main(int argc, char** argv) {
       if (load_any(rt, g_current.data(), g_current.size(), &p) == ETNP_OK) {
         loaded++;
         etnp_program_destroy(p);
-        execute(rt, g_current, (execs & 7) == 0);
+        execute(rt, g_current, (execs & 7) == 0, (execs & 3) == 0);
       }
     }
     double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

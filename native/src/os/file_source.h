@@ -20,7 +20,14 @@ struct FileIdentity {
   }
 };
 
-// A regular file's bytes in pages of their own (so parts can be given back: release_pages).
+// A regular file's bytes in pages of their own (so parts can be given back: release_pages), read
+// at once or in parts. read_file reads the first HEAD bytes (whole pages; all of them where the
+// file is no longer, was modified in the last 2 seconds, or where the OS reads files whole:
+// Windows) and leaves the rest unread, its
+// pages inaccessible (a read of them faults instead of seeing zeros) until fill reads them in;
+// copy_out reads bytes elsewhere without making them resident. Both read from the file as opened
+// (kept open: a file renamed over or deleted since is still read) and only while it is unchanged
+// (same identity: rewriting it in place shows as a new size or modification time).
 class FileBytes {
  public:
   ~FileBytes();
@@ -28,23 +35,28 @@ class FileBytes {
   FileBytes& operator=(const FileBytes&) = delete;
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // bytes [0, filled()) were read when opened; the rest only as fill reads them
+  size_t filled() const { return filled_; }
   const FileIdentity& identity() const { return identity_; }
+  // Reads the whole pages holding [offset, offset + n) (clamped to the file) into place; false
+  // where the file changed or cannot be read (nothing made readable then).
+  bool fill(size_t offset, size_t n);
+  // Reads [offset, offset + n) of the file into DST; false where the file changed or cannot be read.
+  bool copy_out(size_t offset, void* dst, size_t n) const;
 
  private:
-  friend std::unique_ptr<FileBytes> read_file(const std::string& path);
+  friend std::unique_ptr<FileBytes> read_file(const std::string& path, size_t head);
   FileBytes() = default;
+  bool unchanged() const;
   uint8_t* data_ = nullptr;
-  size_t size_ = 0, mapped_ = 0;
+  size_t size_ = 0, mapped_ = 0, filled_ = 0;
   FileIdentity identity_;
+  int fd_ = -1;  // (POSIX: the file, open while the bytes live)
 };
 
-// The whole regular file at PATH (ProgramLoadError when it cannot be opened or read, or when it
-// changes size while it is read).
-std::unique_ptr<FileBytes> read_file(const std::string& path);
-
-// Reads N bytes at OFFSET of the file at PATH into DST if the file still has identity ID;
-// false (nothing or part read) otherwise.
-bool read_file_range(const std::string& path, const FileIdentity& id, uint64_t offset, void* dst, size_t n);
+// The regular file at PATH, its first HEAD bytes read (ProgramLoadError when it cannot be opened
+// or read, or when it changes size while it is read).
+std::unique_ptr<FileBytes> read_file(const std::string& path, size_t head = SIZE_MAX);
 
 // A private, copy-on-write mapping of the regular file at PATH.
 class FileMapping {

@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 #include "core/error.h"
 #include "os/pages.h"
@@ -42,6 +44,8 @@ int open_regular(const std::string& path, size_t* size, FileIdentity* id) {
   return fd;
 }
 
+constexpr uint64_t kSettledNs = 2000000000ull;  // (read_file: a file older than this may be read in part)
+
 // Reads up to N bytes at OFFSET (retrying short reads); the count read, stopping at the end of
 // the file or an error (its errno in *err, else 0).
 size_t pread_all(int fd, uint8_t* dst, size_t n, uint64_t offset, int* err) {
@@ -59,41 +63,69 @@ size_t pread_all(int fd, uint8_t* dst, size_t n, uint64_t offset, int* err) {
 }  // namespace
 
 FileBytes::~FileBytes() {
-  if (data_) unmap_pages(data_, mapped_);
+  if (data_) munmap(data_, mapped_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
-std::unique_ptr<FileBytes> read_file(const std::string& path) {
+bool FileBytes::unchanged() const {
+  struct stat st;
+  return fd_ >= 0 && fstat(fd_, &st) == 0 && identity_of(st) == identity_;
+}
+
+bool FileBytes::fill(size_t offset, size_t n) {
+  const size_t page = page_size();
+  if (offset >= size_ || n == 0) return true;
+  const size_t b = offset / page * page, e = std::min(size_, (offset + std::min(n, size_ - offset) + page - 1) / page * page);
+  const size_t span = (e - b + page - 1) / page * page;  // (the last page: past the file's end too)
+  if (!unchanged() || mprotect(data_ + b, span, PROT_READ | PROT_WRITE) != 0) return false;
+  populate_pages(data_ + b, span);  // (one call, not a fault a page)
+  int err = 0;
+  if (pread_all(fd_, data_ + b, e - b, b, &err) == e - b && unchanged()) return true;  // (not rewritten meanwhile)
+  mprotect(data_ + b, span, PROT_NONE);  // (unread again: never half-read bytes that look read)
+  return false;
+}
+
+bool FileBytes::copy_out(size_t offset, void* dst, size_t n) const {
+  int err = 0;
+  return offset <= size_ && n <= size_ - offset && unchanged() &&
+         pread_all(fd_, static_cast<uint8_t*>(dst), n, offset, &err) == n && unchanged();
+}
+
+std::unique_ptr<FileBytes> read_file(const std::string& path, size_t head) {
   std::unique_ptr<FileBytes> f(new FileBytes());
   size_t size = 0;
-  int fd = open_regular(path, &size, &f->identity_);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  f->fd_ = open_regular(path, &size, &f->identity_);
+  const size_t page = page_size();
+  // (a file modified in the last seconds is read whole: a rewrite in place within the timestamps'
+  // granularity - a clock tick - would keep its identity, and the bytes left unread would change
+  // unnoticed)
+  struct timespec now;
+  const bool recent = clock_gettime(CLOCK_REALTIME, &now) != 0 ||
+                      f->identity_.mtime_ns + kSettledNs > (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+  const bool whole = head >= size || recent;
   if (size > 0) {
-    f->data_ = static_cast<uint8_t*>(map_pages(size));
-    if (!f->data_) throw_load("cannot allocate " + std::to_string(size) + " bytes for '" + path + "'");
+    // (read whole: its pages populated in one call; in part: the rest inaccessible until filled)
+    void* a = whole ? map_pages(size)
+                    : mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (a == nullptr || a == MAP_FAILED) throw_load("cannot allocate " + std::to_string(size) + " bytes for '" + path + "'");
+    f->data_ = static_cast<uint8_t*>(a);
     f->mapped_ = size;
   }
+  if (!whole) {
+    f->size_ = size;
+    const size_t n = std::min(size, (head + page - 1) / page * page);
+    if (!f->fill(0, n)) throw_load("cannot read '" + path + "'");
+    f->filled_ = n;
+    return f;
+  }
   int err = 0;
-  const size_t got = pread_all(fd, f->data_, size, 0, &err);
+  const size_t got = pread_all(f->fd_, f->data_, size, 0, &err);
   uint8_t probe;
-  const size_t more = err ? 0 : pread_all(fd, &probe, 1, size, &err);  // (one byte past the end: did it grow?)
+  const size_t more = err ? 0 : pread_all(f->fd_, &probe, 1, size, &err);  // (one byte past the end: did it grow?)
   if (err) throw_load("cannot read '" + path + "': " + std::strerror(err));
   if (more > 0) throw_load("'" + path + "' grew while it was read (it changed: load it again once it is written)");
-  f->size_ = got;  // (a file that shrank since fstat: what it holds now)
+  f->size_ = f->filled_ = got;  // (a file that shrank since fstat: what it holds now)
   return f;
-}
-
-bool read_file_range(const std::string& path, const FileIdentity& id, uint64_t offset, void* dst, size_t n) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st;
-  const bool same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && identity_of(st) == id;
-  int err = 0;
-  const bool ok = same && pread_all(fd, static_cast<uint8_t*>(dst), n, offset, &err) == n;
-  ::close(fd);
-  return ok;
 }
 
 std::unique_ptr<FileMapping> FileMapping::open(const std::string& path) {

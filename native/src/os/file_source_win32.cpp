@@ -54,7 +54,7 @@ FileBytes::~FileBytes() {
   if (data_) unmap_pages(data_, mapped_);
 }
 
-std::unique_ptr<FileBytes> read_file(const std::string& path) {
+std::unique_ptr<FileBytes> read_file(const std::string& path, size_t) {  // (read whole)
   Handle f;
   size_t size = 0;
   open_regular(path, &f, &size);
@@ -75,11 +75,14 @@ std::unique_ptr<FileBytes> read_file(const std::string& path) {
     if (full) throw_load("'" + path + "' grew while it was read (it changed: load it again once it is written)");
     got += n;
   }
-  out->size_ = got;
+  out->size_ = out->filled_ = got;
   return out;  // (identity unset: Windows gives no pages back, so nothing is read again)
 }
 
-bool read_file_range(const std::string&, const FileIdentity&, uint64_t, void*, size_t) { return false; }
+// (nothing is left unread nor given back on Windows: never needed)
+bool FileBytes::unchanged() const { return false; }
+bool FileBytes::fill(size_t, size_t) { return true; }  // (every byte was read when opened)
+bool FileBytes::copy_out(size_t, void*, size_t) const { return false; }
 
 std::unique_ptr<FileMapping> FileMapping::open(const std::string& path) {
   Handle f;

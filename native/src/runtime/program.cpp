@@ -53,6 +53,20 @@ std::shared_ptr<Program> Program::from_bytes(std::shared_ptr<Runtime> rt, const 
   }
 }
 
+namespace {
+// How much of a file load_program reads at once: kReadAtOnce, or ETNP_READ_AT_ONCE bytes (a
+// test's knob: small values send small programs through the partial reads too)
+size_t read_at_once() {
+  static const size_t n = [] {
+    const char* e = std::getenv("ETNP_READ_AT_ONCE");
+    char* end = nullptr;
+    const unsigned long long v = e && *e ? std::strtoull(e, &end, 10) : 0;
+    return e && *e && end && *end == 0 && v > 0 ? (size_t)v : Program::kReadAtOnce;
+  }();
+  return n;
+}
+}  // namespace
+
 std::shared_ptr<Program> Program::from_file(std::shared_ptr<Runtime> rt, const std::string& path, bool map) {
   ETNP_PROBE2(program_load_begin, path.c_str(), (uint64_t)0);  // (the size is not known yet)
   uint64_t size = 0;
@@ -64,9 +78,16 @@ std::shared_ptr<Program> Program::from_file(std::shared_ptr<Runtime> rt, const s
       p->file_ = p->map_->data();
       p->file_size_ = p->map_->size();
     } else {
-      p->read_ = os::read_file(path);
+      // (what lies past the first kReadAtOnce bytes is read when first needed - ensure, borrow -:
+      // a weight that only feeds packing is never resident, read from the file into the packer's
+      // scratch instead)
+      p->read_ = os::read_file(path, read_at_once());
       p->file_ = p->read_->data();
       p->file_size_ = p->read_->size();
+      if (p->read_->filled() < p->file_size_) {
+        p->released_.push_back(Released{p->read_->filled(), p->file_size_ - p->read_->filled(), 0, true});
+        p->any_released_.store(true, std::memory_order_release);
+      }
     }
     size = p->file_size_;
     p->path_ = path;
@@ -144,29 +165,76 @@ void Program::release(Span s) const {
   }
 }
 
+void Program::throw_changed(const Released& r) const {
+  throw_load("'" + path_ + "' changed since the program was loaded: bytes it " +
+             (r.unread ? std::string("had not read yet (") : std::string("gave back after packing (")) +
+             std::to_string(r.size) + " at offset " + std::to_string(r.offset) + ") cannot be read; load the program again");
+}
+
 void Program::read_back(const Released& r) const {
   if (map_) return;  // a mapping's pages come back from the file by themselves
   uint8_t* at = const_cast<uint8_t*>(file_) + r.offset;
-  const bool ok = os::read_file_range(path_, read_->identity(), r.offset, at, r.size);
-  if (!ok || ContentHash::of(at, r.size) != r.hash)
-    throw_load("'" + path_ + "' changed since the program was loaded: bytes it gave back after packing (" +
-               std::to_string(r.size) + " at offset " + std::to_string(r.offset) +
-               ") cannot be read again; load the program again");
+  if (!read_->copy_out(r.offset, at, r.size) || ContentHash::of(at, r.size) != r.hash) throw_changed(r);
 }
 
 void Program::ensure(Span s) const {
   if (!any_released_.load(std::memory_order_acquire) || !s.data || s.data < file_ || s.data >= file_ + file_size_) return;
   const size_t b = (size_t)(s.data - file_), e = b + std::min(s.size, file_size_ - b);
+  const size_t page = os::page_size();
   std::lock_guard<std::mutex> g(release_mu_);
   for (size_t i = 0; i < released_.size();) {
-    const Released& r = released_[i];
-    if (r.offset < e && b < r.offset + r.size) {
-      read_back(r);
-      released_.erase(released_.begin() + (std::ptrdiff_t)i);
-    } else {
+    const Released r = released_[i];
+    if (!(r.offset < e && b < r.offset + r.size)) {
       i++;
+      continue;
+    }
+    if (!r.unread) {
+      read_back(r);  // (throws with the range still given back: never read unchecked later)
+      released_.erase(released_.begin() + (std::ptrdiff_t)i);
+      continue;
+    }
+    // an unread range: its pages that [b, e) touches are read into place, the rest stays unread
+    // (page-aligned pieces, pushed past i: they do not overlap [b, e))
+    const size_t fb = std::max(r.offset, b / page * page), fe = std::min(r.offset + r.size, (e + page - 1) / page * page);
+    if (!read_->fill(fb, fe - fb)) throw_changed(r);
+    released_.erase(released_.begin() + (std::ptrdiff_t)i);
+    if (fb > r.offset) released_.push_back(Released{r.offset, fb - r.offset, 0, true});
+    if (fe < r.offset + r.size) released_.push_back(Released{fe, r.offset + r.size - fe, 0, true});
+  }
+}
+
+const uint8_t* Program::borrow(Span s, uint8_t* scratch) const {
+  if (!read_ || !any_released_.load(std::memory_order_acquire) || !s.data || s.data < file_ ||
+      s.data >= file_ + file_size_) {
+    ensure(s);
+    return s.data;
+  }
+  const size_t b = (size_t)(s.data - file_), e = b + std::min(s.size, file_size_ - b);
+  std::vector<std::pair<size_t, size_t>> unread;  // [begin, end) inside [b, e)
+  {
+    std::lock_guard<std::mutex> g(release_mu_);
+    bool given_back = false;
+    for (const Released& r : released_)
+      if (r.offset < e && b < r.offset + r.size) {
+        if (r.unread) unread.emplace_back(std::max(b, r.offset), std::min(e, r.offset + r.size));
+        else given_back = true;
+      }
+    if (!given_back && !unread.empty()) {
+      // the resident parts copied, the unread ones read from the file (never made resident)
+      std::sort(unread.begin(), unread.end());
+      size_t at = b;
+      for (const auto& u : unread) {
+        std::memcpy(scratch + (at - b), file_ + at, u.first - at);
+        if (!read_->copy_out(u.first, scratch + (u.first - b), u.second - u.first))
+          throw_changed(Released{u.first, u.second - u.first, 0, true});
+        at = u.second;
+      }
+      std::memcpy(scratch + (at - b), file_ + at, e - at);
+      return scratch;
     }
   }
+  ensure(s);  // (all resident, or partly given back after packing: read back in place, checked)
+  return s.data;
 }
 
 uint64_t Program::released_bytes() const {
@@ -188,6 +256,7 @@ uint64_t Program::data_file_bytes() const {
 
 void Program::parse() {
   if (file_size_ < 8) throw_load("file is " + std::to_string(file_size_) + " bytes: too small to be a .pte program");
+  ensure(Span{file_, std::min<size_t>(file_size_, kHeaderOffset + 32)});  // (the extended header's fields)
   if (std::memcmp(file_ + 4, "ET", 2) != 0)
     throw_load("not an ExecuTorch program (no 'ET' file identifier at byte 4)");
   if (std::memcmp(file_ + 4, "ET12", 4) != 0)
@@ -215,6 +284,7 @@ void Program::parse() {
     program_size = (size_t)psize;
     segment_base_ = sbase;
   }
+  ensure(Span{file_, program_size});
   fbuf_ = fb::Buffer{file_, program_size, "program flatbuffer"};
   root_ = fb::root(&fbuf_, nullptr);
 
@@ -288,13 +358,15 @@ Span Program::constant(uint32_t idx, size_t nbytes) const {
   fb::Table cs = root_.table(P_CONST_SEGMENT);
   fb::Vector offs = cs ? cs.vector(1, 8) : fb::Vector();
   if (!offs.empty()) {
-    Span seg = segment(cs.scalar<uint32_t>(0));
+    Span seg = segment(cs.scalar<uint32_t>(0), false);
     if (idx >= offs.size()) throw_load("constant index " + std::to_string(idx) + " out of range");
     uint64_t off = offs.at<uint64_t>(idx);
     if (off > seg.size || nbytes > seg.size - off)
       throw_load("constant " + std::to_string(idx) + " (" + std::to_string(nbytes) + " bytes at " + std::to_string(off) +
                  ") lies outside the constant segment");
-    return Span{seg.data + off, nbytes};
+    const Span c{seg.data + off, nbytes};
+    ensure(c);  // (that tensor's bytes only, not the whole segment's)
+    return c;
   }
   fb::Vector bufs = root_.vector(P_CONST_BUFFER, 4);
   if (idx >= bufs.size()) throw_load("constant buffer index " + std::to_string(idx) + " out of range");
@@ -311,10 +383,12 @@ Span Program::mutable_data(uint32_t idx, size_t nbytes, uint64_t segment_list) c
   fb::Table m = ms.table((uint32_t)segment_list);
   fb::Vector offs = m.vector(1, 8);
   if (idx >= offs.size()) throw_load("mutable data index " + std::to_string(idx) + " out of range");
-  Span seg = segment(m.scalar<uint32_t>(0));
+  Span seg = segment(m.scalar<uint32_t>(0), false);
   uint64_t off = offs.at<uint64_t>(idx);
   if (off > seg.size || nbytes > seg.size - off) throw_load("mutable tensor data lies outside its segment");
-  return Span{seg.data + off, nbytes};
+  const Span d{seg.data + off, nbytes};
+  ensure(d);
+  return d;
 }
 
 }  // namespace etnp

@@ -26,7 +26,10 @@ std::vector<Span> merge_nearby(std::vector<Span> spans, size_t gap);
 
 class Program {
  public:
-  // Reads the file (a private copy), or maps it when `map` is set (see os/file_source.h).
+  static constexpr size_t kReadAtOnce = (size_t)1 << 20;  // (a file up to this size is read whole)
+  // Reads the file (a private copy: past its first kReadAtOnce bytes and its flatbuffer, as the
+  // bytes are needed - ensure, borrow -, the file kept open), or maps it when `map` is set (see
+  // os/file_source.h).
   static std::shared_ptr<Program> from_file(std::shared_ptr<Runtime> rt, const std::string& path, bool map = false);
   static std::shared_ptr<Program> from_bytes(std::shared_ptr<Runtime> rt, const void* data, size_t size);
   ~Program();
@@ -90,6 +93,10 @@ class Program {
   // then what release gives back is memory of this process alone.
   bool reads_file_copy() const { return read_ != nullptr; }
   void ensure(Span s) const;
+  // S's bytes for a packer that reads them once (a filter): where part of S was not read from
+  // the file yet, a copy in SCRATCH (room for S.size bytes), read from the file without making S
+  // resident; else S's own bytes, ensured.
+  const uint8_t* borrow(Span s, uint8_t* scratch) const;
   uint64_t released_bytes() const;
  private:
   Program() = default;
@@ -101,15 +108,21 @@ class Program {
   std::unique_ptr<os::FileMapping> map_;
   std::string path_;                     // the file read or mapped ("" for bytes)
   std::string weight_cache_;             // set_weight_cache
+  // A range of the file's copy not in memory: given back after packing (hash: of the bytes given
+  // back; a copy's - a mapping reads its pages back unchecked), or not read yet (unread: a file
+  // read in part, os::FileBytes::fill reads it in)
   struct Released {
-    size_t offset, size;  // in the file, whole pages
-    uint64_t hash;        // of the bytes given back (a copy's: a mapping reads its pages back unchecked)
+    size_t offset, size;  // in the file, whole pages (an unread range: to the file's end)
+    uint64_t hash;
+    bool unread = false;
   };
+
   mutable std::mutex release_mu_;
   mutable std::vector<Released> released_;
   mutable std::vector<std::pair<size_t, size_t>> protected_;  // [begin, end) offsets
   mutable std::atomic<bool> any_released_{false};
   void read_back(const Released& r) const;
+  [[noreturn]] void throw_changed(const Released& r) const;
   const uint8_t* file_ = nullptr;
   size_t file_size_ = 0;
   fb::Buffer fbuf_;

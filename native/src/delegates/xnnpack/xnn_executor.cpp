@@ -102,22 +102,49 @@ class XnnDelegate : public DelegateHandle {
 
   // Packs each node's constant filters, reading their program bytes right before and giving
   // them back once the last node packing them has (so a program's weights are never resident
-  // twice over, as program bytes and packed, but one filter at a time).
+  // twice over, as program bytes and packed, but one filter at a time). Bytes a program has not
+  // read from its file yet are read into a scratch buffer (Program::borrow), reused node after
+  // node, instead of into fresh pages of the program's copy.
   void pack_nodes(const Program& program, ThreadPool* pool) {
     std::vector<int> left(g_.values.size(), 0);  // nodes yet to pack each value with a source
     for (const Node& n : g_.nodes)
       for_each_source(n, [&](uint32_t id) { left[id]++; });
+    // (one buffer per filter of a node, each of the largest filter's size, allocated once, not
+    // initialised, and the OS's pages from 1 MiB on: given back when packing ends)
+    size_t largest = 0;
+    for (const Value& v : g_.values) largest = std::max(largest, v.source.size);
+    std::vector<std::vector<uint8_t, UninitAllocator<uint8_t>>> scratch;
     for (Node& n : g_.nodes) {
-      read_sources(program, n);
+      BorrowedSources borrowed{g_, {}};
+      for_each_source(n, [&](uint32_t id) {
+        if (borrowed.ids.size() == scratch.size()) scratch.emplace_back(largest);
+        Value& v = g_.values[id];
+        const uint8_t* at = program.borrow(v.source, scratch[borrowed.ids.size()].data());
+        borrowed.ids.push_back(id);
+        borrowed.point(v, at);
+      });
       prepare_node(pool, g_, n);
+      borrowed.restore();
       for_each_source(n, [&](uint32_t id) {
         if (--left[id] == 0) program.release(g_.values[id].source);
       });
     }
   }
-  void read_sources(const Program& program, const Node& n) const {
-    for_each_source(n, [&](uint32_t id) { program.ensure(g_.values[id].source); });
-  }
+  // Filters pointed at copies of their bytes while a node packs (Value::raw / qraw: at the
+  // program's bytes otherwise), pointed back when it is done or fails.
+  struct BorrowedSources {
+    Graph& g;
+    std::vector<uint32_t> ids;
+    static void point(Value& v, const uint8_t* at) {
+      if (v.raw) v.raw = reinterpret_cast<const float*>(at);
+      if (v.qraw) v.qraw = at;
+    }
+    void restore() {
+      for (uint32_t id : ids) point(g.values[id], g.values[id].source.data);
+      ids.clear();
+    }
+    ~BorrowedSources() { restore(); }
+  };
   // F(id) for each distinct input of N whose bytes are the program's (Value::source)
   template <class F>
   void for_each_source(const Node& n, F f) const {

@@ -66,8 +66,9 @@ struct Value {
   const uint8_t* qraw = nullptr;
   size_t qraw_size = 0;
   // the program bytes `raw` / `qraw` point into: perhaps not read from the file yet; the method
-  // load reads them right before the nodes that pack them and gives them back right after
-  // (XnnDelegate: Program::ensure / release)
+  // load reads them right before the nodes that pack them (into a scratch copy where they were
+  // never read: `raw` / `qraw` point there meanwhile) and gives them back right after
+  // (XnnDelegate::pack_nodes: Program::borrow / release)
   Span source;
   // a float32 value whose elements are those of an int8-grid value (a Convert's dequantized copy,
   // reshaped or transposed): that value's id; its 256 grid points are this value's only values
