@@ -62,7 +62,7 @@ def test_truncated_file_does_not_crash(tmp_path):
     assert _truncate_before_method_load(path) == "RAN"
 
 
-def _run_twice(prog, ref):
+def _load_and_run(prog, ref):
     m = prog.load_method("forward")
     return [np.array(a) for a in m(method_inputs(ref, "forward"))]
 
@@ -75,7 +75,7 @@ def test_big_file_read_as_methods_need_it(rt, tmp_path):
     shutil.copy2(model_path("mobilenet_v2_xnn"), path)
     size = os.path.getsize(path)
     with open(path, "rb") as fh:
-        whole = _run_twice(rt.load_program(fh.read()), ref)
+        whole = _load_and_run(rt.load_program(fh.read()), ref)
     prog = rt.load_program(path)
     m = prog.load_method("forward")
     for a, b in zip(m(method_inputs(ref, "forward")), whole):
@@ -85,10 +85,10 @@ def test_big_file_read_as_methods_need_it(rt, tmp_path):
     # deleted, or replaced by another file (renamed over it): still read as it was (kept open)
     os.replace(path, str(tmp_path / "moved.pte"))
     shutil.copy(model_path("mlp_xnn"), path)
-    for a, b in zip(_run_twice(prog, ref), whole):
+    for a, b in zip(_load_and_run(prog, ref), whole):
         np.testing.assert_array_equal(a, b)
     os.remove(str(tmp_path / "moved.pte"))
-    for a, b in zip(_run_twice(prog, ref), whole):
+    for a, b in zip(_load_and_run(prog, ref), whole):
         np.testing.assert_array_equal(a, b)
 
 
