@@ -162,16 +162,28 @@ PackedQB4 pack_qb4_bytes(int64_t K, int64_t N, int64_t bs, const uint8_t* rows, 
   };
   auto fill = [&](int64_t n, int64_t k0, int64_t k1, int64_t ch, uint8_t* col) {
     int64_t wsum = 0;
-    for (int64_t c = 0; c < ch; c++) {
-      const int64_t k = k0 + c * 8;
-      if (k % 2 == 0 && k + 8 <= k1) {  // a whole chunk from 4 bytes: k .. k + 3 low halves, k + 4 .. k + 7 high
-        const uint8_t* s = rows + n * row_bytes + k / 2;
-        uint8_t* o = col + c * 64;
-        o[0] = (uint8_t)((s[0] & 15) | (s[2] << 4)), o[1] = (uint8_t)((s[0] >> 4) | (s[2] & 0xF0));
-        o[2] = (uint8_t)((s[1] & 15) | (s[3] << 4)), o[3] = (uint8_t)((s[1] >> 4) | (s[3] & 0xF0));
-        for (int i = 0; i < 4; i++) wsum += (s[i] & 15) + (s[i] >> 4) - 16;
-        continue;
+    int64_t c = 0;
+    if (k0 % 2 == 0) {  // whole chunks of 8 nibbles from 4 bytes each: k .. k + 3 low halves, k + 4 .. k + 7 high
+      const int64_t whole = std::min(ch, (k1 - k0) / 8);
+      const uint8_t* s = rows + n * row_bytes + k0 / 2;
+      int32_t nib = 0;  // (the nibbles' sum: a loop of its own, which compilers vectorise)
+      for (int64_t i = 0; i < 4 * whole; i++) nib += (s[i] & 15) + (s[i] >> 4);
+      wsum += nib - 16 * 4 * whole;
+      for (; c < whole; c++) {
+        // bytes s0..s3 as one word: low nibbles L = [l0 l1 l2 l3], high ones H; the chunk's
+        // bytes are [l0 | l2 << 4, h0 | h2 << 4, l1 | l3 << 4, h1 | h3 << 4]
+        const uint8_t* q = s + 4 * c;
+        const uint32_t w = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+        const uint32_t L = w & 0x0F0F0F0Fu, H = (w >> 4) & 0x0F0F0F0Fu;
+        const uint32_t X = (L & 0xFFu) | ((H & 0xFFu) << 8) | ((L & 0xFF00u) << 8) | ((H & 0xFF00u) << 16);
+        const uint32_t Y = ((L >> 16) & 0xFFu) | ((H >> 8) & 0xFF00u) | ((L >> 8) & 0xFF0000u) | (H & 0xFF000000u);
+        const uint32_t o = X | (Y << 4);
+        uint8_t* d = col + c * 64;  // (byte by byte: the same on big-endian machines)
+        d[0] = (uint8_t)o, d[1] = (uint8_t)(o >> 8), d[2] = (uint8_t)(o >> 16), d[3] = (uint8_t)(o >> 24);
       }
+    }
+    for (; c < ch; c++) {
+      const int64_t k = k0 + c * 8;
       for (int64_t t = 0; t < 4; t++) {
         const uint8_t lo = k + t < k1 ? (uint8_t)nibble(k + t, n) : 8;
         const uint8_t hi = k + t + 4 < k1 ? (uint8_t)nibble(k + t + 4, n) : 8;
