@@ -183,9 +183,16 @@ void prepare_dw_q8(const Value* x, Node& n, const Value& w);
 // false, having done nothing, where the input or output does not allow it.
 bool depthwise_q8_rows(KernelContext& ctx, Node& n, const Value& a, const DepthwiseGeom& dg, const float* bias,
                        Value& o, Scratch& sc, ChainHook* then);
+// A filter's int8 values: the program's bytes themselves where they are those values (an int8
+// filter kept as its bytes, Value::qraw: no copy), else a copy made here.
+struct Int8Values {
+  std::vector<int8_t> own;
+  const int8_t* at = nullptr;
+  const int8_t* data() const { return at; }
+};
 // The int8 values of a quantized filter of OC x K values (its decoded grid points divided by the
 // scale of their output channel, dimension `oc_dim` of its 2-D view: 0 [OC, K], 1 [K, OC]).
-void filter_int8_values(const Value& w, int64_t OC, int64_t K, int oc_dim, const float* scales, std::vector<int8_t>& q);
+void filter_int8_values(const Value& w, int64_t OC, int64_t K, int oc_dim, const float* scales, Int8Values& q);
 // One of them: a decoded grid point f over its scale s, rounded and clamped to int8 (0 for s = 0).
 inline int8_t int8_value(float f, float s) {
   return (int8_t)clamp_q(s != 0.f ? std::nearbyint((double)f / s) : 0.0, -128.0, 127.0);

@@ -122,14 +122,16 @@ void finalize_value(KernelContext& ctx, Value& v, const float* src) {
   });
 }
 
-void filter_int8_values(const Value& w, int64_t OC, int64_t K, int oc_dim, const float* scales, std::vector<int8_t>& q) {
-  q.resize((size_t)(OC * K));
+void filter_int8_values(const Value& w, int64_t OC, int64_t K, int oc_dim, const float* scales, Int8Values& values) {
   if (w.qraw && (w.dtype == QCINT8 || w.dtype == QINT8) && w.zero_point == 0) {
     // the program's int8 bytes themselves (what the decoded grid points divided by their scale
     // give back for any finite non-zero scale), in the same element order
-    std::memcpy(q.data(), w.qraw, (size_t)(OC * K));
+    values.at = reinterpret_cast<const int8_t*>(w.qraw);
     return;
   }
+  std::vector<int8_t>& q = values.own;
+  q.resize((size_t)(OC * K));
+  values.at = q.data();
   if (w.qraw && w.dtype == QCINT4 && oc_dim == 0 && w.dims.size() == 2 && w.dims[1] == K) {  // nibbles, low first, zero point 8; rows padded to bytes
     const int64_t row_bytes = (K + 1) / 2;
     for (int64_t oc = 0; oc < OC; oc++)
@@ -200,7 +202,7 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
         w->channel_dim == (tw ? 1 : 0) && (int64_t)w->scales.size() >= OC && IC > 0 && OC > 0 &&
         IC <= 32768) {  // int32 sums of up to 32768 products of 255 * 128 (and the zero-point term) cannot overflow
       // qd8 x qc8w
-      std::vector<int8_t> q;
+      Int8Values q;
       filter_int8_values(*w, OC, IC, tw ? 1 : 0, w->scales.data(), q);
       n.qpacked = pack_q8(IC, OC, q.data(), tw ? OC : 1, tw ? 1 : IC, w->scales.data());
       return;

@@ -42,7 +42,7 @@ namespace {
 // `quant_dim` of the filter itself; false unless it is per-channel qc8w or per-tensor qs8, zero
 // point 0 (or per-channel qc4w: its nibbles widened to int8 values - twice the program's bytes,
 // a quarter of a float copy), and the sums cannot overflow.
-bool int8_filter(const Value& w, int64_t OC, int64_t K, int oc_dim, int quant_dim, std::vector<int8_t>& q,
+bool int8_filter(const Value& w, int64_t OC, int64_t K, int oc_dim, int quant_dim, Int8Values& q,
                  std::vector<float>& scales) {
   // int32 sums of up to 32768 products of 255 * 128 (and the zero-point term) cannot overflow
   // (qc4w: nibbles with the implicit zero point 8, whatever the value's zero point says; each of
@@ -117,7 +117,7 @@ struct OutputRows {
 
 void prepare_conv_q8(const Value* x, Node& n, const Value& w) {
   const int64_t G = n.groups, OCg = n.group_out, K = (int64_t)n.kh * n.kw * n.group_in;
-  std::vector<int8_t> q;
+  Int8Values q;
   std::vector<float> scales;
   if (!int8_input(x) || !int8_filter(w, G * OCg, K, 0, 0, q, scales)) return;
   // filter [OC, KH, KW, ICg]: B(k, oc) = q[oc * K + k]
@@ -134,7 +134,7 @@ void prepare_conv_q8(const Value* x, Node& n, const Value& w) {
 }
 
 bool prepare_fc_q8(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw) {
-  std::vector<int8_t> q;
+  Int8Values q;
   std::vector<float> scales;
   if (!int8_input(x) || !int8_filter(w, OC, IC, tw ? 1 : 0, tw ? 1 : 0, q, scales)) return false;
   n.qpacked = pack_q8(IC, OC, q.data(), tw ? OC : 1, tw ? 1 : IC, scales.data());
@@ -146,7 +146,7 @@ void prepare_dw_q8(const Value* x, Node& n, const Value& w) {
   if (w.dims.size() != 4 || w.dims[0] != 1 || w.dims[1] != n.kh || w.dims[2] != n.kw || taps > kMaxDwQ8Taps) return;
   const int64_t C = w.dims[3];
   if (!int8_input(x) || x->dims.size() != 4 || x->dims[3] != C) return;  // (channel multiplier 1)
-  std::vector<int8_t> q;
+  Int8Values q;
   std::vector<float> scales;
   // filter [1, KH, KW, C]: its [taps, C] view, per-channel scales along dimension 3
   if (!int8_filter(w, C, taps, 1, 3, q, scales)) return;

@@ -231,8 +231,21 @@ PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw
     int8_t* col = data + ((n / NR) * groups * NR + n % NR) * per;  // group 0, lane n % NR
     const int8_t* src = W + n * csw;
     int32_t sum = 0;
-    for (int64_t k0 = 0; k0 < K; k0 += per) {
-      int8_t* dst = col + (k0 / per) * NR * per;
+    if (rsw == 1) {  // a column's k contiguous (a [N, K] filter): its sum in a loop of its own, runs copied
+      for (int64_t k = 0; k < K; k++) sum += src[k];
+      int8_t* dst = col;
+      int64_t k0 = 0;
+      // (whole groups by fixed-size copies, which compile to one move each)
+      if (per == 4)
+        for (; k0 + 4 <= K; k0 += 4, dst += NR * 4) std::memcpy(dst, src + k0, 4);
+      else if (per == 2)
+        for (; k0 + 2 <= K; k0 += 2, dst += NR * 2) std::memcpy(dst, src + k0, 2);
+      for (; k0 < K; k0 += per, dst += NR * per) std::memcpy(dst, src + k0, (size_t)std::min(per, K - k0));
+      p.col_sum[(size_t)n] = sum;
+      continue;
+    }
+    int8_t* dst = col;
+    for (int64_t k0 = 0; k0 < K; k0 += per, dst += NR * per) {
       for (int64_t k = k0; k < std::min(K, k0 + per); k++) {
         const int8_t q = src[k * rsw];
         dst[k - k0] = q;
