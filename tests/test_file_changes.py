@@ -120,3 +120,25 @@ def test_mmap_is_an_explicit_opt_in(rt):
     import pytest
     with pytest.raises(ValueError, match="mmap=True needs a path"):
         rt.load_program(b"1234", mmap=True)
+
+
+def test_descriptors_only_for_files_read_in_part(rt, tmp_path):
+    # a file read whole holds no descriptor once loaded (thousands of small programs may be
+    # loaded at once); one read in part holds one while the program lives
+    import gc
+    import pytest
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("no /proc/self/fd")
+    small = str(tmp_path / "small.pte")
+    big = str(tmp_path / "big.pte")
+    shutil.copy2(model_path("mlp_xnn"), small)
+    shutil.copy2(model_path("mobilenet_v2_xnn"), big)
+    gc.collect()
+    before = len(os.listdir("/proc/self/fd"))
+    progs = [rt.load_program(small) for _ in range(40)]
+    assert len(os.listdir("/proc/self/fd")) <= before + 2
+    progs += [rt.load_program(big) for _ in range(3)]
+    assert len(os.listdir("/proc/self/fd")) >= before + 3
+    del progs
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) <= before + 2

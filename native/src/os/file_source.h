@@ -25,9 +25,10 @@ struct FileIdentity {
 // file is no longer, was modified in the last 2 seconds, or where the OS reads files whole:
 // Windows) and leaves the rest unread, its
 // pages inaccessible (a read of them faults instead of seeing zeros) until fill reads them in;
-// copy_out reads bytes elsewhere without making them resident. Both read from the file as opened
-// (kept open: a file renamed over or deleted since is still read) and only while it is unchanged
-// (same identity: rewriting it in place shows as a new size or modification time).
+// copy_out reads bytes elsewhere without making them resident. Both read only while the file is
+// unchanged (same identity: rewriting it in place shows as a new size or modification time); a
+// file read in part is kept open meanwhile (renamed over or deleted, it is still read as it was),
+// one read whole is opened again by its path (renamed over or deleted, it cannot be read again).
 class FileBytes {
  public:
   ~FileBytes();
@@ -47,11 +48,11 @@ class FileBytes {
  private:
   friend std::unique_ptr<FileBytes> read_file(const std::string& path, size_t head);
   FileBytes() = default;
-  bool unchanged() const;
   uint8_t* data_ = nullptr;
   size_t size_ = 0, mapped_ = 0, filled_ = 0;
   FileIdentity identity_;
-  int fd_ = -1;  // (POSIX: the file, open while the bytes live)
+  std::string path_;
+  int fd_ = -1;  // (POSIX: the file, kept open while bytes are left unread)
 };
 
 // The regular file at PATH, its first HEAD bytes read (ProgramLoadError when it cannot be opened

@@ -67,34 +67,51 @@ FileBytes::~FileBytes() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-bool FileBytes::unchanged() const {
-  struct stat st;
-  return fd_ >= 0 && fstat(fd_, &st) == 0 && identity_of(st) == identity_;
-}
+namespace {
+// The file to read from: the one kept open, else (a file read whole) opened again by its path,
+// closed with this object.
+struct Reader {
+  int fd = -1;
+  bool own = false;
+  Reader(int kept, const std::string& path) : fd(kept) {
+    if (fd < 0) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC), own = true;
+  }
+  ~Reader() {
+    if (own && fd >= 0) ::close(fd);
+  }
+  bool is(const FileIdentity& id) const {
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && identity_of(st) == id;
+  }
+};
+}  // namespace
 
 bool FileBytes::fill(size_t offset, size_t n) {
   const size_t page = page_size();
   if (offset >= size_ || n == 0) return true;
   const size_t b = offset / page * page, e = std::min(size_, (offset + std::min(n, size_ - offset) + page - 1) / page * page);
   const size_t span = (e - b + page - 1) / page * page;  // (the last page: past the file's end too)
-  if (!unchanged() || mprotect(data_ + b, span, PROT_READ | PROT_WRITE) != 0) return false;
+  const Reader r(fd_, path_);
+  if (!r.is(identity_) || mprotect(data_ + b, span, PROT_READ | PROT_WRITE) != 0) return false;
   populate_pages(data_ + b, span);  // (one call, not a fault a page)
   int err = 0;
-  if (pread_all(fd_, data_ + b, e - b, b, &err) == e - b && unchanged()) return true;  // (not rewritten meanwhile)
+  if (pread_all(r.fd, data_ + b, e - b, b, &err) == e - b && r.is(identity_)) return true;  // (not rewritten meanwhile)
   mprotect(data_ + b, span, PROT_NONE);  // (unread again: never half-read bytes that look read)
   return false;
 }
 
 bool FileBytes::copy_out(size_t offset, void* dst, size_t n) const {
+  if (offset > size_ || n > size_ - offset) return false;
+  const Reader r(fd_, path_);
   int err = 0;
-  return offset <= size_ && n <= size_ - offset && unchanged() &&
-         pread_all(fd_, static_cast<uint8_t*>(dst), n, offset, &err) == n && unchanged();
+  return r.is(identity_) && pread_all(r.fd, static_cast<uint8_t*>(dst), n, offset, &err) == n && r.is(identity_);
 }
 
 std::unique_ptr<FileBytes> read_file(const std::string& path, size_t head) {
   std::unique_ptr<FileBytes> f(new FileBytes());
   size_t size = 0;
   f->fd_ = open_regular(path, &size, &f->identity_);
+  f->path_ = path;
   const size_t page = page_size();
   // (a file modified in the last seconds is read whole: a rewrite in place within the timestamps'
   // granularity - a clock tick - would keep its identity, and the bytes left unread would change
@@ -125,6 +142,8 @@ std::unique_ptr<FileBytes> read_file(const std::string& path, size_t head) {
   if (err) throw_load("cannot read '" + path + "': " + std::strerror(err));
   if (more > 0) throw_load("'" + path + "' grew while it was read (it changed: load it again once it is written)");
   f->size_ = f->filled_ = got;  // (a file that shrank since fstat: what it holds now)
+  ::close(f->fd_);  // (nothing left unread: a later read - copy_out - opens it again by its path)
+  f->fd_ = -1;
   return f;
 }
 

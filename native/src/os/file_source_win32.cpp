@@ -80,7 +80,6 @@ std::unique_ptr<FileBytes> read_file(const std::string& path, size_t) {  // (rea
 }
 
 // (nothing is left unread nor given back on Windows: never needed)
-bool FileBytes::unchanged() const { return false; }
 bool FileBytes::fill(size_t, size_t) { return true; }  // (every byte was read when opened)
 bool FileBytes::copy_out(size_t, void*, size_t) const { return false; }
 

@@ -28,8 +28,8 @@ class Program {
  public:
   static constexpr size_t kReadAtOnce = (size_t)1 << 20;  // (a file up to this size is read whole)
   // Reads the file (a private copy: past its first kReadAtOnce bytes and its flatbuffer, as the
-  // bytes are needed - ensure, borrow -, the file kept open), or maps it when `map` is set (see
-  // os/file_source.h).
+  // bytes are needed - ensure, borrow -, the file kept open meanwhile), or maps it when `map` is
+  // set (see os/file_source.h).
   static std::shared_ptr<Program> from_file(std::shared_ptr<Runtime> rt, const std::string& path, bool map = false);
   static std::shared_ptr<Program> from_bytes(std::shared_ptr<Runtime> rt, const void* data, size_t size);
   ~Program();
