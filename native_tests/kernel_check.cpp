@@ -169,6 +169,17 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
     }
   }
   PackedQ8 p = pack_q8(K, N, W.data(), N, 1, sw.data());
+  if (pool) {  // packed on the pool's threads, from [K, N] and from [N, K] (the same weights): the same bytes
+    std::vector<int8_t> T(W.size());
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t n = 0; n < N; n++) T[n * K + k] = W[k * N + n];
+    for (const PackedQ8& q : {pack_q8(K, N, W.data(), N, 1, sw.data(), pool), pack_q8(K, N, T.data(), 1, K, sw.data(), pool)})
+      if (q.data.size() != p.data.size() || std::memcmp(q.data.data(), p.data.data(), p.data.size()) != 0 ||
+          std::memcmp(q.col_sum.data(), p.col_sum.data(), p.col_sum.size() * sizeof(int32_t)) != 0) {
+        std::printf("pack_q8 K=%ld N=%ld: packed on the pool or from [N, K], other bytes\n", (long)K, (long)N);
+        failures++;
+      }
+  }
   QActivations a{X.data(), sa.data(), zp.data()};
   a.uniform = uniform;  // (the VNNI epilogue then computes the row terms once)
   qgemm_q8(pool, M, a, p, bias.data(), -1e30f, 1e30f, C.data(), N);

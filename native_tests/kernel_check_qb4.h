@@ -103,11 +103,13 @@ static int check_qgemm_qb4_case(etnp::ThreadPool* pool, int64_t M, int64_t N, in
     std::vector<uint8_t> rows((size_t)(N * rb), 0);
     for (int64_t n = 0; n < N; n++)
       for (int64_t k = 0; k < K; k++) rows[(size_t)(n * rb + k / 2)] |= (uint8_t)(W[(size_t)(n * K + k)] << (4 * (k & 1)));
-    const PackedQB4 pb = pack_qb4_bytes(K, N, bs, rows.data(), rb,
-                                        [&](int64_t n, int64_t blk) { return S[(size_t)(n * nb + blk)]; });
-    if (pb.data.size() != p4.data.size() || std::memcmp(pb.data.data(), p4.data.data(), pb.data.size()) != 0) {
-      std::printf("qgemm_qb4 N=%ld K=%ld bs=%ld: pack_qb4_bytes differs from pack_qb4\n", (long)N, (long)K, (long)bs);
-      return 1;
+    for (etnp::ThreadPool* on : {(etnp::ThreadPool*)nullptr, pool}) {  // (and packed on the pool's threads)
+      const PackedQB4 pb = pack_qb4_bytes(K, N, bs, rows.data(), rb,
+                                          [&](int64_t n, int64_t blk) { return S[(size_t)(n * nb + blk)]; }, on);
+      if (pb.data.size() != p4.data.size() || std::memcmp(pb.data.data(), p4.data.data(), pb.data.size()) != 0) {
+        std::printf("qgemm_qb4 N=%ld K=%ld bs=%ld: pack_qb4_bytes differs from pack_qb4\n", (long)N, (long)K, (long)bs);
+        return 1;
+      }
     }
   }
   qgemm_qb4(pool, M, X.data(), ldx, sa.data(), zp.data(), p4, b, lo, hi, got.data(), N);

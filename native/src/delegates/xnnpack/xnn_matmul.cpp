@@ -226,7 +226,7 @@ void sdpa(Graph& g, Node& n) {
 }
 
 
-bool prepare_fc_q4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw) {
+bool prepare_fc_q4w(ThreadPool* pool, const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw) {
   // qb4w: blocks along the filter's last dim (its input channels, not transposed), a scale per
   // block; qc4w: one scale a column - one block of all IC input channels (qgemm_qb4 takes any
   // block size: its block sums stay exact int32, |sum| <= IC * 128 * 8 < 2^25, converted to float
@@ -256,11 +256,11 @@ bool prepare_fc_q4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_t
         nibbles = v >= -8 && v <= 7;
       }
   if (nibbles && w.qraw) {
-    n.qb4 = pack_qb4_bytes(IC, OC, bs, w.qraw, row_bytes, scale);
+    n.qb4 = pack_qb4_bytes(IC, OC, bs, w.qraw, row_bytes, scale, pool);
     return true;
   }
   if (nibbles) {
-    n.qb4 = pack_qb4(IC, OC, bs, [&](int64_t k, int64_t oc) { return value(oc, k) + 8; }, scale);
+    n.qb4 = pack_qb4(IC, OC, bs, [&](int64_t k, int64_t oc) { return value(oc, k) + 8; }, scale, pool);
     return true;
   }
   // elsewhere the int8 GEMM: qc4w as qc8w (one int8 panel, XNNPACK's qd8 x qc8w epilogue), qb4w
@@ -274,8 +274,8 @@ bool prepare_fc_q4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_t
       s[(size_t)oc] = scale(oc, b);
       for (int64_t k = 0; k < K; k++) q[(size_t)(oc * K + k)] = (int8_t)value(oc, k0 + k);
     }
-    if (channelwise) n.qpacked = pack_q8(K, OC, q.data(), 1, K, s.data());
-    else n.qblocks.push_back(pack_q8(K, OC, q.data(), 1, K, s.data()));
+    if (channelwise) n.qpacked = pack_q8(K, OC, q.data(), 1, K, s.data(), pool);
+    else n.qblocks.push_back(pack_q8(K, OC, q.data(), 1, K, s.data(), pool));
   }
   return true;
 }

@@ -127,7 +127,7 @@ void fully_connected(KernelContext& ctx, Graph& g, Node& n, Scratch& sc);
 // int32 sum, scaled by the block's scales and summed in float32, as XNNPACK's qd8-f32-qb4w GEMM);
 // where this build has no 4-bit GEMM, their int8 values (Node::qblocks, one panel a block; qc4w:
 // Node::qpacked, as qd8 x qc8w). False where it does not apply.
-bool prepare_fc_q4w(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw);
+bool prepare_fc_q4w(ThreadPool* pool, const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw);
 void batch_matmul(KernelContext& ctx, Graph& g, Node& n);
 void sdpa(Graph& g, Node& n);
 
@@ -138,8 +138,8 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc);
 // grid and the filter int8 with zero point 0; conv2d_q8 computes the node from it into o (false,
 // having done nothing, where it does not apply); fully_connected_q8 for an FC so prepared.
 // (x: the node's input value, or null)
-void prepare_conv_q8(const Value* x, Node& n, const Value& w);
-bool prepare_fc_q8(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw);
+void prepare_conv_q8(ThreadPool* pool, const Value* x, Node& n, const Value& w);
+bool prepare_fc_q8(ThreadPool* pool, const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw);
 // Static-int8 values may be kept as int8 codes (Value::as_codes; ETNP_XNN_CODES=off: never).
 bool codes_enabled();
 // A node that only moves or selects its inputs' elements (transposes, reshapes, slices,

@@ -204,11 +204,11 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
       // qd8 x qc8w
       Int8Values q;
       filter_int8_values(*w, OC, IC, tw ? 1 : 0, w->scales.data(), q);
-      n.qpacked = pack_q8(IC, OC, q.data(), tw ? OC : 1, tw ? 1 : IC, w->scales.data());
+      n.qpacked = pack_q8(IC, OC, q.data(), tw ? OC : 1, tw ? 1 : IC, w->scales.data(), pool);
       return;
     }
-    if (prepare_fc_q8(x, n, *w, IC, OC, tw)) return;  // static int8: the int8 filter only
-    if (prepare_fc_q4w(x, n, *w, IC, OC, tw)) return;  // qd8 x qb4w / qc4w: the 4-bit filter only
+    if (prepare_fc_q8(pool, x, n, *w, IC, OC, tw)) return;  // static int8: the int8 filter only
+    if (prepare_fc_q4w(pool, x, n, *w, IC, OC, tw)) return;  // qd8 x qb4w / qc4w: the 4-bit filter only
     n.packed.push_back(pack_b(pool, IC, OC, decoded.floats(), tw ? OC : 1, tw ? 1 : IC, half));
   } else if (n.type == Conv2d) {
     if (w->dims.size() != 4) fail(n, "filter must be 4-D");
@@ -236,7 +236,7 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n) {
       taps = taps_from(decoded.floats(), OC, n.kh, n.kw, ICg, n.filter_kh, n.filter_kw,
                        [&](int64_t i, int64_t j) { return std::make_pair(n.tap_row0 + i, n.tap_col0 + j); });
     else
-      prepare_conv_q8(x, n, *w);
+      prepare_conv_q8(pool, x, n, *w);
     // a static-int8 convolution runs on qconv: its float packing is made only if fusion keeps it
     // (pack_deferred, after fuse_nodes); until then it is a placeholder of the right shape
     const bool defer = !n.qconv.empty();

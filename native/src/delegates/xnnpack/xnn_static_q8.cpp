@@ -115,14 +115,14 @@ struct OutputRows {
 
 }  // namespace
 
-void prepare_conv_q8(const Value* x, Node& n, const Value& w) {
+void prepare_conv_q8(ThreadPool* pool, const Value* x, Node& n, const Value& w) {
   const int64_t G = n.groups, OCg = n.group_out, K = (int64_t)n.kh * n.kw * n.group_in;
   Int8Values q;
   std::vector<float> scales;
   if (!int8_input(x) || !int8_filter(w, G * OCg, K, 0, 0, q, scales)) return;
   // filter [OC, KH, KW, ICg]: B(k, oc) = q[oc * K + k]
   if (G > 1) {  // small groups several to a panel, where the kernel runs here
-    PackedQ8 all = pack_q8(K, G * OCg, q.data(), 1, K, scales.data());
+    PackedQ8 all = pack_q8(K, G * OCg, q.data(), 1, K, scales.data(), pool);
     if (qgemm_q8_grouped_ok(all, (int64_t)n.kh * n.kw, n.group_in, OCg)) {
       n.qconv.push_back(std::move(all));
       n.qconv_grouped = true;
@@ -130,14 +130,14 @@ void prepare_conv_q8(const Value* x, Node& n, const Value& w) {
     }
   }
   for (int64_t gi = 0; gi < G; gi++)
-    n.qconv.push_back(pack_q8(K, OCg, q.data() + gi * OCg * K, 1, K, scales.data() + gi * OCg));
+    n.qconv.push_back(pack_q8(K, OCg, q.data() + gi * OCg * K, 1, K, scales.data() + gi * OCg, pool));
 }
 
-bool prepare_fc_q8(const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw) {
+bool prepare_fc_q8(ThreadPool* pool, const Value* x, Node& n, const Value& w, int64_t IC, int64_t OC, bool tw) {
   Int8Values q;
   std::vector<float> scales;
   if (!int8_input(x) || !int8_filter(w, OC, IC, tw ? 1 : 0, tw ? 1 : 0, q, scales)) return false;
-  n.qpacked = pack_q8(IC, OC, q.data(), tw ? OC : 1, tw ? 1 : IC, scales.data());
+  n.qpacked = pack_q8(IC, OC, q.data(), tw ? OC : 1, tw ? 1 : IC, scales.data(), pool);
   return true;
 }
 

@@ -210,7 +210,8 @@ bool columns_layout() {
 
 }  // namespace
 
-PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw, const float* scales) {
+PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw, const float* scales,
+                 ThreadPool* pool) {
   PackedQ8 p;
   p.K = K;
   p.N = N;
@@ -227,33 +228,38 @@ PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw
   // stepped, not divided, per element
   const int64_t per = p.pairs ? 2 : p.columns ? p.Kp : 4, groups = p.pairs ? J : p.columns ? 1 : G;
   int8_t* data = p.data.data();
-  for (int64_t n = 0; n < N; n++) {
-    int8_t* col = data + ((n / NR) * groups * NR + n % NR) * per;  // group 0, lane n % NR
-    const int8_t* src = W + n * csw;
-    int32_t sum = 0;
-    if (rsw == 1) {  // a column's k contiguous (a [N, K] filter): its sum in a loop of its own, runs copied
-      for (int64_t k = 0; k < K; k++) sum += src[k];
-      int8_t* dst = col;
-      int64_t k0 = 0;
-      // (whole groups by fixed-size copies, which compile to one move each)
-      if (per == 4)
-        for (; k0 + 4 <= K; k0 += 4, dst += NR * 4) std::memcpy(dst, src + k0, 4);
-      else if (per == 2)
-        for (; k0 + 2 <= K; k0 += 2, dst += NR * 2) std::memcpy(dst, src + k0, 2);
-      for (; k0 < K; k0 += per, dst += NR * per) std::memcpy(dst, src + k0, (size_t)std::min(per, K - k0));
-      p.col_sum[(size_t)n] = sum;
-      continue;
-    }
-    int8_t* dst = col;
-    for (int64_t k0 = 0; k0 < K; k0 += per, dst += NR * per) {
-      for (int64_t k = k0; k < std::min(K, k0 + per); k++) {
-        const int8_t q = src[k * rsw];
-        dst[k - k0] = q;
-        sum += q;
+  // (whole panels a task: two threads never write parts of one cache line)
+  auto columns = [&](int64_t pb, int64_t pe) {
+    for (int64_t n = pb * NR; n < std::min(N, pe * NR); n++) {
+      int8_t* col = data + ((n / NR) * groups * NR + n % NR) * per;  // group 0, lane n % NR
+      const int8_t* src = W + n * csw;
+      int32_t sum = 0;
+      if (rsw == 1) {  // a column's k contiguous (a [N, K] filter): its sum in a loop of its own, runs copied
+        for (int64_t k = 0; k < K; k++) sum += src[k];
+        int8_t* dst = col;
+        int64_t k0 = 0;
+        // (whole groups by fixed-size copies, which compile to one move each)
+        if (per == 4)
+          for (; k0 + 4 <= K; k0 += 4, dst += NR * 4) std::memcpy(dst, src + k0, 4);
+        else if (per == 2)
+          for (; k0 + 2 <= K; k0 += 2, dst += NR * 2) std::memcpy(dst, src + k0, 2);
+        for (; k0 < K; k0 += per, dst += NR * per) std::memcpy(dst, src + k0, (size_t)std::min(per, K - k0));
+        p.col_sum[(size_t)n] = sum;
+        continue;
       }
+      int8_t* dst = col;
+      for (int64_t k0 = 0; k0 < K; k0 += per, dst += NR * per) {
+        for (int64_t k = k0; k < std::min(K, k0 + per); k++) {
+          const int8_t q = src[k * rsw];
+          dst[k - k0] = q;
+          sum += q;
+        }
+      }
+      p.col_sum[(size_t)n] = sum;
     }
-    p.col_sum[(size_t)n] = sum;
-  }
+  };
+  if (pool && panels > 1 && K * N > (int64_t(1) << 16)) pool->parallel_for(panels, 1, columns);
+  else columns(0, panels);
   return p;
 }
 

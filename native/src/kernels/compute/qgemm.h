@@ -28,8 +28,9 @@ struct PackedQ8 {
   PackedArray<int32_t> col_sum;    // sum_k w(k, n), zero-padded to whole 16-column panels
   PackedArray<float> scale;        // per output column, zero-padded likewise
 };
-// w(k, n) = W[k * rsw + n * csw] (int8 values)
-PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw, const float* scales);
+// w(k, n) = W[k * rsw + n * csw] (int8 values); panels packed in parallel on POOL where given
+PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw, const float* scales,
+                 ThreadPool* pool = nullptr);
 
 struct QActivations {
   const uint8_t* data = nullptr;   // [M][Kp], qa + 128, zero padded

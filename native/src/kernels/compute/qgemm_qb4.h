@@ -71,13 +71,15 @@ constexpr bool kQb4Used =
 #endif
 
 // nibble(k, n): weight w(k, n) + 8 (0..15); scale(n, b): column n's scale for block b.
-// bs: 1..kQb4MaxBlock.
+// bs: 1..kQb4MaxBlock. Panels packed in parallel on POOL where given (nibble and scale are then
+// called from its threads).
 template <class Nibble, class Scale>
-PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale);
+PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale, ThreadPool* pool = nullptr);
 // The same from the nibbles as programs store them: column n's K nibbles two a byte, k's in the
 // low half for k even, from rows + n * row_bytes.
 template <class Scale>
-PackedQB4 pack_qb4_bytes(int64_t K, int64_t N, int64_t bs, const uint8_t* rows, int64_t row_bytes, Scale scale);
+PackedQB4 pack_qb4_bytes(int64_t K, int64_t N, int64_t bs, const uint8_t* rows, int64_t row_bytes, Scale scale,
+                         ThreadPool* pool = nullptr);
 
 // C[m][n] (row stride ldc) = the product above for the M rows of codes x[m * ldx + k] = q + 128
 // (k < K), row scale sa[m] and zero point za[m]; bias (N values) or none; clamp [lo, hi].
@@ -97,7 +99,7 @@ inline uint16_t bf16_bits(float f, bool& exact) {
 // The layout around the chunks; fill(n, k0, k1, ch, col) writes column n's bytes of the block
 // [k0, k1) (ch chunks: byte t of chunk c at col + c * 64 + t) and returns the sum of its weights.
 template <class Fill, class Scale>
-PackedQB4 pack_qb4_columns(int64_t K, int64_t N, int64_t bs, Fill fill, Scale scale) {
+PackedQB4 pack_qb4_columns(int64_t K, int64_t N, int64_t bs, Fill fill, Scale scale, ThreadPool* pool) {
   PackedQB4 p;
   p.K = K, p.N = N, p.bs = bs;
   const int64_t nb = (K + bs - 1) / bs;
@@ -108,37 +110,41 @@ PackedQB4 pack_qb4_columns(int64_t K, int64_t N, int64_t bs, Fill fill, Scale sc
   p.set_layout();
   p.data.assign((size_t)(p.panels * p.panel_bytes), 0x88);  // (nibbles of 0: the padding)
   const int64_t sbytes = p.scale_bytes();
-  for (int64_t pn = 0; pn < p.panels; pn++) {
-    uint8_t* panel = p.data.data() + pn * p.panel_bytes;
-    double Z[16] = {};  // (exact products, summed in double, rounded once)
-    for (int64_t b = 0; b < nb; b++) {
-      uint8_t* pair = panel + 64 + (b / 2) * p.pair_bytes;
-      uint8_t* d = pair + sbytes + (b % 2) * p.chunks * 64;
-      if (b % 2 == 0) std::memset(pair, 0, (size_t)sbytes);
-      const int64_t k0 = b * bs, k1 = std::min(K, k0 + bs);
-      for (int64_t j = 0; j < 16; j++) {
-        const int64_t n = pn * 16 + j;
-        const float s = n < N ? scale(n, b) : 0.f;
-        if (p.f32_scales) {
-          std::memcpy(pair + (b % 2) * 64 + j * 4, &s, 4);
-        } else {
-          bool e = true;
-          const uint16_t h = qb4_detail::bf16_bits(s, e);
-          std::memcpy(pair + j * 4 + (b % 2) * 2, &h, 2);
+  auto panels = [&](int64_t pb, int64_t pe) {
+    for (int64_t pn = pb; pn < pe; pn++) {
+      uint8_t* panel = p.data.data() + pn * p.panel_bytes;
+      double Z[16] = {};  // (exact products, summed in double, rounded once)
+      for (int64_t b = 0; b < nb; b++) {
+        uint8_t* pair = panel + 64 + (b / 2) * p.pair_bytes;
+        uint8_t* d = pair + sbytes + (b % 2) * p.chunks * 64;
+        if (b % 2 == 0) std::memset(pair, 0, (size_t)sbytes);
+        const int64_t k0 = b * bs, k1 = std::min(K, k0 + bs);
+        for (int64_t j = 0; j < 16; j++) {
+          const int64_t n = pn * 16 + j;
+          const float s = n < N ? scale(n, b) : 0.f;
+          if (p.f32_scales) {
+            std::memcpy(pair + (b % 2) * 64 + j * 4, &s, 4);
+          } else {
+            bool e = true;
+            const uint16_t h = qb4_detail::bf16_bits(s, e);
+            std::memcpy(pair + j * 4 + (b % 2) * 2, &h, 2);
+          }
+          if (n < N) Z[j] += (double)s * (double)fill(n, k0, k1, p.block_chunks(b), d + j * 4);
         }
-        if (n < N) Z[j] += (double)s * (double)fill(n, k0, k1, p.block_chunks(b), d + j * 4);
+      }
+      for (int64_t j = 0; j < 16; j++) {
+        const float z = (float)Z[j];
+        std::memcpy(panel + j * 4, &z, 4);
       }
     }
-    for (int64_t j = 0; j < 16; j++) {
-      const float z = (float)Z[j];
-      std::memcpy(panel + j * 4, &z, 4);
-    }
-  }
+  };
+  if (pool && p.panels > 1 && K * N > (int64_t(1) << 16)) pool->parallel_for(p.panels, 1, panels);
+  else panels(0, p.panels);
   return p;
 }
 
 template <class Nibble, class Scale>
-PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale) {
+PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale, ThreadPool* pool) {
   auto fill = [&](int64_t n, int64_t k0, int64_t k1, int64_t ch, uint8_t* col) {
     int64_t wsum = 0;  // (each byte written once: the nibbles of k and k + 4, 8 past the block's K)
     for (int64_t c = 0; c < ch; c++)
@@ -151,11 +157,12 @@ PackedQB4 pack_qb4(int64_t K, int64_t N, int64_t bs, Nibble nibble, Scale scale)
       }
     return wsum;
   };
-  return pack_qb4_columns(K, N, bs, fill, scale);
+  return pack_qb4_columns(K, N, bs, fill, scale, pool);
 }
 
 template <class Scale>
-PackedQB4 pack_qb4_bytes(int64_t K, int64_t N, int64_t bs, const uint8_t* rows, int64_t row_bytes, Scale scale) {
+PackedQB4 pack_qb4_bytes(int64_t K, int64_t N, int64_t bs, const uint8_t* rows, int64_t row_bytes, Scale scale,
+                         ThreadPool* pool) {
   auto nibble = [&](int64_t k, int64_t n) {
     const uint8_t byte = rows[n * row_bytes + k / 2];
     return (k & 1) ? byte >> 4 : byte & 15;
@@ -193,7 +200,7 @@ PackedQB4 pack_qb4_bytes(int64_t K, int64_t N, int64_t bs, const uint8_t* rows, 
     }
     return wsum;
   };
-  return pack_qb4_columns(K, N, bs, fill, scale);
+  return pack_qb4_columns(K, N, bs, fill, scale, pool);
 }
 
 }  // namespace etnp
