@@ -219,7 +219,8 @@ const uint8_t* Program::borrow(Span s, uint8_t* scratch) const {
         if (r.unread) unread.emplace_back(std::max(b, r.offset), std::min(e, r.offset + r.size));
         else given_back = true;
       }
-    if (!given_back && !unread.empty()) {
+    if (!given_back && unread.empty()) return s.data;  // (all resident)
+    if (!given_back) {
       // the resident parts copied, the unread ones read from the file (never made resident)
       std::sort(unread.begin(), unread.end());
       size_t at = b;
@@ -233,7 +234,7 @@ const uint8_t* Program::borrow(Span s, uint8_t* scratch) const {
       return scratch;
     }
   }
-  ensure(s);  // (all resident, or partly given back after packing: read back in place, checked)
+  ensure(s);  // (partly given back after packing: read back in place, checked)
   return s.data;
 }
 
