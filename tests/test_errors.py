@@ -193,6 +193,27 @@ def test_fuzz_corpus_replays_cleanly(rt):
             pass
 
 
+def test_depthwise_filter_without_channels(rt):
+    """conv_regimes_xnn with its channel-multiplier-2 depthwise filter's output channels set to 0 (the
+    input libFuzzer found: a division by zero - SIGFPE - when the method ran) is an ExecutionError."""
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuzz_corpus")
+    with open(os.path.join(d, "crash-depthwise-no-filter-channels"), "rb") as fh:
+        m = rt.load_program(fh.read()).load_method("forward")
+    with pytest.raises(en.ExecutionError, match="XNNDepthwiseConv2d: filter channels"):
+        m(method_inputs(reference("conv_regimes_xnn"), "forward"))
+
+
+def test_convert_input_without_data(rt):
+    """qact_cnn_static_xnn with a Convert's input made a value nothing writes (found by setting each
+    small integer of the fixture to 0: a float read from a null buffer - SIGSEGV - when it ran) is an
+    ExecutionError."""
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuzz_corpus")
+    with open(os.path.join(d, "crash-convert-input-without-data"), "rb") as fh:
+        m = rt.load_program(fh.read()).load_method("forward")
+    with pytest.raises(en.ExecutionError, match="XNNConvert: input 0 has no data"):
+        m(method_inputs(reference("qact_cnn_static_xnn"), "forward"))
+
+
 def test_op_coverage_tool():
     import subprocess
     import sys

@@ -203,7 +203,7 @@ void Program::ensure(Span s) const {
   }
 }
 
-const uint8_t* Program::borrow(Span s, uint8_t* scratch) const {
+const uint8_t* Program::borrow(Span s, const std::function<uint8_t*()>& room) const {
   if (!read_ || !any_released_.load(std::memory_order_acquire) || !s.data || s.data < file_ ||
       s.data >= file_ + file_size_) {
     ensure(s);
@@ -223,6 +223,7 @@ const uint8_t* Program::borrow(Span s, uint8_t* scratch) const {
     if (!given_back) {
       // the resident parts copied, the unread ones read from the file (never made resident)
       std::sort(unread.begin(), unread.end());
+      uint8_t* const scratch = room();
       size_t at = b;
       for (const auto& u : unread) {
         std::memcpy(scratch + (at - b), file_ + at, u.first - at);

@@ -389,7 +389,7 @@ bool depthwise(KernelContext& ctx, Graph& g, Node& n, Value& o, Scratch& sc) {
   Value &a = in(g, n, 0), &w = in(g, n, 1);
   if (a.shape.size() != 4 || w.shape.size() != 4) fail(n, "expects 4-D NHWC input and filter");
   int64_t N = a.shape[0], H = a.shape[1], W = a.shape[2], C = a.shape[3], OC = w.shape[3];
-  if (OC % C) fail(n, "filter channels are not a multiple of input channels");
+  if (C <= 0 || OC <= 0 || OC % C) fail(n, "filter channels are not a multiple of input channels (or none)");
   int64_t mult = OC / C, KH = n.kh, KW = n.kw;
   int64_t OH = pool_dim(n, H, KH, n.sh, n.dh, n.pad_top, n.pad_bottom), OW = pool_dim(n, W, KW, n.sw, n.dw, n.pad_left, n.pad_right);
   ensure_shape(o, {N, OH, OW, OC});

@@ -109,17 +109,22 @@ class XnnDelegate : public DelegateHandle {
     std::vector<int> left(g_.values.size(), 0);  // nodes yet to pack each value with a source
     for (const Node& n : g_.nodes)
       for_each_source(n, [&](uint32_t id) { left[id]++; });
-    // (one buffer per filter of a node, each of the largest filter's size, allocated once, not
-    // initialised, and the OS's pages from 1 MiB on: given back when packing ends)
+    // (one buffer per filter of a node, each of the largest filter's size, allocated when first
+    // needed - a copy is made only of bytes not read yet -, not initialised, and the OS's pages
+    // from 1 MiB on: given back when packing ends)
     size_t largest = 0;
     for (const Value& v : g_.values) largest = std::max(largest, v.source.size);
     std::vector<std::vector<uint8_t, UninitAllocator<uint8_t>>> scratch;
     for (Node& n : g_.nodes) {
       BorrowedSources borrowed{g_, {}};
       for_each_source(n, [&](uint32_t id) {
-        if (borrowed.ids.size() == scratch.size()) scratch.emplace_back(largest);
+        const size_t k = borrowed.ids.size();
         Value& v = g_.values[id];
-        const uint8_t* at = program.borrow(v.source, scratch[borrowed.ids.size()].data());
+        const uint8_t* at = program.borrow(v.source, [&] {
+          if (scratch.size() <= k) scratch.resize(k + 1);
+          if (scratch[k].empty()) scratch[k].resize(largest);
+          return scratch[k].data();
+        });
         borrowed.ids.push_back(id);
         borrowed.point(v, at);
       });

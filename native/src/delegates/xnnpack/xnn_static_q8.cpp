@@ -231,7 +231,7 @@ bool int8_convert(const Graph& g, const Node& n) {
 }
 
 bool convert_codes(KernelContext& ctx, Graph& g, Node& n) {
-  const Value& a = g.values[n.inputs[0]];
+  const Value& a = in(g, n, 0);  // (its codes or its floats: as many as its shape holds, or fail)
   Value& o = g.values[n.output];
   if (!a.as_codes && !o.as_codes) return false;
   if (!int8_convert(g, n) || (a.as_codes && o.as_codes)) fail(n, "int8 codes on a conversion that cannot take them");  // (the plan rules it out)
