@@ -1,10 +1,10 @@
 // fuzz_loader SEEDS_DIR SECONDS [CRASH_DIR [MAX_EXECS]]: a mutation fuzzer for the .pte loader,
 // the .ptd (external data) reader, the XNNPACK blob reader and the interpreter (seeds: .pte, .ptd,
 // .bpte - see harness_util.h load_any -, crash-*, seed-*). Each execution mutates a seed (bit flips,
-// interesting integers, truncation, splices), loads it from bytes (a quarter of the programs that
-// load: from a file, read in part - load_via_file), and when it loads, loads and runs every method
-// on patterned inputs. Built with ASan+UBSan; on a crash the
-// current input is written to CRASH_DIR for tests/fuzz_corpus/.
+// interesting integers, truncation, splices, small numbers in aligned fields set to 0 / 1 / -1),
+// loads it from bytes (a quarter of the programs that load: from a file, read in part -
+// load_via_file), and when it loads, loads and runs every method on patterned inputs. Built with
+// ASan+UBSan; on a crash the current input is written to CRASH_DIR for tests/fuzz_corpus/.
 #include <algorithm>
 #include <dirent.h>
 #include <sanitizer/common_interface_defs.h>
@@ -35,7 +35,7 @@ static void mutate(std::vector<unsigned char>& b, std::mt19937_64& rng, const st
   int rounds = 1 + (int)(rng() % 4);
   for (int r = 0; r < rounds && !b.empty(); r++) {
     size_t i = rng() % b.size();
-    switch (rng() % 6) {
+    switch (rng() % 7) {
       case 0: b[i] ^= (unsigned char)(1u << (rng() % 8)); break;
       case 1: b[i] = (unsigned char)rng(); break;
       case 2: {  // interesting 32-bit value
@@ -56,6 +56,20 @@ static void mutate(std::vector<unsigned char>& b, std::mt19937_64& rng, const st
         for (int k = 0; k < 4 && i + k < b.size(); k++) v |= (uint32_t)b[i + k] << (8 * k);
         v += (uint32_t)((int)(rng() % 17) - 8);
         for (int k = 0; k < 4 && i + k < b.size(); k++) b[i + k] = (unsigned char)(v >> (8 * k));
+        break;
+      }
+      case 6: {  // the next aligned 32-bit field holding a small number (a dim, a count, an id, an
+                 // offset) set to 0, 1 or all ones: what found a division by a zero channel count
+                 // and a read of a value nothing wrote (tests/fuzz_corpus/crash-depthwise-*, -convert-*)
+        static const uint32_t to[] = {0, 1, 0xffffffffu};
+        for (size_t j = i & ~(size_t)3; j + 4 <= b.size() && j < (i & ~(size_t)3) + 256; j += 4) {
+          uint32_t v = 0;
+          for (int k = 0; k < 4; k++) v |= (uint32_t)b[j + k] << (8 * k);
+          if (v < 1 || v > 65536) continue;
+          v = to[rng() % 3];
+          for (int k = 0; k < 4; k++) b[j + k] = (unsigned char)(v >> (8 * k));
+          break;
+        }
         break;
       }
     }
