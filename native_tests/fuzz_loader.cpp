@@ -111,10 +111,50 @@ static void execute(etnp_runtime* rt, const std::vector<unsigned char>& b, bool 
   etnp_program_destroy(prog);
 }
 
+// --sweep: field_sweep.py's mutations, every one, under the sanitizers: each aligned 32-bit field of
+// each seed holding a small number (1..65536) set to 0, 1, -1, one more and one less, one field at a
+// time; each variant loaded and run (from the bytes). Seeds in file-name order, fields in order;
+// FIRST / COUNT pick a slice of the seeds (a long sweep split over runs). Slow (minutes a seed):
+// an exploration (README, native QA gates), not a CI step.
+static int sweep(const std::vector<std::pair<std::string, std::vector<unsigned char>>>& seeds, size_t first,
+                 size_t count) {
+  etnp_runtime* rt = nullptr;
+  etnp_runtime_create(1, &rt);
+  uint64_t execs = 0;
+  for (size_t f = first; f < seeds.size() && f < first + count; f++) {
+    const std::vector<unsigned char>& b = seeds[f].second;
+    uint64_t fields = 0;
+    for (size_t pos = 0; pos + 4 <= b.size(); pos += 4) {
+      uint32_t v = 0;
+      for (int k = 0; k < 4; k++) v |= (uint32_t)b[pos + k] << (8 * k);
+      if (v < 1 || v > 65536) continue;
+      fields++;
+      for (uint32_t to : {0u, 1u, 0xffffffffu, v + 1, v - 1}) {
+        if (to == v || (to == 1 && v == 2) || (to == 0 && v == 1)) continue;  // (the same variant twice)
+        g_current = b;
+        for (int k = 0; k < 4; k++) g_current[pos + k] = (unsigned char)(to >> (8 * k));
+        execute(rt, g_current, true, false);
+        execs++;
+      }
+    }
+    std::printf("sweep: %s: %llu fields\n", seeds[f].first.c_str(), (unsigned long long)fields);
+    std::fflush(stdout);
+  }
+  etnp_runtime_destroy(rt);
+  std::printf("fuzz_loader --sweep: %llu executions, 0 crashes\n", (unsigned long long)execs);
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc < 3) { std::fprintf(stderr, "usage: fuzz_loader SEEDS_DIR SECONDS [CRASH_DIR]\n"); return 2; }
-  if (argc > 3) g_crash_dir = argv[3];
-  std::vector<std::vector<unsigned char>> seeds;
+  const bool sweeping = argc > 1 && std::strcmp(argv[1], "--sweep") == 0;
+  if (sweeping) argv++, argc--;
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: fuzz_loader SEEDS_DIR SECONDS [CRASH_DIR [MAX_EXECS]]\n"
+                         "       fuzz_loader --sweep SEEDS_DIR CRASH_DIR [FIRST [COUNT]]\n");
+    return 2;
+  }
+  g_crash_dir = sweeping ? argv[2] : argc > 3 ? argv[3] : ".";
+  std::vector<std::pair<std::string, std::vector<unsigned char>>> named;
   std::string dir = argv[1];
   if (DIR* d = opendir(dir.c_str())) {
     while (dirent* e = readdir(d)) {
@@ -123,15 +163,22 @@ int main(int argc, char** argv) {
                           n.substr(n.size() - 5) == ".bpte" || n.rfind("crash-", 0) == 0 || n.rfind("seed-", 0) == 0)) {
         std::ifstream f(dir + "/" + n, std::ios::binary);
         std::vector<unsigned char> v((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-        if (v.size() <= (1u << 20)) seeds.push_back(std::move(v));  // small seeds only: fast executions
+        if (v.size() <= (1u << 20)) named.emplace_back(n, std::move(v));  // small seeds only: fast executions
       }
     }
     closedir(d);
   }
-  if (seeds.empty()) { std::fprintf(stderr, "no seeds in %s\n", argv[1]); return 2; }
+  if (named.empty()) { std::fprintf(stderr, "no seeds in %s\n", argv[1]); return 2; }
+  __sanitizer_set_death_callback(save_current);
+  if (sweeping) {
+    std::sort(named.begin(), named.end());
+    return sweep(named, argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 0,
+                 argc > 4 ? std::strtoull(argv[4], nullptr, 10) : named.size());
+  }
+  std::vector<std::vector<unsigned char>> seeds;
+  for (auto& nv : named) seeds.push_back(std::move(nv.second));
   // readdir order differs between file systems: sort, so that a run is the same everywhere
   std::sort(seeds.begin(), seeds.end());
-  __sanitizer_set_death_callback(save_current);
   double seconds = std::atof(argv[2]);
   // optional 4th argument: stop after this many executions (with the fixed RNG seed below, a
   // capped run mutates exactly the same inputs on every machine)

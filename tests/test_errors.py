@@ -214,6 +214,17 @@ def test_convert_input_without_data(rt):
         m(method_inputs(reference("qact_cnn_static_xnn"), "forward"))
 
 
+def test_convolution_window_past_an_empty_input(rt):
+    """half_xnn with its input's height declared 0 (fuzz_loader --sweep): a padded 3x3 window over no
+    rows gave one output row read past the padded copy (ASan: heap-buffer-overflow); no output row
+    fits, so the node fails."""
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuzz_corpus")
+    with open(os.path.join(d, "crash-conv-window-past-empty-input"), "rb") as fh:
+        m = rt.load_program(fh.read()).load_method("forward")
+    with pytest.raises(en.ExecutionError, match="output would be empty"):
+        m([np.zeros((1, 3, 0, 24), np.float16)])
+
+
 def test_op_coverage_tool():
     import subprocess
     import sys

@@ -110,3 +110,26 @@ def test_move_into_a_value_of_another_dtype_is_rejected():
     p.inputs, p.outputs = [x], [b]
     with pytest.raises(en.ProgramLoadError, match=f"MoveCall moves value {o} \\(float32 .*value {b} declared as bool"):
         load(p)
+
+
+@pytest.mark.parametrize("kind", ["convolution", "avg_pool2d", "max_pool2d"])
+def test_window_larger_than_the_padded_input(kind):
+    """A 3x3 window, stride 3, over a 1x1 input: no output position (PyTorch refuses it). The output
+    size's division rounded the negative span up to one position, computed from outside the input."""
+    p = Program()
+    x = p.tensor(F32, [1, 1, 1, 1])
+    o = p.tensor(F32, [1, 1, 1, 1], planned=True)
+    three, zero = p.int_list([3, 3]), p.int_list([0, 0])
+    if kind == "convolution":
+        w = p.tensor(F32, [1, 1, 3, 3], const=np.ones(9, np.float32).tobytes())
+        args = [x, w, p.none(), three, zero, p.int_list([1, 1]), p.bool(False), zero, p.int(1), o]
+        p.call(p.op("aten::convolution", "out"), args)
+    elif kind == "avg_pool2d":
+        p.call(p.op("aten::avg_pool2d", "out"), [x, three, three, zero, p.bool(False), p.bool(True), p.none(), o])
+    else:
+        idx = p.tensor(I64, [1, 1, 1, 1], planned=True)
+        p.call(p.op("aten::max_pool2d_with_indices", "out"),
+               [x, three, three, zero, p.int_list([1, 1]), p.bool(False), o, idx])
+    p.inputs, p.outputs = [x], [o]
+    with pytest.raises(en.ExecutionError, match="empty"):
+        load(p)([np.ones((1, 1, 1, 1), np.float32)])

@@ -40,9 +40,10 @@ void lower_dead_taps(Graph& g) {
     if (H > (int64_t(1) << 24) || W > (int64_t(1) << 24) || KH > 1024 || KW > 1024 || n.sh > 65536 || n.sw > 65536 ||
         n.dh > 65536 || n.dw > 65536)
       continue;
-    const int64_t OH = (H + n.pad_top + n.pad_bottom - n.dh * (KH - 1) - 1) / n.sh + 1;
-    const int64_t OW = (W + n.pad_left + n.pad_right - n.dw * (KW - 1) - 1) / n.sw + 1;
-    if (H <= 0 || W <= 0 || OH <= 0 || OW <= 0) continue;
+    const int64_t span_h = H + n.pad_top + n.pad_bottom - n.dh * (KH - 1) - 1;
+    const int64_t span_w = W + n.pad_left + n.pad_right - n.dw * (KW - 1) - 1;
+    if (H <= 0 || W <= 0 || span_h < 0 || span_w < 0) continue;  // (no output: the node fails when it runs)
+    const int64_t OH = span_h / n.sh + 1, OW = span_w / n.sw + 1;
     int64_t r0, r1, c0, c1;
     if (!live_taps(H, OH, KH, n.sh, n.dh, n.pad_top, r0, r1) || !live_taps(W, OW, KW, n.sw, n.dw, n.pad_left, c0, c1))
       continue;  // (no tap reads the image: left to the paths as it is)

@@ -22,9 +22,10 @@ namespace etnp::xnn {
 
 // ---- shared with the band pipeline (xnn_ops.h) ----
 int64_t pool_dim(const Node& n, int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
-  int64_t o = (in + p0 + p1 - d * (k - 1) - 1) / std::max<int64_t>(s, 1) + 1;
-  if (o <= 0) fail(n, "output would be empty");
-  return o;
+  // (a window past the padded input: a negative span, which division would round up to 0)
+  const int64_t span = in + p0 + p1 - d * (k - 1) - 1;
+  if (span < 0) fail(n, "output would be empty (the window is larger than the padded input)");
+  return span / std::max<int64_t>(s, 1) + 1;
 }
 GemmEpilogue epilogue(const Node& n, const float* bias) {
   GemmEpilogue ep;

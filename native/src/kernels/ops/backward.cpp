@@ -42,8 +42,9 @@ void convolution_backward_kernel(KernelContext& ctx, EValue** a, size_t) {
     K[d] = w.sizes[2 + d];
     O[d] = go.sizes[2 + d];
     if (st[d] <= 0 || dl[d] <= 0 || pd[d] < 0) throw_exec("convolution_backward: invalid stride, padding or dilation");
-    int64_t want = (I[d] + 2 * pd[d] - dl[d] * (K[d] - 1) - 1) / st[d] + 1;
-    if (O[d] != std::max<int64_t>(want, 0)) throw_exec("convolution_backward: grad_output " + go.shape_str() + " does not match the convolution");
+    const int64_t span = I[d] + 2 * pd[d] - dl[d] * (K[d] - 1) - 1;
+    const int64_t want = span < 0 ? 0 : span / st[d] + 1;
+    if (O[d] != want) throw_exec("convolution_backward: grad_output " + go.shape_str() + " does not match the convolution");
   }
   if (!is_floating(x.dtype) || go.dtype != x.dtype || w.dtype != x.dtype)
     throw_exec("convolution_backward: grad_output, input and weight must share a floating dtype");

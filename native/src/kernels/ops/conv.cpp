@@ -202,7 +202,10 @@ void convolution_kernel(KernelContext& ctx, EValue** a, size_t) {
     g.O = w.sizes[0];
     if (w.sizes[1] * groups != g.C || g.O % groups)
       throw_exec("convolution: weight " + w.shape_str() + " does not match input " + x.shape_str());
-    for (int i = 0; i < 3; i++) g.outs[i] = (g.in[i] + 2 * g.p[i] - g.d[i] * (g.k[i] - 1) - 1) / g.s[i] + 1;
+    for (int i = 0; i < 3; i++) {  // (a window past the padded input: no output, not a rounded-up one)
+      const int64_t span = g.in[i] + 2 * g.p[i] - g.d[i] * (g.k[i] - 1) - 1;
+      g.outs[i] = span < 0 ? 0 : span / g.s[i] + 1;
+    }
   }
   for (int i = 0; i < 3; i++)
     if (g.outs[i] <= 0) throw_exec("convolution: output would be empty");

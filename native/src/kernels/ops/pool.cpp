@@ -24,6 +24,7 @@ int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ce
   constexpr int64_t kMax = int64_t(1) << 31;  // keeps every product below in range
   if (s < 1 || k < 1 || d < 1 || p < 0 || s > kMax || k > kMax || d > kMax || p > kMax || in > kMax || p * 2 > k * d)
     throw_exec("pooling: invalid kernel/stride/padding");
+  if (in + 2 * p - d * (k - 1) - 1 < 0) throw_exec("pooling: output would be empty (the window is larger than the padded input)");
   int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil ? s - 1 : 0);
   int64_t o = num / s + 1;
   if (ceil && (o - 1) * s >= in + p) o--;
