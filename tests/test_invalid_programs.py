@@ -133,3 +133,27 @@ def test_window_larger_than_the_padded_input(kind):
     p.inputs, p.outputs = [x], [o]
     with pytest.raises(en.ExecutionError, match="empty"):
         load(p)([np.ones((1, 1, 1, 1), np.float32)])
+
+
+@pytest.mark.parametrize("kind", ["layer_norm", "group_norm", "batch_norm"])
+def test_norm_weight_of_the_wrong_size(kind):
+    """A normalisation's weight with fewer elements than it scales (fuzz_loader --sweep: layer_norm read
+    past its weight) is an ExecutionError, as in PyTorch, not a read past the tensor."""
+    p = Program()
+    x = p.tensor(F32, [2, 8, 1])
+    w = p.tensor(F32, [4], const=np.ones(4, np.float32).tobytes())
+    o = p.tensor(F32, [2, 8, 1], planned=True)
+    if kind == "layer_norm":
+        mean, rstd = p.tensor(F32, [2, 1, 1], planned=True), p.tensor(F32, [2, 1, 1], planned=True)
+        p.call(p.op("aten::native_layer_norm", "out"), [x, p.int_list([8, 1]), w, p.none(), p.double(1e-5), o, mean, rstd])
+    elif kind == "group_norm":
+        mean, rstd = p.tensor(F32, [2, 2], planned=True), p.tensor(F32, [2, 2], planned=True)
+        p.call(p.op("aten::native_group_norm", "out"),
+               [x, w, p.none(), p.int(2), p.int(8), p.int(1), p.int(2), p.double(1e-5), o, mean, rstd])
+    else:
+        stats = p.tensor(F32, [8], const=np.ones(8, np.float32).tobytes())
+        p.call(p.op("aten::_native_batch_norm_legit_no_training", "out"),
+               [x, w, p.none(), stats, stats, p.double(0.1), p.double(1e-5), o])
+    p.inputs, p.outputs = [x], [o]
+    with pytest.raises(en.ExecutionError, match="weight of shape"):
+        load(p)([np.ones((2, 8, 1), np.float32)])

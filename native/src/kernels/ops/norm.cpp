@@ -11,6 +11,11 @@ namespace etnp {
 namespace {
 
 double at_or(const Tensor* t, int64_t i, double def) { return t ? load_f64(t->data, t->dtype, i) : def; }
+// An optional weight or bias read by at_or for indices below N: absent, or N elements (as PyTorch requires).
+void check_affine(const Tensor* t, int64_t n, const char* what) {
+  if (t && t->numel() != n)
+    throw_exec(std::string(what) + " of shape " + t->shape_str() + " does not match " + std::to_string(n) + " elements");
+}
 
 // _native_batch_norm_legit_no_training.out(input, weight?, bias?, running_mean, running_var, momentum, eps, out0, out1, out2)
 void batch_norm_kernel(KernelContext& ctx, EValue** a, size_t) {
@@ -23,6 +28,8 @@ void batch_norm_kernel(KernelContext& ctx, EValue** a, size_t) {
   if (x.dim < 2) throw_exec("batch_norm expects at least 2-D input");
   int64_t N = x.sizes[0], C = x.sizes[1], inner = prod(x, 2, x.dim);
   if (mean.numel() != C || var.numel() != C) throw_exec("batch_norm: running stats do not match channels");
+  check_affine(w, C, "batch_norm: weight");
+  check_affine(b, C, "batch_norm: bias");
   resize_like(out, x);
   std::vector<double> scale(C), shift(C);
   for (int64_t c = 0; c < C; c++) {
@@ -82,6 +89,8 @@ void layer_norm_kernel(KernelContext& ctx, EValue** a, size_t) {
   for (int i = 0; i < k; i++)
     if (x.sizes[x.dim - k + i] != ns[i]) throw_exec("layer_norm: normalized_shape does not match input " + x.shape_str());
   int64_t len = prod(x, x.dim - k, x.dim), groups = prod(x, 0, x.dim - k);
+  check_affine(w, len, "layer_norm: weight");
+  check_affine(b, len, "layer_norm: bias");
   resize_like(out, x);
   auto ms = shape_of(x);
   for (int i = x.dim - k; i < x.dim; i++) ms[i] = 1;
@@ -120,6 +129,8 @@ void group_norm_kernel(KernelContext& ctx, EValue** a, size_t) {
   if (G <= 0 || N < 0 || C < 0 || HxW < 0 || C % G || etnp::mul_overflow(N, C, &total) ||
       etnp::mul_overflow(total, HxW, &total) || total != x.numel())
     throw_exec("group_norm: N, C, HxW, group do not match the input");
+  check_affine(w, C, "group_norm: weight");
+  check_affine(b, C, "group_norm: bias");
   resize_like(out, x);
   resize(mo, {N, G});
   resize(ro, {N, G});
