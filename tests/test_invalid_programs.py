@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import executorch_numpy_runtime as en
-from pte_build import BOOL, F32, F64, I64, U8, Program
+from pte_build import BOOL, F32, F64, I8, I64, U8, Program
 
 N = 4096
 
@@ -157,3 +157,27 @@ def test_norm_weight_of_the_wrong_size(kind):
     p.inputs, p.outputs = [x], [o]
     with pytest.raises(en.ExecutionError, match="weight of shape"):
         load(p)([np.ones((2, 8, 1), np.float32)])
+
+
+@pytest.mark.parametrize("zero_point", [0, -(2 ** 63)])
+def test_dequantize_per_token_parameters(zero_point):
+    """dequantize_per_token with 2 scales for 4 tokens read past the scales; a zero point of -2**63
+    overflowed code - zero_point (fuzz_loader --sweep, UBSan). The first is an ExecutionError, the
+    second a finite-or-not float like any other far-out zero point."""
+    p = Program()
+    x = p.tensor(I8, [4, 8])
+    n = 2 if zero_point == 0 else 4
+    scales = p.tensor(F32, [n, 1], const=np.ones(n, np.float32).tobytes())
+    zps = p.tensor(I64, [n, 1], const=np.full(n, zero_point, np.int64).tobytes())
+    o = p.tensor(F32, [4, 8], planned=True)
+    p.call(p.op("quantized_decomposed::dequantize_per_token", "out"),
+           [x, scales, zps, p.int(-128), p.int(127), p.int(1), p.int(6), o])
+    p.inputs, p.outputs = [x], [o]
+    m = load(p)
+    codes = np.arange(32, dtype=np.int8).reshape(4, 8)
+    if zero_point == 0:
+        with pytest.raises(en.ExecutionError, match="2 quantization parameters for 4 groups"):
+            m([codes])
+    else:
+        (y,) = m([codes])
+        assert np.all(y == np.float32(codes.astype(np.float64) + 2.0 ** 63))

@@ -17,10 +17,19 @@ void check_qdtype(const Tensor& t) {
     throw_exec(std::string("quantized dtype ") + dtype_name(t.dtype) + " is not supported");
 }
 
-// Per-group parameters: group(i) returns the index into scales / zero points for element i.
+// Per-group parameters: group(i) returns the index into scales / zero points for element i, below
+// GROUPS; the scales and zero points given must hold that many (a corrupt program's shorter ones
+// would be read past).
+void check_groups(const char* op, const Tensor* scales, const Tensor* zps, int64_t groups) {
+  for (const Tensor* t : {scales, zps})
+    if (t && t->numel() < groups)
+      throw_exec(std::string(op) + ": " + std::to_string(t->numel()) + " quantization parameters for " +
+                 std::to_string(groups) + " groups");
+}
 template <typename Group>
 void quantize(const Tensor& x, const Tensor* scales, double scale0, const Tensor* zps, int64_t zp0, int64_t qmin,
               int64_t qmax, Tensor& out, Group group) {
+  check_groups("quantize", scales, zps, x.numel() ? group(x.numel() - 1) + 1 : 0);
   resize_like(out, x);
   check_qdtype(out);
   for (int64_t i = 0; i < x.numel(); i++) {
@@ -32,12 +41,15 @@ void quantize(const Tensor& x, const Tensor* scales, double scale0, const Tensor
 }
 template <typename Group>
 void dequantize(const Tensor& x, const Tensor* scales, double scale0, const Tensor* zps, int64_t zp0, Tensor& out, Group group) {
+  check_groups("dequantize", scales, zps, x.numel() ? group(x.numel() - 1) + 1 : 0);
   resize_like(out, x);
   for (int64_t i = 0; i < x.numel(); i++) {
     int64_t g = group(i);
     double s = scales ? load_f64(scales->data, scales->dtype, g) : scale0;
     int64_t z = zps ? load_i64(zps->data, zps->dtype, g) : zp0;
-    store_f64(out.data, out.dtype, i, (double)(load_i64(x.data, x.dtype, i) - z) * s);
+    // (in double: exact for the codes and zero points of every quantized dtype; a corrupt zero
+    // point far outside them does not overflow)
+    store_f64(out.data, out.dtype, i, ((double)load_i64(x.data, x.dtype, i) - (double)z) * s);
   }
 }
 auto per_tensor = [](int64_t) { return (int64_t)0; };
