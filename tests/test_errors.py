@@ -193,12 +193,16 @@ def test_fuzz_corpus_replays_cleanly(rt):
             pass
 
 
+def kept_input_method(rt, name):
+    """'forward' of tests/fuzz_corpus/NAME, loaded (the inputs below fail when the method runs)."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuzz_corpus", name), "rb") as fh:
+        return rt.load_program(fh.read()).load_method("forward")
+
+
 def test_depthwise_filter_without_channels(rt):
     """conv_regimes_xnn with its channel-multiplier-2 depthwise filter's output channels set to 0 (the
     input libFuzzer found: a division by zero - SIGFPE - when the method ran) is an ExecutionError."""
-    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuzz_corpus")
-    with open(os.path.join(d, "crash-depthwise-no-filter-channels"), "rb") as fh:
-        m = rt.load_program(fh.read()).load_method("forward")
+    m = kept_input_method(rt, "crash-depthwise-no-filter-channels")
     with pytest.raises(en.ExecutionError, match="XNNDepthwiseConv2d: filter channels"):
         m(method_inputs(reference("conv_regimes_xnn"), "forward"))
 
@@ -207,9 +211,7 @@ def test_convert_input_without_data(rt):
     """qact_cnn_static_xnn with a Convert's input made a value nothing writes (found by setting each
     small integer of the fixture to 0: a float read from a null buffer - SIGSEGV - when it ran) is an
     ExecutionError."""
-    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuzz_corpus")
-    with open(os.path.join(d, "crash-convert-input-without-data"), "rb") as fh:
-        m = rt.load_program(fh.read()).load_method("forward")
+    m = kept_input_method(rt, "crash-convert-input-without-data")
     # (which node fails first depends on the plan: one thread, "XNNConvert: input 0 has no data")
     with pytest.raises(en.ExecutionError, match="XnnpackBackend"):
         m(method_inputs(reference("qact_cnn_static_xnn"), "forward"))
@@ -219,9 +221,7 @@ def test_convolution_window_past_an_empty_input(rt):
     """half_xnn with its input's height declared 0 (fuzz_loader --sweep): a padded 3x3 window over no
     rows gave one output row read past the padded copy (ASan: heap-buffer-overflow); no output row
     fits, so the node fails."""
-    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuzz_corpus")
-    with open(os.path.join(d, "crash-conv-window-past-empty-input"), "rb") as fh:
-        m = rt.load_program(fh.read()).load_method("forward")
+    m = kept_input_method(rt, "crash-conv-window-past-empty-input")
     with pytest.raises(en.ExecutionError, match="output would be empty"):
         m([np.zeros((1, 3, 0, 24), np.float16)])
 
