@@ -12,9 +12,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #endif
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 namespace etnp::os {
 
@@ -168,12 +165,6 @@ std::size_t release_pages(const void* p, std::size_t bytes) noexcept {
   return madvise((void*)a, b - a, MADV_DONTNEED) == 0 ? (std::size_t)(b - a) : 0;
 }
 #endif
-
-void trim_heap() noexcept {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
-}
 
 // (the same everywhere: release_pages is the OS's part)
 void zero_pages(void* p, std::size_t bytes) noexcept {

@@ -41,10 +41,6 @@ void zero_pages(void* p, std::size_t bytes) noexcept;
 // DST's pages) whose bytes differ: memory from map_zero_pages keeps the unwritten pages of DST
 // that SRC leaves zero (an all-zero initial KV cache) non-resident.
 void copy_changed_pages(void* dst, const void* src, std::size_t bytes) noexcept;
-// Gives the C heap's free pages back to the OS: a load's temporaries, freed between blocks that
-// stay, leave whole free pages inside the heap, which glibc's malloc keeps resident (only its top
-// is trimmed on its own). glibc's malloc_trim; a no-op where the C library has none.
-void trim_heap() noexcept;
 // The OS page size.
 std::size_t page_size() noexcept;
 

@@ -10,7 +10,6 @@
 #include "kernels/callback_ops.h"
 #include "kernels/compute/cpu_features.h"
 #include "kernels/registry.h"
-#include "os/pages.h"
 #include "os/probes.h"
 #include "runtime/method.h"
 #include "runtime/program.h"
@@ -222,8 +221,6 @@ int etnp_method_load(etnp_program* p, const char* name, etnp_method** out) {
     auto m = std::make_unique<Method>(p->prog, name);
     *out = new etnp_method{p->prog, std::move(m)};
   });
-  // (loaded or not: the load's temporaries - packing scratch, parsed graphs - are freed by now)
-  os::trim_heap();
   ETNP_PROBE2(method_load_end, name, rc);
   return rc;
 }
