@@ -7,7 +7,7 @@ there (for tests/fuzz_corpus). Systematic where the fuzzers are random: it found
 zero channel count and a read of a value nothing wrote (tests/fuzz_corpus/crash-depthwise-*,
 crash-convert-*).
 
-    python tools/field_sweep.py [--values 0,1,0xffffffff] [--keep DIR] [PROGRAM.pte ...]
+    python tools/field_sweep.py [--values 0,1,0xffffffff] [--bytes] [--keep DIR] [PROGRAM.pte ...]
 
 Default programs: tests/models/*.pte but the LLM ones (slow to run thousands of times). Exit 1 on a
 finding. A child process sweeps a program; after a crash a new one resumes past the field.
@@ -25,7 +25,7 @@ CHILD = r"""
 import struct, sys
 import numpy as np
 import executorch_numpy_runtime as en
-path, start, value = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, start, value, width = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 src = open(path, "rb").read()
 inputs = {}
 npz = path[:-4] + ".npz"
@@ -36,13 +36,19 @@ if __import__("os").path.exists(npz):
                 name, _, i = k.rpartition(":in:")
                 inputs.setdefault(name, {})[int(i)] = z[k]
 rt = en.Runtime.get()
-for pos in range(start, len(src) - 3, 4):
-    v = struct.unpack_from("<I", src, pos)[0]
-    if not 1 <= v <= 65536 or v == value:
+for pos in range(start, len(src) - width + 1, width):
+    if width == 4:
+        v = struct.unpack_from("<I", src, pos)[0]
+        if not 1 <= v <= 65536 or v == value:
+            continue
+    elif src[pos] == value & 0xFF:
         continue
     print("AT", pos, flush=True)
     b = bytearray(src)
-    struct.pack_into("<I", b, pos, value)
+    if width == 4:
+        struct.pack_into("<I", b, pos, value)
+    else:
+        b[pos] = value & 0xFF
     try:
         prog = rt.load_program(bytes(b))
         for name in prog.method_names:
@@ -58,11 +64,11 @@ print("DONE", flush=True)
 """
 
 
-def sweep(path: str, value: int, timeout: float, keep: str | None) -> list[str]:
+def sweep(path: str, value: int, timeout: float, keep: str | None, width: int = 4) -> list[str]:
     findings, start = [], 0
     while True:
         try:
-            r = subprocess.run([sys.executable, "-c", CHILD, path, str(start), str(value)], capture_output=True,
+            r = subprocess.run([sys.executable, "-c", CHILD, path, str(start), str(value), str(width)], capture_output=True,
                                text=True, timeout=timeout)
             out, rc = r.stdout, r.returncode
         except subprocess.TimeoutExpired as e:
@@ -79,11 +85,14 @@ def sweep(path: str, value: int, timeout: float, keep: str | None) -> list[str]:
         findings.append(f"{os.path.basename(path)} value {value:#x}: field at {pos}: {'hang' if rc == 'timeout' else f'crash (rc {rc})'}")
         if keep:
             b = bytearray(open(path, "rb").read())
-            struct.pack_into("<I", b, pos, value)
+            if width == 4:
+                struct.pack_into("<I", b, pos, value)
+            else:
+                b[pos] = value & 0xFF
             os.makedirs(keep, exist_ok=True)
             with open(os.path.join(keep, f"crash-{os.path.basename(path)[:-4]}-{pos}-{value:x}"), "wb") as fh:
                 fh.write(b)
-        start = pos + 4
+        start = pos + width
 
 
 def main(argv=None) -> int:
@@ -92,6 +101,8 @@ def main(argv=None) -> int:
     ap.add_argument("--values", default="0,1,0xffffffff", help="comma-separated")
     ap.add_argument("--timeout", type=float, default=600, help="seconds a child may take (a hang past it is a finding)")
     ap.add_argument("--keep", help="write each crashing variant here")
+    ap.add_argument("--bytes", action="store_true", help="every byte (not only small aligned 32-bit numbers) set to "
+                    "each value's low byte: flatbuffer tags, dtypes, bools, offsets' low bytes")
     args = ap.parse_args(argv)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     programs = args.programs or sorted(p for p in glob.glob(os.path.join(root, "tests", "models", "*.pte"))
@@ -100,7 +111,7 @@ def main(argv=None) -> int:
     values = [int(v, 0) for v in args.values.split(",")]
     for value in values:
         for p in programs:
-            f = sweep(p, value, args.timeout, args.keep)
+            f = sweep(p, value, args.timeout, args.keep, 1 if args.bytes else 4)
             for line in f:
                 print(line, flush=True)
             findings += f
