@@ -1,7 +1,7 @@
 """Field sweep: every aligned 32-bit field of a program that holds a small number (1..65536: a dim,
 a count, a value id, an offset) set to each of VALUES in turn, one field at a time; each variant
 loaded and every method with stored inputs run on them (NAME.npz beside NAME.pte). A variant must
-load and run, or raise an ExecuTorchError; a crash (a signal), a hang past --timeout or another
+load and run, or raise an ExecuTorchError; a crash (a signal), a variant running past --timeout or another
 Python exception is reported with the field's offset, and with --keep DIR the variant is written
 there (for tests/fuzz_corpus). Systematic where the fuzzers are random: it found a division by a
 zero channel count and a read of a value nothing wrote (tests/fuzz_corpus/crash-depthwise-*,
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import select
 import struct
 import subprocess
 import sys
@@ -64,17 +65,28 @@ print("DONE", flush=True)
 """
 
 
+def run_child(args: list[str], timeout: float) -> tuple[list[str], object]:
+    """The child's output lines and exit status ("timeout" when one variant took over TIMEOUT seconds:
+    the child is killed, its lines so far kept)."""
+    p = subprocess.Popen([sys.executable, "-c", CHILD] + args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True)
+    lines = []
+    while True:
+        ready, _, _ = select.select([p.stdout], [], [], timeout)
+        if not ready:
+            p.kill()
+            p.wait()
+            return lines, "timeout"
+        line = p.stdout.readline()
+        if not line:
+            return lines, p.wait()
+        lines.append(line.rstrip("\n"))
+
+
 def sweep(path: str, value: int, timeout: float, keep: str | None, width: int = 4) -> list[str]:
     findings, start = [], 0
     while True:
-        try:
-            r = subprocess.run([sys.executable, "-c", CHILD, path, str(start), str(value), str(width)], capture_output=True,
-                               text=True, timeout=timeout)
-            out, rc = r.stdout, r.returncode
-        except subprocess.TimeoutExpired as e:
-            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-            rc = "timeout"
-        lines = out.splitlines()
+        lines, rc = run_child([path, str(start), str(value), str(width)], timeout)
         findings += [f"{os.path.basename(path)} value {value:#x}: {l}" for l in lines if l.startswith("FINDING")]
         if "DONE" in lines:
             return findings
@@ -99,7 +111,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("programs", nargs="*")
     ap.add_argument("--values", default="0,1,0xffffffff", help="comma-separated")
-    ap.add_argument("--timeout", type=float, default=600, help="seconds a child may take (a hang past it is a finding)")
+    ap.add_argument("--timeout", type=float, default=60, help="seconds one variant may take (a hang past it is a finding)")
     ap.add_argument("--keep", help="write each crashing variant here")
     ap.add_argument("--bytes", action="store_true", help="every byte (not only small aligned 32-bit numbers) set to "
                     "each value's low byte: flatbuffer tags, dtypes, bools, offsets' low bytes")
