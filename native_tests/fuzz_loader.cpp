@@ -30,6 +30,18 @@ static void save_current() {
   std::fprintf(stderr, "fuzz_loader: crashing input written to %s\n", path.c_str());
 }
 
+// The aligned 32-bit field at J (little-endian), and whether it holds a small number (1..65536: a
+// dim, a count, a value id, an offset) - what case 6 below and --sweep change.
+static uint32_t field32(const std::vector<unsigned char>& b, size_t j) {
+  uint32_t v = 0;
+  for (int k = 0; k < 4; k++) v |= (uint32_t)b[j + k] << (8 * k);
+  return v;
+}
+static void set_field32(std::vector<unsigned char>& b, size_t j, uint32_t v) {
+  for (int k = 0; k < 4; k++) b[j + k] = (unsigned char)(v >> (8 * k));
+}
+static bool small_number(uint32_t v) { return v >= 1 && v <= 65536; }
+
 static void mutate(std::vector<unsigned char>& b, std::mt19937_64& rng, const std::vector<std::vector<unsigned char>>& seeds) {
   static const uint32_t interesting[] = {0, 1, 0x7f, 0x80, 0xff, 0x7fff, 0xffff, 0x7fffffff, 0x80000000u, 0xffffffffu, 16, 64, 4096};
   int rounds = 1 + (int)(rng() % 4);
@@ -63,11 +75,8 @@ static void mutate(std::vector<unsigned char>& b, std::mt19937_64& rng, const st
                  // and a read of a value nothing wrote (tests/fuzz_corpus/crash-depthwise-*, -convert-*)
         static const uint32_t to[] = {0, 1, 0xffffffffu};
         for (size_t j = i & ~(size_t)3; j + 4 <= b.size() && j < (i & ~(size_t)3) + 256; j += 4) {
-          uint32_t v = 0;
-          for (int k = 0; k < 4; k++) v |= (uint32_t)b[j + k] << (8 * k);
-          if (v < 1 || v > 65536) continue;
-          v = to[rng() % 3];
-          for (int k = 0; k < 4; k++) b[j + k] = (unsigned char)(v >> (8 * k));
+          if (!small_number(field32(b, j))) continue;
+          set_field32(b, j, to[rng() % 3]);
           break;
         }
         break;
@@ -125,14 +134,13 @@ static int sweep(const std::vector<std::pair<std::string, std::vector<unsigned c
     const std::vector<unsigned char>& b = seeds[f].second;
     uint64_t fields = 0;
     for (size_t pos = 0; pos + 4 <= b.size(); pos += 4) {
-      uint32_t v = 0;
-      for (int k = 0; k < 4; k++) v |= (uint32_t)b[pos + k] << (8 * k);
-      if (v < 1 || v > 65536) continue;
+      const uint32_t v = field32(b, pos);
+      if (!small_number(v)) continue;
       fields++;
       for (uint32_t to : {0u, 1u, 0xffffffffu, v + 1, v - 1}) {
         if (to == v || (to == 1 && v == 2) || (to == 0 && v == 1)) continue;  // (the same variant twice)
         g_current = b;
-        for (int k = 0; k < 4; k++) g_current[pos + k] = (unsigned char)(to >> (8 * k));
+        set_field32(g_current, pos, to);
         execute(rt, g_current, true, false);
         execs++;
       }

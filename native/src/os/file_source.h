@@ -25,10 +25,10 @@ struct FileIdentity {
 // file is no longer, was modified in the last 2 seconds, or where the OS reads files whole:
 // Windows) and leaves the rest unread, its pages inaccessible (a read of them faults instead of
 // seeing zeros) until fill reads them in; copy_out reads bytes elsewhere without making them
-// resident. Both read only while the file is
-// unchanged (same identity: rewriting it in place shows as a new size or modification time); a
-// file read in part is kept open meanwhile (renamed over or deleted, it is still read as it was),
-// one read whole is opened again by its path (renamed over or deleted, it cannot be read again).
+// resident. Both read only while the file is unchanged (same identity: rewriting it in place shows
+// as a new size or modification time); a file read in part is kept open meanwhile (renamed over or
+// deleted, it is still read as it was), one read whole is opened again by its path (renamed over
+// or deleted, it cannot be read again).
 class FileBytes {
  public:
   ~FileBytes();

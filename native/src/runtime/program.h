@@ -95,9 +95,9 @@ class Program {
   bool reads_file_copy() const { return read_ != nullptr; }
   void ensure(Span s) const;
   // S's bytes for a packer that reads them once (a filter): where part of S was not read from
-  // the file yet, a copy in SCRATCH() (called then only: room for S.size bytes), read from the
-  // file without making S resident; else S's own bytes, ensured.
-  const uint8_t* borrow(Span s, const std::function<uint8_t*()>& scratch) const;
+  // the file yet, a copy in ROOM() (called then only: room for S.size bytes), read from the file
+  // without making S resident; else S's own bytes, ensured.
+  const uint8_t* borrow(Span s, const std::function<uint8_t*()>& room) const;
   uint64_t released_bytes() const;
  private:
   Program() = default;
