@@ -2,6 +2,7 @@
 import gc
 import os
 import random
+import struct
 import zlib
 
 import numpy as np
@@ -209,12 +210,33 @@ def test_depthwise_filter_without_channels(rt):
 
 def test_convert_input_without_data(rt):
     """qact_cnn_static_xnn with a Convert's input made a value nothing writes (found by setting each
-    small integer of the fixture to 0: a float read from a null buffer - SIGSEGV - when it ran) is an
-    ExecutionError."""
-    m = kept_input_method(rt, "crash-convert-input-without-data")
-    # (which node fails first depends on the plan: one thread, "XNNConvert: input 0 has no data")
-    with pytest.raises(en.ExecutionError, match="XnnpackBackend"):
-        m(method_inputs(reference("qact_cnn_static_xnn"), "forward"))
+    small integer of the fixture to 0: a float read from a null buffer - SIGSEGV - when it ran) is a
+    ProgramLoadError at load."""
+    with pytest.raises(en.ProgramLoadError, match=r"XNNConvert \(node 0\) reads value 0, which is not a constant"):
+        kept_input_method(rt, "crash-convert-input-without-data")
+
+
+def mutated_u32(name, offset, was, now):
+    """Fixture NAME's bytes with the little-endian 32-bit field at OFFSET changed from WAS to NOW."""
+    with open(model_path(name), "rb") as fh:
+        b = bytearray(fh.read())
+    assert struct.unpack_from("<I", b, offset)[0] == was, "the fixture changed: find the field again"
+    struct.pack_into("<I", b, offset, now)
+    return bytes(b)
+
+
+def test_delegate_value_read_before_anything_writes_it(rt):
+    """xnn_ops with its first node's output id changed (3 -> 1): the next node reads value 3, which
+    nothing writes. It used to run: the value's buffer is one the runtime lends every delegate in
+    turn, so the outputs held what another program had left there and changed from call to call.
+    Now a load error, as is a graph output no node writes (mlp_xnn's last output id 2 -> 0)."""
+    ops = reference("xnn_ops")
+    rt.load_program(model_path("xnn_ops")).load_method("forward")(method_inputs(ops, "forward"))  # fills the bank
+    with pytest.raises(en.ProgramLoadError, match=r"XNNTanh \(node 1\) reads value 3, which is not a constant, "
+                                                  r"a graph input or an earlier node's output"):
+        rt.load_program(mutated_u32("xnn_ops", 5388, 3, 1)).load_method("forward")
+    with pytest.raises(en.ProgramLoadError, match="graph output value 6 is written by no node"):
+        rt.load_program(mutated_u32("mlp_xnn", 2556, 2, 0)).load_method("forward")
 
 
 def test_convolution_window_past_an_empty_input(rt):

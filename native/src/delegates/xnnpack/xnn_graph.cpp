@@ -200,6 +200,27 @@ void bind_external_ids(Graph& g) {
   for (uint32_t id : g.output_ids) g.output_args.push_back(arg_of(id, "output"));
 }
 
+// Every value a node reads is a constant, a graph input or an earlier node's output, and every
+// graph output is written: the executor's buffers for a value nothing writes are borrowed ones
+// (the runtime's BufferBank), which would hold whatever another delegate - of any program on the
+// runtime - left there.
+void check_defined_before_use(const Graph& g, const std::vector<uint32_t>& const_idx) {
+  std::vector<uint8_t> defined(g.values.size(), 0);
+  for (size_t i = 0; i < g.values.size(); i++) defined[i] = const_idx[i] != 0;
+  for (uint32_t id : g.input_ids) defined[id] = 1;
+  for (size_t i = 0; i < g.nodes.size(); i++) {
+    const Node& n = g.nodes[i];
+    for (uint32_t id : n.inputs)
+      if (id != kInvalidId && !defined[id])
+        bad(std::string(node_type_name(n.type)) + " (node " + std::to_string(i) + ") reads value " + std::to_string(id) +
+            ", which is not a constant, a graph input or an earlier node's output");
+    defined[n.output] = 1;
+    if (n.type == ArgMaxPooling2d) defined[n.output2] = 1;
+  }
+  for (uint32_t id : g.output_ids)
+    if (!defined[id]) bad("graph output value " + std::to_string(id) + " is written by no node");
+}
+
 }  // namespace
 
 // Decodes constant bytes of `v` into float32 (dequantizing quantized weights).
@@ -433,6 +454,7 @@ Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed,
   }
   for (uint32_t id : uint_list(root, 4)) { check_id(id, false); g.input_ids.push_back(id); }
   for (uint32_t id : uint_list(root, 5)) { check_id(id, false); g.output_ids.push_back(id); }
+  check_defined_before_use(g, const_idx);
   bind_external_ids(g);
   return g;
 }
