@@ -216,12 +216,13 @@ def test_convert_input_without_data(rt):
         kept_input_method(rt, "crash-convert-input-without-data")
 
 
-def mutated_u32(name, offset, was, now):
-    """Fixture NAME's bytes with the little-endian 32-bit field at OFFSET changed from WAS to NOW."""
+def mutated_u32(name, offset, was, now, count=1):
+    """Fixture NAME's bytes with COUNT little-endian 32-bit fields from OFFSET on changed from WAS to NOW."""
     with open(model_path(name), "rb") as fh:
         b = bytearray(fh.read())
-    assert struct.unpack_from("<I", b, offset)[0] == was, "the fixture changed: find the field again"
-    struct.pack_into("<I", b, offset, now)
+    for k in range(count):
+        assert struct.unpack_from("<I", b, offset + 4 * k)[0] == was, "the fixture changed: find the field again"
+        struct.pack_into("<I", b, offset + 4 * k, now)
     return bytes(b)
 
 
@@ -237,6 +238,19 @@ def test_delegate_value_read_before_anything_writes_it(rt):
         rt.load_program(mutated_u32("xnn_ops", 5388, 3, 1)).load_method("forward")
     with pytest.raises(en.ProgramLoadError, match="graph output value 6 is written by no node"):
         rt.load_program(mutated_u32("mlp_xnn", 2556, 2, 0)).load_method("forward")
+
+
+def test_kernel_output_that_is_a_constant(rt):
+    """ops_binary with instruction 5's out and its return (two fields, 24 -> 2) made value 2, a
+    constant of the program. The kernel used to write it: that output silently wrong, and the
+    constant changed for every later call and every method of the program. Now the call fails
+    before anything is written."""
+    p = rt.load_program(mutated_u32("ops_binary", 4036, 24, 2, count=2))
+    inputs = method_inputs(reference("ops_binary"), "forward")
+    for _ in range(2):
+        with pytest.raises(en.ExecutionError, match=r"_to_dim_order_copy.out \(instruction 5\): output tensor \[\] "
+                                                     r"is a constant of the program"):
+            p.load_method("forward")(inputs)
 
 
 def test_convolution_window_past_an_empty_input(rt):

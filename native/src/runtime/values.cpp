@@ -37,6 +37,10 @@ std::string Tensor::shape_str() const {
 }
 
 void resize_tensor(Tensor& t, int ndim, const int64_t* sizes) {
+  // (every kernel sizes its outputs here before writing them: a program that names one of its
+  // constants as an output would otherwise have it overwritten - the next call, and every
+  // method sharing the constant, then computing with other weights)
+  if (t.is_constant) throw_exec("output tensor " + t.shape_str() + " is a constant of the program (corrupt program?)");
   if (ndim < 0 || ndim > kMaxDims) throw_exec("output rank " + std::to_string(ndim) + " is not supported");
   bool same = ndim == t.dim;
   for (int i = 0; same && i < ndim; i++) same = sizes[i] == t.sizes[i];
