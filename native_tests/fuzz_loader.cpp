@@ -47,7 +47,7 @@ static void mutate(std::vector<unsigned char>& b, std::mt19937_64& rng, const st
   int rounds = 1 + (int)(rng() % 4);
   for (int r = 0; r < rounds && !b.empty(); r++) {
     size_t i = rng() % b.size();
-    switch (rng() % 7) {
+    switch (rng() % 8) {
       case 0: b[i] ^= (unsigned char)(1u << (rng() % 8)); break;
       case 1: b[i] = (unsigned char)rng(); break;
       case 2: {  // interesting 32-bit value
@@ -77,6 +77,19 @@ static void mutate(std::vector<unsigned char>& b, std::mt19937_64& rng, const st
         for (size_t j = i & ~(size_t)3; j + 4 <= b.size() && j < (i & ~(size_t)3) + 256; j += 4) {
           if (!small_number(field32(b, j))) continue;
           set_field32(b, j, to[rng() % 3]);
+          break;
+        }
+        break;
+      }
+      case 7: {  // the next pair of equal neighbouring small fields (a kernel call's out and the return
+                 // that repeats it, value ids) set to one smaller number: a kernel writing a constant
+                 // (tools/state_sweep.py's pairs)
+        for (size_t j = i & ~(size_t)3; j + 8 <= b.size() && j < (i & ~(size_t)3) + 256; j += 4) {
+          const uint32_t v = field32(b, j);
+          if (!small_number(v) || field32(b, j + 4) != v) continue;
+          const uint32_t to = (uint32_t)(rng() % v);
+          set_field32(b, j, to);
+          set_field32(b, j + 4, to);
           break;
         }
         break;

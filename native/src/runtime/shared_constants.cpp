@@ -10,7 +10,8 @@
 // Only constants that nothing can write are viewed in the read-only mapping: none that an
 // instruction has in an out position, passes to a delegate or a Python custom op, moves, or that
 // the method returns; a kernel refuses to write a constant (resize_tensor, where every kernel sizes
-// its outputs; check_writable, where the in-place ones write an argument). A program whose constants are small gains nothing: runs under kMinShared stay.
+// its outputs; check_writable, where the in-place ones write an argument). A program whose
+// constants are small gains nothing: runs under kMinShared stay.
 #include <algorithm>
 #include <cstring>
 #include <unordered_set>
