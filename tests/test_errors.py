@@ -253,6 +253,18 @@ def test_kernel_output_that_is_a_constant(rt):
             p.load_method("forward")(inputs)
 
 
+def test_delegate_output_that_is_a_constant(rt):
+    """xnn_scalar_io with the delegate call's first output made value 0 (one field, 4 -> 0; found by
+    tools/state_sweep.py): a 0-d output the delegate stores without a resize, and bound outputs it
+    writes in place, went into the program's constant - the outputs drifting from call to call and
+    from method to method. Now the delegate refuses before anything runs."""
+    p = rt.load_program(mutated_u32("xnn_scalar_io", 444, 4, 0))
+    inputs = method_inputs(reference("xnn_scalar_io"), "forward")
+    for _ in range(2):
+        with pytest.raises(en.ExecutionError, match="XNNPACK delegate output 0 is a constant of the program"):
+            p.load_method("forward")(inputs)
+
+
 def test_convolution_window_past_an_empty_input(rt):
     """half_xnn with its input's height declared 0 (fuzz_loader --sweep): a padded 3x3 window over no
     rows gave one output row read past the padded copy (ASan: heap-buffer-overflow); no output row

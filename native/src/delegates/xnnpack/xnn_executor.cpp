@@ -191,6 +191,11 @@ class XnnDelegate : public DelegateHandle {
     size_t ni = g_.input_ids.size(), no = g_.output_ids.size();
     if (nargs < g_.num_args)
       throw_exec("XNNPACK delegate expects " + std::to_string(g_.num_args) + " arguments, got " + std::to_string(nargs));
+    // (an output is written in place when bound, and a scalar one without a resize: the check
+    // resize_tensor makes for kernels, made before anything runs)
+    for (size_t k = 0; k < no; k++)
+      if (args[g_.output_args[k]]->tag == Tag::Tensor && args[g_.output_args[k]]->t.is_constant)
+        throw_exec("XNNPACK delegate output " + std::to_string(k) + " is a constant of the program (corrupt program?)");
     BankGuard banked{this};
     BorrowGuard borrowed{this};
     for (size_t k = 0; k < ni; k++) load_input(*args[g_.input_args[k]], g_.values[g_.input_ids[k]], k, borrowable_[k]);
