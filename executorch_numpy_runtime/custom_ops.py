@@ -118,6 +118,9 @@ def _invoke(entry: _Entry, call, args, nargs: int) -> None:
     for j in range(first_out, nargs):
         if args[j].kind != _KIND_TENSOR:
             raise TypeError(f"{entry.name}: argument {j} should be an out tensor (num_outputs={nout})")
+        # (the runtime's resize at the out's own shape: it refuses an out that is a constant of the
+        # program - a malformed program - before the function can write it)
+        check(lib.etnp_op_resize(call, j, args[j].ndim, args[j].sizes), f"{entry.name}: out tensor {j - first_out}")
     inputs = [_value(args[j]) for j in range(first_out)]
     outs = tuple(_tensor_view(args[j], True) for j in range(first_out, nargs))
     kw = {"out": outs[0] if nout == 1 else outs} if nout else {}

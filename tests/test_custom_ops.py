@@ -225,3 +225,29 @@ def test_garbage_collection_inside_python_op_does_not_deadlock(tmp_path):
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(executorch_numpy_runtime.__file__))
     r = subprocess.run([sys.executable, str(script), models], capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_python_op_out_that_is_a_constant_is_refused(unregister):
+    """A malformed program whose Python operator's out (and the return repeating it) is one of the
+    program's constants: the function never sees it as a writable array (it would overwrite the
+    constant for every later call), in either form - writing out in place or returning a result."""
+    from pte_build import F32, Program
+    w0 = np.arange(12, dtype=np.float32).reshape(3, 4)
+    p = Program()
+    x = p.tensor(F32, [3, 4], planned=True)
+    w = p.tensor(F32, [3, 4], const=w0.tobytes())
+    o = p.tensor(F32, [3, 4], planned=True)
+    p.call(p.op("mylib::scaled_add", "out"), [x, x, p.double(0.5), w, w])
+    p.call(p.op("aten::add", "out"), [x, w, p.int(1), o, o])
+    p.inputs, p.outputs = [x], [o]
+    data = p.to_bytes()
+    calls = []
+    for fn in (lambda a, b, alpha, out: calls.append(1) or np.add(a, alpha * b, out=out),
+               lambda a, b, alpha, out: calls.append(1) or a + alpha * b):
+        en.register_op(OP, fn)
+        m = en.Runtime.get().load_program(data).load_method("forward")
+        with pytest.raises(en.ExecutionError, match="is a constant of the program"):
+            m([np.ones((3, 4), np.float32)])
+        en.unregister_op(OP)
+    assert calls == []
+
