@@ -22,9 +22,9 @@ import fuzz_python  # noqa: E402  (the cache format's hash, to reseal mutated fi
 
 sys.path.pop(0)
 
-# float (with fused pipelines), static int8, dynamic int8, 4-bit, float convolution regimes, Winograd filters, trimmed filters
+# float (with fused pipelines), static int8, dynamic int8, 4-bit, float convolution regimes, Winograd filters (2-D, 1-D), trimmed filters
 PROGRAMS = ["mobilenet_v2_xnn", "qcnn_static_xnn", "qlinear_dyn_xnn", "q8da4w_xnn", "conv_regimes_xnn",
-            "channels_last_xnn", "winograd_xnn", "dead_taps_xnn"]
+            "channels_last_xnn", "winograd_xnn", "winograd1d_xnn", "dead_taps_xnn"]
 SMALL = "qcnn_static_xnn"
 
 

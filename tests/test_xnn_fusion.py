@@ -40,7 +40,7 @@ print("ok")
 """
 
 MODELS = ["mobilenet_v2_xnn", "conv_inputs_xnn", "small_cnn_xnn", "act_cnn_xnn", "encoder_xnn", "mlp_xnn", "qmlp_dyn_xnn", "qcnn_static_xnn",
-          "qadd_constant_xnn", "qact_cnn_static_xnn", "resblock1d_xnn", "winograd_xnn"]
+          "qadd_constant_xnn", "qact_cnn_static_xnn", "resblock1d_xnn", "winograd_xnn", "winograd1d_xnn"]
 
 
 def run(mode, models, profile=False):

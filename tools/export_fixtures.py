@@ -36,7 +36,7 @@ from fixture_models.quantized_models import (AddConstant, ConvChainQ8, FireQ8, I
                                              Q4MLP, QBertBlocks, QBertLNBlocks, QC4MLP, QLinear, Q4Wide, QMLP, QuantPortable,
                                              QuantToken, RegNetBlockQ8, ShuffleUnitQ8, quantize_8da4w)
 from fixture_models.xnnpack_models import (ActCNN, ConvInputs, ConvRegimes, DeadTaps, HalfXnn, InputViews,
-                                           ResBlock1d, ScalarIO, WinogradConvs, XnnOps)
+                                           ResBlock1d, ScalarIO, Winograd1dConvs, WinogradConvs, XnnOps)
 
 SEED = 1234
 
@@ -162,6 +162,8 @@ def fixtures():
     # 4-bit filters large enough for the weight arena (a decode step's M = 1, and M = 3)
     f["q8da4w_wide_xnn"] = dict(methods={"forward": (Q4Wide(), (rnd(3, 256),))}, xnn=True, quant="8da4w",
                                 runtime_reference=True)
+    # 1-D stride-1 convolutions on the Winograd F(3, 3) path (pieces of 3 taps, dilation, fusions)
+    f["winograd1d_xnn"] = dict(methods={"forward": (Winograd1dConvs(), (rnd(1, 96, 520),))}, xnn=True)
     return f
 
 

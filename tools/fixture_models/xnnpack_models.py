@@ -190,6 +190,25 @@ class WinogradConvs(nn.Module):
         return c, d, self.e(F.max_pool2d(d, 2, 2)), torch.relu(self.f(c))
 
 
+class Winograd1dConvs(nn.Module):
+    """1-D stride-1 convolutions on the delegate's Winograd F(3, 3) path (xnn_winograd.cpp): 7 taps
+    (three pieces of 3, the last two taps zero) with the filters transformed at load (520 outputs), a
+    dilated 3-tap one whose residual add and LeakyReLU are fused after it (its NCHW result written
+    block by block), and a dilation-3 5-tap one without bias and without padding on 508 outputs
+    (filters transformed at each call)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Conv1d(96, 96, 7, padding=3)
+        self.b = nn.Conv1d(96, 96, 3, padding=2, dilation=2)
+        self.c = nn.Conv1d(96, 96, 5, dilation=3, bias=False)
+
+    def forward(self, x):
+        a = self.a(x)
+        b = F.leaky_relu(self.b(a) + a, 0.1)
+        return b, self.c(b)
+
+
 class DeadTaps(nn.Module):
     """Convolutions whose outer taps read only padding at this input size (lower_dead_taps): a
     dilation-12 3x3 on a 10x10 map (its centre tap alone reads the image), a kernel whose top and

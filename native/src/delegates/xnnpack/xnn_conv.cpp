@@ -269,7 +269,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   if (M * K > (int64_t(1) << 32)) fail(n, "im2col buffer would be too large");
   const float* bias = bias_of(g, n, OC);
   bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left && !n.pad_bottom && !n.pad_right;
-  if (!n.packed.empty() && !n.winograd) {  // (a Winograd node's are checked by its kernel)
+  if (!n.packed.empty() && !n.winograd && !n.winograd1d) {  // (a Winograd node's are checked by its kernel)
     if ((int64_t)n.packed.size() != G) fail(n, "packed weights do not match the filter");
     for (const PackedB& pb : n.packed)
       if (pb.K != K || pb.N != OCg) fail(n, "packed weights do not match the filter");
@@ -304,6 +304,16 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     const WinogradGeom wg{N, H, W, C, OH, OW, OC, n.pad_top, n.pad_left, n.dh};
     if (!conv3x3_winograd_f32(ctx.pool, wg, ap->cdata(), n.packed, o.data.data(), ep))
       fail(n, "Winograd filters do not match the convolution");  // (before any work: the chain too)
+    return;
+  }
+  if (n.winograd1d) {  // F(3, 3) over pieces of 3 taps on its transformed filters (xnn_winograd.cpp)
+    if ((n.kw == 1 ? W : H) != 1) fail(n, "1-D convolution planned for an input one pixel wide, got " + std::to_string(H) + "x" + std::to_string(W));
+    if (nchw) transpose_input();
+    GemmEpilogue ep = epilogue(n, bias);
+    with_residual(ep, n, res, 0, OC);
+    ChainHook* h = take_chain(n, chain_ok(0));
+    if (h) chain_on_rows(ep, h, OC);
+    run_winograd1d(ctx, n, ap->cdata(), N, H, W, C, OH, OW, o.data.data(), ep);
     return;
   }
   // im2col of output pixels [m_begin, m_end) of group gi into rows of K floats at dst (xnn_im2col.h)

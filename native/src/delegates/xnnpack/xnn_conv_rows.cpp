@@ -18,6 +18,7 @@
 #include "delegates/xnnpack/xnn_node_util.h"
 #include "kernels/compute/conv1d_rows.h"
 #include "kernels/compute/gemm.h"
+#include "kernels/compute/transpose_f32.h"
 
 namespace etnp::xnn {
 
@@ -212,6 +213,63 @@ bool nchw_rows_candidate(const Node& n, const std::vector<int64_t>& in) {
   return OW <= 0 || direct_beats_gemm(n.packed[0].K, OW, n.packed[0].N);
 }
 
+namespace {
+
+// A 1-D Winograd node's NCHW result (Node::winograd1d): the input transposed into its NHWC copy
+// (Node::nchw_transposed), the convolution into the NHWC result (Node::nchw_output) block by block,
+// each block of positions transposed into the NCHW result as it finishes and completed there (the
+// residuals, the function, the second result) while it is in cache.
+struct Winograd1dNchwFinish {
+  const float* u;  // the NHWC result: sequences of OL rows of OC
+  float* y;        // the NCHW one: sequences of OC rows of OL
+  float* y2;
+  int64_t OL, OC;
+  const float* res[2];
+  float lo[2], hi[2];
+  const UnaryOp *f, *f2;
+  float param, param2;
+  void rows(int64_t m0, int64_t m1) const {  // rows of one sequence (the path's blocks never span two)
+    const int64_t seq = m0 / OL, p0 = m0 - seq * OL, p1 = m1 - seq * OL, len = p1 - p0;
+    transpose_2d_f32(u + seq * OL * OC, OL, OC, y + seq * OC * OL, 0, OC, p0, p1);
+    for (int64_t oc = 0; oc < OC; oc++) {
+      const int64_t at = (seq * OC + oc) * OL + p0;
+      float* s = y + at;
+      for (int k = 0; k < 2 && res[k]; k++) {
+        const float* r = res[k] + at;
+        for (int64_t i = 0; i < len; i++) s[i] = std::min(std::max(s[i] + r[i], lo[k]), hi[k]);  // (NaN stays)
+      }
+      if (f) f->f(s, s, len, param);
+      if (f2) f2->f(s, y2 + at, len, param2);
+    }
+  }
+};
+
+void winograd1d_nchw_output(KernelContext& ctx, Graph& g, Node& n, const Value& a, Value& o, Value* o2,
+                            const Value* const r[2], const float lo[2], const float hi[2]) {
+  const int64_t N = a.shape[0], C = a.shape[1], H = a.shape[2], W = a.shape[3];
+  const int64_t OC = o.shape[1], OH = o.shape[2], OW = o.shape[3];
+  const uint32_t t_id = n.nchw_transposed, u_id = n.nchw_output;
+  for (uint32_t id : {n.inputs[0], n.output, n.residual, n.residual2, n.output2})
+    if (id != kInvalidId && (id == t_id || id == u_id)) fail(n, "reads and writes one value");
+  if (t_id == kInvalidId || t_id == u_id || t_id >= g.values.size()) fail(n, "no NHWC copy of the input for the 1-D Winograd path");
+  Value& t = g.values[t_id];
+  ensure_shape(t, {N, H, W, C});
+  if (!transpose_as_batched_2d(ctx, a, {0, 2, 3, 1}, t)) fail(n, "cannot transpose the NCHW input");
+  Value& u = g.values[u_id];
+  ensure_shape(u, {N, OH, OW, OC});
+  Winograd1dNchwFinish fin{u.data.data(), o.data.data(), o2 ? o2->data.data() : nullptr, OH * OW, OC,
+                           {r[0] ? r[0]->cdata() : nullptr, r[1] ? r[1]->cdata() : nullptr}, {lo[0], lo[1]}, {hi[0], hi[1]},
+                           n.act ? unary_op(n.act) : nullptr, o2 ? unary_op(n.act2) : nullptr, n.act_param, n.act2_param};
+  if ((n.act && !fin.f) || (o2 && !fin.f2)) fail(n, "a fused function of unknown type");
+  if (!fin.res[0]) fin.res[0] = fin.res[1], fin.lo[0] = fin.lo[1], fin.hi[0] = fin.hi[1], fin.res[1] = nullptr;
+  GemmEpilogue ep = epilogue(n, bias_of(g, n, OC));
+  ep.rows_done = [](void* c, int64_t m0, int64_t m1) { static_cast<const Winograd1dNchwFinish*>(c)->rows(m0, m1); };
+  ep.rows_ctx = &fin;
+  run_winograd1d(ctx, n, t.cdata(), N, H, W, C, OH, OW, u.data.data(), ep);
+}
+
+}  // namespace
+
 void conv2d_nchw_output(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   const Value& a = in(g, n, 0);  // NCHW
   Value& o = out(g, n);
@@ -238,6 +296,7 @@ void conv2d_nchw_output(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
     if (o2->numel() != total) fail(n, "a fused second result of shape " + shape_str(o2->dims) + " for a result of " + std::to_string(total) + " elements");
   }
   if (total == 0) return;
+  if (n.winograd1d) return winograd1d_nchw_output(ctx, g, n, a, o, o2, r, lo, hi);  // (its filters: no other path's)
   if (fusion_mode() != FusionMode::Steps && C == n.group_in && n.inputs.size() > 1) {
     GemmEpilogue ep = epilogue(n, bias_of(g, n, OC));
     NchwStore st;

@@ -135,6 +135,11 @@ struct Node {
   // A 3x3 stride-1 Conv2d run by Winograd's F(2x2, 3x3) (xnn_winograd.cpp): `packed` holds the 16
   // transformed filters, each [IC x OC], in place of the direct [9 * IC x OC] packing
   bool winograd = false;
+  // A 1-D stride-1 Conv2d (one kernel row or column) run by F(3, 3) over pieces of 3 taps
+  // (xnn_winograd.cpp): `packed` holds the 5 transformed filters, each [P * IC x OC], or (one
+  // packing: short sequences, where they would cost more bytes than they save) the direct
+  // packing, transformed at each call
+  bool winograd1d = false;
   std::vector<float> bias;
   // fused at method load (xnn_fuse.cpp). A Conv2d or FullyConnected that absorbed the Add after
   // it: `output` is the add's, `residual` (also inputs[3]) its other operand, res_min/res_max its

@@ -45,10 +45,21 @@ void prepare_node(ThreadPool* pool, Graph& g, Node& n);
 // fusion kept it): made now, from the filter (read back from the program if it was given back).
 void pack_deferred(const Program& program, ThreadPool* pool, Graph& g, Node& n);
 // At load, once fusion is done: the 3x3 stride-1 float convolutions worth running by Winograd's
-// F(2x2, 3x3) get its transformed filters in place of their direct packing (Node::winograd).
+// F(2x2, 3x3) get its transformed filters in place of their direct packing (Node::winograd), and
+// the 1-D stride-1 ones worth running by F(3, 3) over pieces of 3 taps theirs (Node::winograd1d).
 void plan_winograd(ThreadPool* pool, Graph& g);
 // A Conv2d of the shape the Winograd path takes (3x3, stride 1, one group, equal dilation up to 8)
 bool winograd_geometry(const Node& n);
+// A Conv2d of the shape the 1-D Winograd path takes: one group, stride 1, a kernel of one row (or
+// one column) whose length saves products (3 and more taps, 4 left out), dilation up to 16 along
+// it; its length then, else 0. (The input's other axis must be one pixel wide: checked at load
+// and at each call.)
+int64_t winograd1d_taps(const Node& n);
+// Node n (Node::winograd1d) on NHWC input X (N x H x W x C, the axis across the kernel one pixel
+// wide) into NHWC Y (N x OH x OW x OC) with the epilogue of a GEMM writing Y's rows; fails (an
+// ExecutionError) where the shapes are not the plan's.
+void run_winograd1d(KernelContext& ctx, const Node& n, const float* X, int64_t N, int64_t H, int64_t W, int64_t C,
+                    int64_t OH, int64_t OW, float* Y, const GemmEpilogue& ep);
 // Whether Winograd convolutions are planned (ETNP_WINOGRAD=off: never; read once per process)
 bool winograd_enabled();
 // Runs one node: computes its output shape and values.

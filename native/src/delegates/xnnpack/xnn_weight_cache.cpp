@@ -1,6 +1,6 @@
 // Writing and restoring the XNNPACK delegate's packed state (see xnn_weight_cache.h).
 // Section: u32 node count, then per node with packed state: u32 origin, u32 flags (1: qconv_grouped,
-// 2: winograd), the bias, the
+// 2: winograd, 4: winograd1d), the bias, the
 // float packings (K, N, u64 1 for float16 panels else 0, data: none for a placeholder), qpacked, qconv, qblocks, qb4, qdw. Arrays:
 // u64 count, then the elements at a 64-byte aligned offset (views need the alignment packing gives).
 #include "delegates/xnnpack/xnn_weight_cache.h"
@@ -15,7 +15,7 @@ namespace etnp::xnn {
 
 namespace {
 
-constexpr uint32_t kSectionVersion = 3;  // 2: float16 panels, 3: Winograd filters (flag 2)
+constexpr uint32_t kSectionVersion = 4;  // 2: float16 panels, 3: Winograd filters (flag 2), 4: 1-D ones (flag 4)
 
 bool has_state(const Node& n) {
   return !n.packed.empty() || n.qpacked.N > 0 || !n.qconv.empty() || !n.qblocks.empty() || n.qb4.N > 0 ||
@@ -38,7 +38,7 @@ void put_q8(SectionWriter& w, const PackedQ8& q) {
 
 void put_node(SectionWriter& w, const Node& n, const DroppedShapes& dropped) {
   w.put<uint32_t>(n.origin);
-  w.put<uint32_t>((n.qconv_grouped ? 1u : 0u) | (n.winograd ? 2u : 0u));
+  w.put<uint32_t>((n.qconv_grouped ? 1u : 0u) | (n.winograd ? 2u : 0u) | (n.winograd1d ? 4u : 0u));
   put_array(w, n.bias);
   const bool was_dropped = n.packed.empty() && n.origin < dropped.size() && !dropped[n.origin].empty();
   w.put<uint64_t>(was_dropped ? dropped[n.origin].size() : n.packed.size());
@@ -110,9 +110,10 @@ bool get_q8(Reader& r, PackedQ8& q) {
 
 bool get_node(Reader& r, Node& n) {
   const uint32_t flags = r.get<uint32_t>();
-  if (flags > 3) return false;
+  if (flags > 7 || (flags & 6u) == 6u) return false;
   n.qconv_grouped = flags & 1u;
   n.winograd = flags & 2u;
+  n.winograd1d = flags & 4u;
   const uint64_t nbias = r.get<uint64_t>();
   r.align(64);
   if (!r.ok || nbias > (r.n - r.at) / sizeof(float)) return false;
@@ -183,6 +184,12 @@ bool fits(const Graph& g, const Node& n) {
     if (!winograd_geometry(n) || n.packed.size() != 16)
       return false;
     K = n.group_in, N = n.group_out;
+    return std::all_of(n.packed.begin(), n.packed.end(), [&](const PackedB& b) { return b.K == K && b.N == N && b.half.empty(); }) &&
+           n.qpacked.N == 0 && n.qconv.empty() && n.qblocks.empty() && n.qb4.N == 0;
+  } else if (n.type == Conv2d && n.winograd1d) {  // 5 transformed filters, [P * IC x OC] each, or the direct one (xnn_winograd.cpp)
+    const int64_t taps = winograd1d_taps(n);
+    if (!taps || (n.packed.size() != 5 && n.packed.size() != 1)) return false;
+    K = (n.packed.size() == 1 ? taps : (taps + 2) / 3) * n.group_in, N = n.group_out;
     return std::all_of(n.packed.begin(), n.packed.end(), [&](const PackedB& b) { return b.K == K && b.N == N && b.half.empty(); }) &&
            n.qpacked.N == 0 && n.qconv.empty() && n.qblocks.empty() && n.qb4.N == 0;
   } else if (n.type == Conv2d) {
@@ -269,6 +276,7 @@ bool read_packed_state(const uint8_t* p, size_t size, Graph& g) {
     const Node& t = g.nodes[origin];
     n.type = t.type, n.inputs = t.inputs, n.flags = t.flags, n.kh = t.kh, n.kw = t.kw, n.group_in = t.group_in;
     n.group_out = t.group_out, n.groups = t.groups, n.sh = t.sh, n.sw = t.sw, n.dh = t.dh, n.dw = t.dw;
+    n.pad_top = t.pad_top, n.pad_right = t.pad_right, n.pad_bottom = t.pad_bottom, n.pad_left = t.pad_left;
     if (!get_node(r, n) || !fits(g, n)) return false;
     at.push_back(origin);
     got.push_back(std::move(n));
@@ -280,6 +288,7 @@ bool read_packed_state(const uint8_t* p, size_t size, Graph& g) {
     d.packed = std::move(s.packed), d.qpacked = std::move(s.qpacked), d.qconv = std::move(s.qconv);
     d.qconv_grouped = s.qconv_grouped, d.qblocks = std::move(s.qblocks), d.qb4 = std::move(s.qb4);
     d.qdw = std::move(s.qdw), d.bias = std::move(s.bias), d.winograd = s.winograd;
+    d.winograd1d = s.winograd1d;
   }
   return true;
 }

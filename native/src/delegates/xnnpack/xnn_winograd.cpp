@@ -2,11 +2,15 @@
 // load: a float32 3x3 convolution of stride 1 (dilation up to 8, equal on both axes), one group, a
 // constant filter packed for the GEMM, enough channels for the GEMMs to run at speed and output
 // pixels enough per weight for the transforms' bytes to pay: 2.25x fewer multiply-adds, at 16/9 the
-// filter's packed bytes.
+// filter's packed bytes. And a 1-D convolution of stride 1 (one kernel row or column of 3 or more
+// taps, dilation up to 16) by F(3, 3) over pieces of 3 taps (kernels/compute/winograd1d_f32.h):
+// 1.4-1.8x fewer multiply-adds, at 5/3 the filter's bytes per piece of 3 taps.
 #include <cstdlib>
 #include <cstring>
 
+#include "delegates/xnnpack/xnn_node_util.h"
 #include "delegates/xnnpack/xnn_ops.h"
+#include "kernels/compute/winograd1d_f32.h"
 #include "kernels/compute/winograd_f32.h"
 
 namespace etnp::xnn {
@@ -45,7 +49,75 @@ bool worth_it(const Graph& g, const Node& n) {
          2 * OH * OW >= winograd_bands(OH, d) * winograd_bands(OW, d) * 4 * d * d;
 }
 
+// 1-D: outputs per sequence from which the transformed filters are kept from the load on (5 *
+// ceil(taps / 3) rows of IC against the direct packing's taps rows: 1.67-2.1x its bytes, for the
+// products they save once per output); from kMinOutputsPerCall1d on they are made at each call
+// from the direct packing instead (into a buffer kept between calls: one node's at a time), which
+// streams them once more than the GEMMs do - a vocoder's first stage, 256 channels on 400 frames
+// with kernels of 3, 7 and 11 taps, would hold 30 MB more filters for it
+constexpr int64_t kMinOutputs1d = 512, kMinOutputsPerCall1d = 128;
+constexpr int64_t kMaxDilation1d = 16;
+constexpr int64_t kMinChannelProduct1d = 48;
+
+// 0: not worth it; 1: by filters transformed at each call; 2: by filters transformed at load
+int worth_it_1d(const Graph& g, const Node& n) {
+  const int64_t k = winograd1d_taps(n);
+  if (!k || !n.qconv.empty() || n.packed.size() != 1 || n.packed[0].data.empty() || !n.packed[0].half.empty() ||
+      n.filter_taps_major || n.filter_kh || n.filter_kw || n.pre || n.post || n.inputs.empty() ||
+      n.inputs[0] >= g.values.size())
+    return false;
+  // (an NCHW result - a transpose after it fused - comes from the NHWC one, block by block: the
+  // input's NHWC copy and the NHWC result must have their values; xnn_conv_rows.cpp)
+  if (n.nchw_output != kInvalidId && (n.nchw_transposed == kInvalidId || n.nchw_output >= g.values.size()))
+    return false;
+  const int64_t IC = n.group_in, OC = n.group_out;
+  // The transforms cost per output in proportion to IC + OC, the products they save IC * OC: with
+  // few channels the direct kernels (a 1-D convolution's row tile, xnn_conv_rows.cpp, at the FMA
+  // peak) stay ahead. One core, this VM: 128 -> 128 channels 1.47x faster, 80 -> 384 1.2x, 512 ->
+  // 512 1.3x; 64 -> 64 and 32 -> 32 even.
+  if (IC * OC < kMinChannelProduct1d * (IC + OC) || n.packed[0].K != k * IC || n.packed[0].N != OC) return false;
+  const std::vector<int64_t>& dims = g.values[n.inputs[0]].dims;  // NHWC (or NCHW under a fused transpose)
+  if (dims.size() != 4) return false;
+  const bool nchw = n.nchw_transposed != kInvalidId, along_h = n.kw == 1;
+  const int64_t H = nchw ? dims[2] : dims[1], W = nchw ? dims[3] : dims[2];
+  const int64_t L = along_h ? H : W, d = along_h ? n.dh : n.dw;
+  if ((along_h ? W : H) != 1 || L <= 0 || L > (int64_t(1) << 24)) return false;
+  const int64_t OL = L + (along_h ? n.pad_top + n.pad_bottom : n.pad_left + n.pad_right) - d * (k - 1);
+  // (at most half of the computed outputs wasted: tiles of 3 per phase in bands of 3d)
+  if (2 * OL < winograd1d_bands(OL, d) * 3 * d) return 0;
+  return OL >= kMinOutputs1d ? 2 : OL >= kMinOutputsPerCall1d ? 1 : 0;
+}
+
 }  // namespace
+
+int64_t winograd1d_taps(const Node& n) {
+  if (n.type != Conv2d || n.groups != 1 || n.sh != 1 || n.sw != 1) return 0;
+  const bool along_h = n.kw == 1 && n.kh >= 3 && !n.pad_left && !n.pad_right;
+  const bool along_w = n.kh == 1 && n.kw >= 3 && !n.pad_top && !n.pad_bottom;
+  if (!along_h && !along_w) return 0;
+  const int64_t k = along_h ? n.kh : n.kw, d = along_h ? n.dh : n.dw;
+  if (d < 1 || d > kMaxDilation1d) return 0;
+  // products per output: k directly, 5 * ceil(k / 3) / 3 by the pieces: at least 1.4x fewer
+  return 3 * k >= 7 * ((k + 2) / 3) ? k : 0;
+}
+
+void run_winograd1d(KernelContext& ctx, const Node& n, const float* X, int64_t N, int64_t H, int64_t W, int64_t C,
+                    int64_t OH, int64_t OW, float* Y, const GemmEpilogue& ep) {
+  const bool along_h = n.kw == 1;
+  if ((along_h ? W : H) != 1 || (along_h ? OW : OH) != 1)
+    fail(n, "1-D convolution planned for an input one pixel wide, got " + std::to_string(H) + "x" + std::to_string(W));
+  const Winograd1dGeom wg{N, along_h ? H : W, C, along_h ? OH : OW, n.group_out, along_h ? n.pad_top : n.pad_left,
+                          along_h ? n.dh : n.dw};
+  const std::vector<PackedB>* u = &n.packed;
+  if (n.packed.size() == 1) {  // the direct packing: transformed now
+    thread_local std::vector<PackedB> per_call;  // grows only
+    if (!winograd1d_filters_into(ctx.pool, n.packed[0], n.group_in, winograd1d_taps(n), per_call))
+      fail(n, "Winograd filters do not match the convolution");
+    u = &per_call;
+  }
+  if (!conv1d_winograd_f32(ctx.pool, wg, X, *u, Y, ep))
+    fail(n, "Winograd filters do not match the convolution");  // (before any work: a chain too)
+}
 
 bool winograd_geometry(const Node& n) {
   return n.type == Conv2d && n.groups == 1 && n.kh == 3 && n.kw == 3 && n.sh == 1 && n.sw == 1 && n.dh == n.dw &&
@@ -63,11 +135,21 @@ bool winograd_enabled() {
 void plan_winograd(ThreadPool* pool, Graph& g) {
   if (!winograd_enabled()) return;
   for (Node& n : g.nodes) {
-    if (!worth_it(g, n)) continue;
-    std::vector<PackedB> u = winograd_filters_3x3(pool, n.packed[0], n.group_in);
-    if (u.size() != 16) continue;
-    n.packed = std::move(u);
-    n.winograd = true;
+    if (worth_it(g, n)) {
+      std::vector<PackedB> u = winograd_filters_3x3(pool, n.packed[0], n.group_in);
+      if (u.size() != 16) continue;
+      n.packed = std::move(u);
+      n.winograd = true;
+    } else if (const int how = worth_it_1d(g, n)) {
+      if (how == 1) {  // (the direct packing kept: transformed at each call)
+        n.winograd1d = true;
+        continue;
+      }
+      std::vector<PackedB> u = winograd1d_filters(pool, n.packed[0], n.group_in, winograd1d_taps(n));
+      if (u.size() != 5) continue;
+      n.packed = std::move(u);
+      n.winograd1d = true;
+    }
   }
 }
 

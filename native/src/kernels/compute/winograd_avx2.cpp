@@ -1,4 +1,4 @@
-// winograd_impl.h's steps on AVX2 (8 lanes).
+// winograd_impl.h's and winograd1d_impl.h's steps on AVX2 (8 lanes).
 #if defined(__x86_64__)
 #include <immintrin.h>
 
@@ -14,6 +14,7 @@
 #pragma GCC target("avx2,fma")
 #endif
 
+#include "kernels/compute/winograd1d_impl.h"
 #include "kernels/compute/winograd_impl.h"
 
 namespace etnp {
@@ -38,6 +39,12 @@ void winograd_tile_rows_avx2(const WinogradGeom& g, const float* X, const std::v
                              const GemmEpilogue& ep,
     int64_t tr0, int64_t tr1, float* v, float* mb, const float* zeros) {
   winograd_impl::tile_rows<Avx2>(g, X, U, Y, ep, tr0, tr1, v, mb, zeros);
+}
+
+void winograd1d_bands_avx2(const Winograd1dGeom& g, const float* X, const std::vector<PackedB>& U, float* Y,
+                            const GemmEpilogue& ep, int64_t n, int64_t b0, int64_t b1, float* v, float* mb,
+                            const float* zeros) {
+  winograd1d_impl::bands<Avx2>(g, X, U, Y, ep, n, b0, b1, v, mb, zeros);
 }
 
 }  // namespace etnp

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "kernels/compute/cpu_features.h"
-#include "kernels/compute/portable_ops.h"
+#include "kernels/compute/winograd_scalar_lanes.h"
 #include "util/float_buffer.h"
 
 namespace etnp {
@@ -13,22 +13,9 @@ namespace {
 
 constexpr int64_t NR = 16;  // the packed panels' width (gemm.h)
 
-// winograd_impl.h's lanes on CPU paths without a vector file (the compiler may vectorise them)
-struct Scalar {
-  using V = float;
-  using M = bool;
-  static constexpr int64_t W = 1;
-  static M mask(int64_t) { return true; }
-  static V load(const float* p, M) { return *p; }
-  static void store(float* p, V v, M) { *p = v; }
-  static V add(V a, V b) { return a + b; }
-  static V sub(V a, V b) { return a - b; }
-  static V set1(float x) { return x; }
-  static V clamp(V v, V lo, V hi) { return clamp_f32(v, lo, hi); }
-};
 void tile_rows_scalar(const WinogradGeom& g, const float* X, const std::vector<PackedB>& U, float* Y,
                       const GemmEpilogue& ep, int64_t tr0, int64_t tr1, float* v, float* mb, const float* zeros) {
-  winograd_impl::tile_rows<Scalar>(g, X, U, Y, ep, tr0, tr1, v, mb, zeros);
+  winograd_impl::tile_rows<WinogradScalarLanes>(g, X, U, Y, ep, tr0, tr1, v, mb, zeros);
 }
 
 WinogradTileRows pick_tile_rows() {
