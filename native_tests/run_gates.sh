@@ -44,11 +44,13 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 echo "== kernel check (float and int8 GEMM vs naive loops, every CPU path)"
 for cpu in native avx512 avx2 generic; do ETNP_CPU=$cpu "$OUT/asan/kernel_check"; done
 for m in add mlp small_cnn_xnn xnn_ops qlinear_dyn_xnn qadd_constant_xnn q8da4w_xnn channels_last_xnn kv_state ops_kv_state \
-         conv_regimes_xnn half_xnn winograd_xnn dead_taps_xnn; do
+         conv_regimes_xnn half_xnn winograd_xnn winograd1d_xnn dead_taps_xnn; do
   "$OUT/asan/leak_harness" "tests/models/$m.pte" 20
 done
 # the Winograd transforms' other CPU paths (AVX2, scalar)
-for cpu in avx2 generic; do ETNP_CPU=$cpu "$OUT/asan/leak_harness" tests/models/winograd_xnn.pte 3; done
+for cpu in avx2 generic; do
+  for m in winograd_xnn winograd1d_xnn; do ETNP_CPU=$cpu "$OUT/asan/leak_harness" "tests/models/$m.pte" 3; done
+done
 # LLM programs (token ids below the vocabulary, input_pos 0): KV caches as state (index_put, then
 # reset), llama::update_cache / custom_sdpa, 4-bit (8da4w) linears in the XNNPACK delegate
 for m in llm_fp32_kv llm_fp32_kv_static llm_fp32_sdpa llm_8da4w_kv llm_8da4w_sdpa llm_fp32_nokv; do
@@ -112,7 +114,7 @@ if command -v valgrind >/dev/null 2>&1; then
   build plain "" leak_harness
   for m in mlp_xnn small_cnn_xnn xnn_ops encoder_xnn qcnn_static_xnn qlinear_dyn_xnn mobilenet_v2_xnn small_cnn \
            ops_conv_norm ops_index ops_mask_index custom_lstm q8da4w_xnn kv_state llm_8da4w_kv llm_fp32_sdpa \
-           conv_regimes_xnn half_xnn winograd_xnn; do
+           conv_regimes_xnn half_xnn winograd_xnn winograd1d_xnn; do
     valgrind --error-exitcode=9 -q "$OUT/plain/leak_harness" "tests/models/$m.pte" 2
   done
 else
@@ -123,7 +125,9 @@ RUN_TSAN="env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1"
 if command -v setarch >/dev/null 2>&1; then RUN_TSAN="setarch $(uname -m) -R $RUN_TSAN"; fi
 $RUN_TSAN "$OUT/tsan/race_harness" tests/models/mlp_xnn.pte 8 50
 $RUN_TSAN "$OUT/tsan/race_harness" tests/models/small_cnn.pte 4 20
-$RUN_TSAN "$OUT/tsan/race_harness" tests/models/winograd_xnn.pte 4 10  # (its blocks on the pool's threads)
+for m in winograd_xnn winograd1d_xnn; do  # (their blocks on the pool's threads)
+  $RUN_TSAN "$OUT/tsan/race_harness" "tests/models/$m.pte" 4 10
+done
 # state shared by threads (results checked against consecutive calls) and the LLM kernels
 for m in kv_state ops_kv_state; do $RUN_TSAN "$OUT/tsan/race_harness" "tests/models/$m.pte" 4 10; done
 for m in llm_fp32_kv llm_8da4w_kv llm_fp32_sdpa llm_8da4w_sdpa; do $RUN_TSAN "$OUT/tsan/race_harness" "tests/models/$m.pte" 3 3; done

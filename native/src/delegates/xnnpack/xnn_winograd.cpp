@@ -104,6 +104,7 @@ int64_t winograd1d_taps(const Node& n) {
 void run_winograd1d(KernelContext& ctx, const Node& n, const float* X, int64_t N, int64_t H, int64_t W, int64_t C,
                     int64_t OH, int64_t OW, float* Y, const GemmEpilogue& ep) {
   const bool along_h = n.kw == 1;
+  if (C != n.group_in) fail(n, "input has " + std::to_string(C) + " channels, expected " + std::to_string(n.group_in));
   if ((along_h ? W : H) != 1 || (along_h ? OW : OH) != 1)
     fail(n, "1-D convolution planned for an input one pixel wide, got " + std::to_string(H) + "x" + std::to_string(W));
   const Winograd1dGeom wg{N, along_h ? H : W, C, along_h ? OH : OW, n.group_out, along_h ? n.pad_top : n.pad_left,
