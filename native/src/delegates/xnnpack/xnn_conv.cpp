@@ -308,12 +308,11 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   }
   if (n.winograd1d) {  // F(3, 3) over pieces of 3 taps on its transformed filters (xnn_winograd.cpp)
     if ((n.kw == 1 ? W : H) != 1) fail(n, "1-D convolution planned for an input one pixel wide, got " + std::to_string(H) + "x" + std::to_string(W));
-    if (nchw) transpose_input();
     GemmEpilogue ep = epilogue(n, bias);
     with_residual(ep, n, res, 0, OC);
     ChainHook* h = take_chain(n, chain_ok(0));
     if (h) chain_on_rows(ep, h, OC);
-    run_winograd1d(ctx, n, ap->cdata(), N, H, W, C, OH, OW, o.data.data(), ep);
+    run_winograd1d(ctx, n, ap->cdata(), nchw, N, H, W, C, OH, OW, o.data.data(), ep);  // (NCHW read in place)
     return;
   }
   // im2col of output pixels [m_begin, m_end) of group gi into rows of K floats at dst (xnn_im2col.h)

@@ -19,6 +19,7 @@
 #include "kernels/compute/conv1d_rows.h"
 #include "kernels/compute/gemm.h"
 #include "kernels/compute/transpose_f32.h"
+#include "kernels/compute/winograd1d_f32.h"
 
 namespace etnp::xnn {
 
@@ -215,24 +216,23 @@ bool nchw_rows_candidate(const Node& n, const std::vector<int64_t>& in) {
 
 namespace {
 
-// A 1-D Winograd node's NCHW result (Node::winograd1d): the input transposed into its NHWC copy
-// (Node::nchw_transposed), the convolution into the NHWC result (Node::nchw_output) block by block,
-// each block of positions transposed into the NCHW result as it finishes and completed there (the
-// residuals, the function, the second result) while it is in cache.
+// A 1-D Winograd node's NCHW result (Node::winograd1d): the NCHW input read in place, each block
+// of output positions transposed into the NCHW result as it finishes and completed there (the
+// residuals, the function, the second result) while it is in cache - no NHWC copy of the input or
+// of the result is made.
 struct Winograd1dNchwFinish {
-  const float* u;  // the NHWC result: sequences of OL rows of OC
-  float* y;        // the NCHW one: sequences of OC rows of OL
+  float* y;  // the NCHW result: sequences of OC rows of OL
   float* y2;
   int64_t OL, OC;
   const float* res[2];
   float lo[2], hi[2];
   const UnaryOp *f, *f2;
   float param, param2;
-  void rows(int64_t m0, int64_t m1) const {  // rows of one sequence (the path's blocks never span two)
-    const int64_t seq = m0 / OL, p0 = m0 - seq * OL, p1 = m1 - seq * OL, len = p1 - p0;
-    transpose_2d_f32(u + seq * OL * OC, OL, OC, y + seq * OC * OL, 0, OC, p0, p1);
+  void rows(int64_t n, int64_t o0, int64_t o1, const float* block) const {  // block: o1 - o0 rows of OC
+    const int64_t len = o1 - o0;
+    transpose_strided_f32(block, len, OC, OC, y + n * OC * OL + o0, OL);
     for (int64_t oc = 0; oc < OC; oc++) {
-      const int64_t at = (seq * OC + oc) * OL + p0;
+      const int64_t at = (n * OC + oc) * OL + o0;
       float* s = y + at;
       for (int k = 0; k < 2 && res[k]; k++) {
         const float* r = res[k] + at;
@@ -248,24 +248,17 @@ void winograd1d_nchw_output(KernelContext& ctx, Graph& g, Node& n, const Value& 
                             const Value* const r[2], const float lo[2], const float hi[2]) {
   const int64_t N = a.shape[0], C = a.shape[1], H = a.shape[2], W = a.shape[3];
   const int64_t OC = o.shape[1], OH = o.shape[2], OW = o.shape[3];
-  const uint32_t t_id = n.nchw_transposed, u_id = n.nchw_output;
-  for (uint32_t id : {n.inputs[0], n.output, n.residual, n.residual2, n.output2})
-    if (id != kInvalidId && (id == t_id || id == u_id)) fail(n, "reads and writes one value");
-  if (t_id == kInvalidId || t_id == u_id || t_id >= g.values.size()) fail(n, "no NHWC copy of the input for the 1-D Winograd path");
-  Value& t = g.values[t_id];
-  ensure_shape(t, {N, H, W, C});
-  if (!transpose_as_batched_2d(ctx, a, {0, 2, 3, 1}, t)) fail(n, "cannot transpose the NCHW input");
-  Value& u = g.values[u_id];
-  ensure_shape(u, {N, OH, OW, OC});
-  Winograd1dNchwFinish fin{u.data.data(), o.data.data(), o2 ? o2->data.data() : nullptr, OH * OW, OC,
+  Winograd1dNchwFinish fin{o.data.data(), o2 ? o2->data.data() : nullptr, OH * OW, OC,
                            {r[0] ? r[0]->cdata() : nullptr, r[1] ? r[1]->cdata() : nullptr}, {lo[0], lo[1]}, {hi[0], hi[1]},
                            n.act ? unary_op(n.act) : nullptr, o2 ? unary_op(n.act2) : nullptr, n.act_param, n.act2_param};
   if ((n.act && !fin.f) || (o2 && !fin.f2)) fail(n, "a fused function of unknown type");
   if (!fin.res[0]) fin.res[0] = fin.res[1], fin.lo[0] = fin.lo[1], fin.hi[0] = fin.hi[1], fin.res[1] = nullptr;
-  GemmEpilogue ep = epilogue(n, bias_of(g, n, OC));
-  ep.rows_done = [](void* c, int64_t m0, int64_t m1) { static_cast<const Winograd1dNchwFinish*>(c)->rows(m0, m1); };
-  ep.rows_ctx = &fin;
-  run_winograd1d(ctx, n, t.cdata(), N, H, W, C, OH, OW, u.data.data(), ep);
+  Winograd1dSink sink;
+  sink.fn = [](void* c, int64_t seq, int64_t o0, int64_t o1, const float* rows) {
+    static_cast<const Winograd1dNchwFinish*>(c)->rows(seq, o0, o1, rows);
+  };
+  sink.ctx = &fin;
+  run_winograd1d(ctx, n, a.cdata(), true, N, H, W, C, OH, OW, nullptr, epilogue(n, bias_of(g, n, OC)), &sink);
 }
 
 }  // namespace

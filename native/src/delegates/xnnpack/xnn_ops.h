@@ -6,6 +6,7 @@
 
 #include "kernels/kernel_util.h"
 #include "kernels/compute/quantize_row.h"
+#include "kernels/compute/winograd1d_f32.h"
 #include "kernels/registry.h"
 
 namespace etnp::xnn {
@@ -55,11 +56,13 @@ bool winograd_geometry(const Node& n);
 // it; its length then, else 0. (The input's other axis must be one pixel wide: checked at load
 // and at each call.)
 int64_t winograd1d_taps(const Node& n);
-// Node n (Node::winograd1d) on NHWC input X (N x H x W x C, the axis across the kernel one pixel
-// wide) into NHWC Y (N x OH x OW x OC) with the epilogue of a GEMM writing Y's rows; fails (an
-// ExecutionError) where the shapes are not the plan's.
-void run_winograd1d(KernelContext& ctx, const Node& n, const float* X, int64_t N, int64_t H, int64_t W, int64_t C,
-                    int64_t OH, int64_t OW, float* Y, const GemmEpilogue& ep);
+// Node n (Node::winograd1d) on input X (N x H x W x C, NHWC, or with `nchw` N x C x H x W; the axis
+// across the kernel one pixel wide) into NHWC Y (N x OH x OW x OC) with the epilogue of a GEMM
+// writing Y's rows, or (sink) block by block to sink (winograd1d_f32.h); fails (an ExecutionError)
+// where the shapes are not the plan's.
+void run_winograd1d(KernelContext& ctx, const Node& n, const float* X, bool nchw, int64_t N, int64_t H, int64_t W,
+                    int64_t C, int64_t OH, int64_t OW, float* Y, const GemmEpilogue& ep,
+                    const Winograd1dSink* sink = nullptr);
 // Whether Winograd convolutions are planned (ETNP_WINOGRAD=off: never; read once per process)
 bool winograd_enabled();
 // Runs one node: computes its output shape and values.

@@ -66,10 +66,9 @@ int worth_it_1d(const Graph& g, const Node& n) {
       n.filter_taps_major || n.filter_kh || n.filter_kw || n.pre || n.post || n.inputs.empty() ||
       n.inputs[0] >= g.values.size())
     return false;
-  // (an NCHW result - a transpose after it fused - comes from the NHWC one, block by block: the
-  // input's NHWC copy and the NHWC result must have their values; xnn_conv_rows.cpp)
-  if (n.nchw_output != kInvalidId && (n.nchw_transposed == kInvalidId || n.nchw_output >= g.values.size()))
-    return false;
+  // (an NCHW result - a transpose after it fused - is written block by block from an NCHW input
+  // read in place: xnn_conv_rows.cpp)
+  if (n.nchw_output != kInvalidId && n.nchw_transposed == kInvalidId) return false;
   const int64_t IC = n.group_in, OC = n.group_out;
   // The transforms cost per output in proportion to IC + OC, the products they save IC * OC: with
   // few channels the direct kernels (a 1-D convolution's row tile, xnn_conv_rows.cpp, at the FMA
@@ -101,22 +100,23 @@ int64_t winograd1d_taps(const Node& n) {
   return 3 * k >= 7 * ((k + 2) / 3) ? k : 0;
 }
 
-void run_winograd1d(KernelContext& ctx, const Node& n, const float* X, int64_t N, int64_t H, int64_t W, int64_t C,
-                    int64_t OH, int64_t OW, float* Y, const GemmEpilogue& ep) {
+void run_winograd1d(KernelContext& ctx, const Node& n, const float* X, bool nchw, int64_t N, int64_t H, int64_t W,
+                    int64_t C, int64_t OH, int64_t OW, float* Y, const GemmEpilogue& ep, const Winograd1dSink* sink) {
   const bool along_h = n.kw == 1;
   if (C != n.group_in) fail(n, "input has " + std::to_string(C) + " channels, expected " + std::to_string(n.group_in));
   if ((along_h ? W : H) != 1 || (along_h ? OW : OH) != 1)
     fail(n, "1-D convolution planned for an input one pixel wide, got " + std::to_string(H) + "x" + std::to_string(W));
   const Winograd1dGeom wg{N, along_h ? H : W, C, along_h ? OH : OW, n.group_out, along_h ? n.pad_top : n.pad_left,
-                          along_h ? n.dh : n.dw};
+                          along_h ? n.dh : n.dw, nchw};
   const std::vector<PackedB>* u = &n.packed;
   if (n.packed.size() == 1) {  // the direct packing: transformed now
-    thread_local std::vector<PackedB> per_call;  // grows only
-    if (!winograd1d_filters_into(ctx.pool, n.packed[0], n.group_in, winograd1d_taps(n), per_call))
+    thread_local FloatBuffer store;  // the 5 filters one after another, grows only (one node's at a time)
+    thread_local std::vector<PackedB> per_call;  // views into it
+    if (!winograd1d_filters_into(ctx.pool, n.packed[0], n.group_in, winograd1d_taps(n), store, per_call))
       fail(n, "Winograd filters do not match the convolution");
     u = &per_call;
   }
-  if (!conv1d_winograd_f32(ctx.pool, wg, X, *u, Y, ep))
+  if (!conv1d_winograd_f32(ctx.pool, wg, X, *u, Y, ep, sink))
     fail(n, "Winograd filters do not match the convolution");  // (before any work: a chain too)
 }
 

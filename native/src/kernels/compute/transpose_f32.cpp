@@ -157,9 +157,38 @@ ETNP_TARGET("avx2") void rows_avx2(const float* x, int64_t R, int64_t S, float* 
     }
   }
 }
+
+ETNP_TARGET("avx2") void strided_avx2(const float* x, int64_t rows, int64_t cols, int64_t ldx, float* y, int64_t ldy) {
+  for (int64_t rb = 0; rb < rows; rb += T) {
+    const int64_t re = std::min(rows, rb + T);
+    for (int64_t cb = 0; cb < cols; cb += T) {
+      const int64_t ce = std::min(cols, cb + T);
+      for (int64_t r = rb; r < re; r += 8)
+        for (int64_t c = cb; c < ce; c += 8) {
+          const int64_t rc = std::min<int64_t>(8, re - r), sc = std::min<int64_t>(8, ce - c);
+          if (rc == 8 && sc == 8) tile8_avx2(x + r * ldx + c, ldx, y + c * ldy + r, ldy);
+          else tile_part_avx2(x + r * ldx + c, ldx, y + c * ldy + r, ldy, rc, sc);
+        }
+    }
+  }
+}
 #endif
 
 }  // namespace
+
+void transpose_strided_f32(const float* x, int64_t rows, int64_t cols, int64_t ldx, float* y, int64_t ldy) {
+#if defined(__x86_64__)
+  static const bool avx2 = cpu_has_avx2_fma();
+  if (avx2) {
+    strided_avx2(x, rows, cols, ldx, y, ldy);
+    return;
+  }
+#endif
+  for (int64_t rb = 0; rb < rows; rb += T)
+    for (int64_t cb = 0; cb < cols; cb += T)
+      for (int64_t c = cb; c < std::min(cols, cb + T); c++)
+        for (int64_t r = rb; r < std::min(rows, rb + T); r++) y[c * ldy + r] = x[r * ldx + c];
+}
 
 void transpose_2d_f32(const float* x, int64_t R, int64_t S, float* y, int64_t s0, int64_t s1, int64_t r0,
                       int64_t r1) {

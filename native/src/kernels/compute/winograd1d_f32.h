@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/compute/gemm.h"
+#include "util/float_buffer.h"
 #include "threadpool/threadpool.h"
 
 namespace etnp {
@@ -22,16 +23,27 @@ namespace etnp {
 // packed for the direct GEMM (pack_b of [taps * IC x OC], rows (tap, ic)). Empty where `direct`
 // holds float16 panels or its shape is not taps * IC rows.
 std::vector<PackedB> winograd1d_filters(ThreadPool* pool, const PackedB& direct, int64_t IC, int64_t taps);
-// The same into `out` (resized to 5, each packing's storage reused where it is large enough: a
-// per-call transform into buffers kept between calls); false, leaving `out` as it was, where
-// winograd1d_filters would return none.
-bool winograd1d_filters_into(ThreadPool* pool, const PackedB& direct, int64_t IC, int64_t taps, std::vector<PackedB>& out);
+// The same as views into `store` (grown where too small: given back, then made anew), for a
+// per-call transform into a buffer kept between calls; false where winograd1d_filters would
+// return none.
+bool winograd1d_filters_into(ThreadPool* pool, const PackedB& direct, int64_t IC, int64_t taps, FloatBuffer& store,
+                             std::vector<PackedB>& out);
 
 struct Winograd1dGeom {
   int64_t N, L, C;  // the input: N sequences of L positions of C channels (position-major rows)
   int64_t OL, OC;   // the output likewise (OL = L + pads - dilation * (taps - 1))
   int64_t pad;      // zero samples before the input
   int64_t dilation = 1;
+  // the input as N sequences of C channel rows of L (NCL: an NCHW value's rows) instead, each
+  // block's positions transposed into a small buffer as the block starts
+  bool channel_major = false;
+};
+// Where given, each block's outputs go to fn instead of Y: rows [o0, o1) of sequence n, as
+// o1 - o0 rows of OC floats at `rows` (bias and clamp applied; the residual and rows_done not
+// taken), from the thread that computed them (blocks run on several threads at once).
+struct Winograd1dSink {
+  void (*fn)(void* ctx, int64_t n, int64_t o0, int64_t o1, const float* rows) = nullptr;
+  void* ctx = nullptr;
 };
 // Bands of 3 * dilation outputs covering `out` of them
 inline int64_t winograd1d_bands(int64_t out, int64_t dilation) { return (out + 3 * dilation - 1) / (3 * dilation); }
@@ -40,18 +52,28 @@ inline int64_t winograd1d_bands(int64_t out, int64_t dilation) { return (out + 3
 // the clamp, the fused residual and rows_done over whole output rows; bias_row and accumulate are
 // not taken: false, before any work). U: winograd1d_filters'.
 bool conv1d_winograd_f32(ThreadPool* pool, const Winograd1dGeom& g, const float* X, const std::vector<PackedB>& U,
-                         float* Y, const GemmEpilogue& ep);
+                         float* Y, const GemmEpilogue& ep, const Winograd1dSink* sink = nullptr);
 
-// winograd1d_impl::bands<S> per CPU path (the x86 ones in winograd_avx2.cpp / winograd_avx512.cpp)
-using Winograd1dBands = void (*)(const Winograd1dGeom&, const float*, const std::vector<PackedB>&, float*,
-                                 const GemmEpilogue&, int64_t, int64_t, int64_t, float*, float*, const float*);
+// One block's work (winograd1d_impl::bands<S>) per CPU path (the x86 ones in winograd_avx2.cpp /
+// winograd_avx512.cpp): x holds the input positions [x0, x1) of the sequence as rows of C (zero
+// outside), y and res (null: no residual; rows ep.ldr apart) the outputs from o0 on as rows of OC.
+struct Winograd1dBlock {
+  const float* x;
+  int64_t x0, x1;
+  float* y;
+  const float* res;
+  int64_t o0;
+  int64_t b0, b1;   // the bands
+  float *v, *mb;    // scratch: 5 x (b1 - b0 + P - 1) x C and 5 x (b1 - b0) x OC floats
+  const float* zeros;  // C of them
+};
+using Winograd1dBands = void (*)(const Winograd1dGeom&, const std::vector<PackedB>&, const GemmEpilogue&,
+                                 const Winograd1dBlock&);
 #if defined(__x86_64__)
-void winograd1d_bands_avx512(const Winograd1dGeom& g, const float* X, const std::vector<PackedB>& U, float* Y,
-                             const GemmEpilogue& ep, int64_t n, int64_t b0, int64_t b1, float* v, float* mb,
-                             const float* zeros);
-void winograd1d_bands_avx2(const Winograd1dGeom& g, const float* X, const std::vector<PackedB>& U, float* Y,
-                           const GemmEpilogue& ep, int64_t n, int64_t b0, int64_t b1, float* v, float* mb,
-                           const float* zeros);
+void winograd1d_bands_avx512(const Winograd1dGeom& g, const std::vector<PackedB>& U, const GemmEpilogue& ep,
+                             const Winograd1dBlock& b);
+void winograd1d_bands_avx2(const Winograd1dGeom& g, const std::vector<PackedB>& U, const GemmEpilogue& ep,
+                           const Winograd1dBlock& b);
 #endif
 
 }  // namespace etnp

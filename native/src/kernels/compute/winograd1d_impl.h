@@ -60,36 +60,36 @@ inline void output_tile(const float* mt, int64_t stride, int64_t OC, float* cons
   }
 }
 
-// Bands [b0, b1) of image n (a band: 3 * dilation consecutive outputs, one tile of 3 per phase),
-// on this thread: per phase, the input transform of the windows the bands' tiles read into v, 5
-// GEMMs into mb, the output transform into Y. Tile t of a phase reads windows t .. t + P - 1 (its
-// pieces of 3 taps): row t of the GEMM's A is those windows' P * C transformed values, adjacent
-// in v (rows C floats apart, P * C floats long).
+// Bands [b.b0, b.b1) of one sequence (a band: 3 * dilation consecutive outputs, one tile of 3 per
+// phase), on this thread: per phase, the input transform of the windows the bands' tiles read into
+// v, 5 GEMMs into mb, the output transform into b.y. Tile t of a phase reads windows t .. t + P - 1
+// (its pieces of 3 taps): row t of the GEMM's A is those windows' P * C transformed values,
+// adjacent in v (rows C floats apart, P * C floats long).
 template <class S>
-inline void bands(const Winograd1dGeom& g, const float* X, const std::vector<PackedB>& U, float* Y,
-                  const GemmEpilogue& ep, int64_t n, int64_t b0, int64_t b1, float* v, float* mb, const float* zeros) {
-  const int64_t d = g.dilation, C = g.C, OC = g.OC, P = U[0].K / C, nb = b1 - b0, rows = nb + P - 1;
-  const float* x = X + n * g.L * C;
+inline void bands(const Winograd1dGeom& g, const std::vector<PackedB>& U, const GemmEpilogue& ep,
+                  const Winograd1dBlock& b) {
+  const int64_t d = g.dilation, C = g.C, OC = g.OC, P = U[0].K / C, nb = b.b1 - b.b0, rows = nb + P - 1;
   for (int64_t p = 0; p < d; p++) {
     for (int64_t s = 0; s < rows; s++) {
       const float* w[5];
-      const int64_t first = 3 * d * (b0 + s) + p - g.pad;
+      const int64_t first = 3 * d * (b.b0 + s) + p - g.pad;
       for (int i = 0; i < 5; i++) {
         const int64_t at = first + i * d;
-        w[i] = at >= 0 && at < g.L ? x + at * C : zeros;
+        w[i] = at >= b.x0 && at < b.x1 ? b.x + (at - b.x0) * C : b.zeros;
       }
-      input_tile<S>(w, v + s * C, rows * C, C);
+      input_tile<S>(w, b.v + s * C, rows * C, C);
     }
-    for (int xi = 0; xi < 5; xi++) sgemm_packed(nullptr, nb, v + xi * rows * C, C, 1, U[(size_t)xi], mb + xi * nb * OC, OC);
+    for (int xi = 0; xi < 5; xi++)
+      sgemm_packed(nullptr, nb, b.v + xi * rows * C, C, 1, U[(size_t)xi], b.mb + xi * nb * OC, OC);
     for (int64_t t = 0; t < nb; t++) {
       float* y[3];
       const float* r[3];
       for (int q = 0; q < 3; q++) {
-        const int64_t o = 3 * d * (b0 + t) + p + q * d, row = n * g.OL + o;
-        y[q] = o < g.OL ? Y + row * OC : nullptr;
-        r[q] = o < g.OL && ep.residual ? ep.residual + row * ep.ldr : nullptr;
+        const int64_t o = 3 * d * (b.b0 + t) + p + q * d;
+        y[q] = o < g.OL ? b.y + (o - b.o0) * OC : nullptr;
+        r[q] = o < g.OL && b.res ? b.res + (o - b.o0) * ep.ldr : nullptr;
       }
-      output_tile<S>(mb + t * OC, nb * OC, OC, y, r, ep.bias_col, ep);
+      output_tile<S>(b.mb + t * OC, nb * OC, OC, y, r, ep.bias_col, ep);
     }
   }
 }

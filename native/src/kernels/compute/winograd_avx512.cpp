@@ -43,10 +43,9 @@ void winograd_tile_rows_avx512(const WinogradGeom& g, const float* X, const std:
   winograd_impl::tile_rows<Avx512>(g, X, U, Y, ep, tr0, tr1, v, mb, zeros);
 }
 
-void winograd1d_bands_avx512(const Winograd1dGeom& g, const float* X, const std::vector<PackedB>& U, float* Y,
-                            const GemmEpilogue& ep, int64_t n, int64_t b0, int64_t b1, float* v, float* mb,
-                            const float* zeros) {
-  winograd1d_impl::bands<Avx512>(g, X, U, Y, ep, n, b0, b1, v, mb, zeros);
+void winograd1d_bands_avx512(const Winograd1dGeom& g, const std::vector<PackedB>& U, const GemmEpilogue& ep,
+                             const Winograd1dBlock& b) {
+  winograd1d_impl::bands<Avx512>(g, U, ep, b);
 }
 
 }  // namespace etnp
