@@ -57,7 +57,7 @@ bool worth_it(const Graph& g, const Node& n) {
 // with kernels of 3, 7 and 11 taps, would hold 30 MB more filters for it
 constexpr int64_t kMinOutputs1d = 512, kMinOutputsPerCall1d = 128;
 constexpr int64_t kMaxDilation1d = 16;
-constexpr int64_t kMinChannelProduct1d = 48;
+constexpr int64_t kMinChannelProduct1d = 24;
 
 // 0: not worth it; 1: by filters transformed at each call; 2: by filters transformed at load
 int worth_it_1d(const Graph& g, const Node& n) {
@@ -72,8 +72,9 @@ int worth_it_1d(const Graph& g, const Node& n) {
   const int64_t IC = n.group_in, OC = n.group_out;
   // The transforms cost per output in proportion to IC + OC, the products they save IC * OC: with
   // few channels the direct kernels (a 1-D convolution's row tile, xnn_conv_rows.cpp, at the FMA
-  // peak) stay ahead. One core, this VM: 128 -> 128 channels 1.47x faster, 80 -> 384 1.2x, 512 ->
-  // 512 1.3x; 64 -> 64 and 32 -> 32 even.
+  // peak, its residual adds and functions applied in registers) stay ahead. One core, this VM:
+  // 128 -> 128 channels 1.3-1.5x faster, 80 -> 384 1.35x, 512 -> 512 1.3x, 64 -> 64 1.1-1.4x; 32 ->
+  // 32 1.2-1.3x alone but 0.9-0.95x in a vocoder (LeakyReLU and residual adds fused after it).
   if (IC * OC < kMinChannelProduct1d * (IC + OC) || n.packed[0].K != k * IC || n.packed[0].N != OC) return false;
   const std::vector<int64_t>& dims = g.values[n.inputs[0]].dims;  // NHWC (or NCHW under a fused transpose)
   if (dims.size() != 4) return false;
