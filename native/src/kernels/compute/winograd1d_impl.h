@@ -13,6 +13,7 @@
 
 #include "kernels/compute/gemm.h"
 #include "kernels/compute/winograd1d_f32.h"
+#include "kernels/compute/winograd_epilogue.h"
 
 namespace etnp {
 namespace winograd1d_impl {
@@ -42,7 +43,6 @@ template <class S>
 inline void output_tile(const float* mt, int64_t stride, int64_t OC, float* const* y, const float* const* res,
                         const float* bias, const GemmEpilogue& ep) {
   using V = typename S::V;
-  const V lo = S::set1(ep.min), hi = S::set1(ep.max), rlo = S::set1(ep.res_min), rhi = S::set1(ep.res_max);
   for (int64_t c = 0; c < OC; c += S::W) {
     const typename S::M m = S::mask(OC - c);
     const V m0 = S::load(mt + c, m), m1 = S::load(mt + stride + c, m), m2 = S::load(mt + 2 * stride + c, m),
@@ -50,13 +50,7 @@ inline void output_tile(const float* mt, int64_t stride, int64_t OC, float* cons
     const V s = S::add(m1, m2), m3x2 = S::add(m3, m3);
     const V out[3] = {S::add(S::add(m0, s), m3), S::add(S::sub(m1, m2), m3x2),
                       S::add(S::add(s, m4), S::add(m3x2, m3x2))};
-    const V bc = bias ? S::load(bias + c, m) : S::set1(0.f);
-    for (int r = 0; r < 3; r++) {
-      if (!y[r]) continue;
-      V o = S::clamp(S::add(out[r], bc), lo, hi);
-      if (res[r]) o = S::clamp(S::add(o, S::load(res[r] + c, m)), rlo, rhi);
-      S::store(y[r] + c, o, m);
-    }
+    winograd_store_outputs<S, 3>(out, y, res, bias, ep, c, m);
   }
 }
 

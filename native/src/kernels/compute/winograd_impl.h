@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/compute/gemm.h"
+#include "kernels/compute/winograd_epilogue.h"
 #include "kernels/compute/winograd_f32.h"
 
 namespace etnp {
@@ -43,7 +44,6 @@ template <class S>
 inline void output_tile(const float* mt, int64_t stride, int64_t OC, float* const* y,
                                            const float* const* res, const float* bias, const GemmEpilogue& ep) {
   using V = typename S::V;
-  const V lo = S::set1(ep.min), hi = S::set1(ep.max), rlo = S::set1(ep.res_min), rhi = S::set1(ep.res_max);
   for (int64_t c = 0; c < OC; c += S::W) {
     const typename S::M m = S::mask(OC - c);
     V a[4], b[4];
@@ -53,15 +53,9 @@ inline void output_tile(const float* mt, int64_t stride, int64_t OC, float* cons
       a[j] = S::add(S::add(m0, m1), m2);
       b[j] = S::sub(S::sub(m1, m2), m3);
     }
-    V out[4] = {S::add(S::add(a[0], a[1]), a[2]), S::sub(S::sub(a[1], a[2]), a[3]), S::add(S::add(b[0], b[1]), b[2]),
-                S::sub(S::sub(b[1], b[2]), b[3])};
-    const V bc = bias ? S::load(bias + c, m) : S::set1(0.f);
-    for (int p = 0; p < 4; p++) {
-      if (!y[p]) continue;
-      V r = S::clamp(S::add(out[p], bc), lo, hi);
-      if (res[p]) r = S::clamp(S::add(r, S::load(res[p] + c, m)), rlo, rhi);
-      S::store(y[p] + c, r, m);
-    }
+    const V out[4] = {S::add(S::add(a[0], a[1]), a[2]), S::sub(S::sub(a[1], a[2]), a[3]),
+                      S::add(S::add(b[0], b[1]), b[2]), S::sub(S::sub(b[1], b[2]), b[3])};
+    winograd_store_outputs<S, 4>(out, y, res, bias, ep, c, m);
   }
 }
 
