@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import executorch_numpy_runtime as en
-from conftest import method_inputs, model_path, reference, run_with_cpu
+from conftest import assert_matches, method_inputs, method_outputs, model_path, reference, run_with_cpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
@@ -317,3 +317,37 @@ def test_constants_an_instruction_writes_are_not_shared(tmp_path):
     assert hit.memory_stats()["mapped_weights"] == 0  # W stays the program's bytes: not in the read-only mapping
     with pytest.raises(en.ExecutionError, match="is a constant of the program"):
         hit([x])
+
+
+def test_cache_is_written_only_from_named_data_that_matches_its_keys(tmp_path):
+    """ExecuTorch names each XNNPACK constant by the SHA-256 of its bytes, and a hit reads no
+    weights: a cache packed from a damaged data file would be taken, once the file is repaired, for
+    the packing of the right bytes. On a miss the named data is checked against its keys first;
+    where it does not match, the cache is not written (the load itself runs on what it read)."""
+    import hashlib
+    import re
+    name = "mlp_external_xnn"
+    good = open(model_path(name)[:-len(".pte")] + ".ptd", "rb").read()
+    keys = {k.decode() for k in re.findall(rb"[0-9a-f]{64}", good)}
+    at = next(o for n in (2048, 1024) for o in range(0, len(good) - n + 1, 16)
+              if hashlib.sha256(good[o:o + n]).hexdigest() in keys)  # a named constant's bytes
+    bad = bytearray(good)
+    bad[at + 3] ^= 0x40  # (a float's exponent)
+    pte, data, cache = tmp_path / "m.pte", tmp_path / "m.ptd", str(tmp_path / "m.etnpwc")
+    shutil.copy(model_path(name), pte)
+    ref = reference(name)
+
+    def load():
+        return en.Runtime.get().load_program(str(pte), data_files=[str(data)], weight_cache=cache).load_method("forward")
+
+    want = method_outputs(ref, "forward")
+    data.write_bytes(bytes(bad))
+    damaged = load()(method_inputs(ref, "forward"))
+    assert not np.allclose(damaged[0], want[0], atol=1e-3)  # (the damage reaches a weight)
+    data.write_bytes(good)
+    repaired = load()
+    assert repaired.memory_stats()["mapped_weights"] == 0  # a miss: packed from the repaired file
+    assert_matches(repaired(method_inputs(ref, "forward")), want, 1e-5, 1e-4)
+    hit = load()  # (written by the load before)
+    assert hit.memory_stats()["mapped_weights"] > 0
+    assert_matches(hit(method_inputs(ref, "forward")), want, 1e-5, 1e-4)

@@ -60,6 +60,7 @@ CpuId detect() {
     id.avx512f = zmm && ((r[1] >> 16) & 1);
     id.avx512vnni = zmm && ((r[2] >> 11) & 1);
     id.amx_int8 = (xcr0 & 0x60000) == 0x60000 && ((r[3] >> 24) & 3) == 3;
+    id.sha = (r[1] >> 29) & 1;
   }
 #elif defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
@@ -73,7 +74,9 @@ CpuId detect() {
     if (__get_cpuid(1, &a, &b, &c, &d)) id.f16c = id.avx2 && ((c >> 29) & 1);
     const bool osxsave = (c >> 27) & 1;
     unsigned a7 = 0, b7 = 0, c7 = 0, d7 = 0;
-    if (osxsave && __get_cpuid_count(7, 0, &a7, &b7, &c7, &d7) && ((d7 >> 24) & 3) == 3) {
+    const bool leaf7 = __get_cpuid_count(7, 0, &a7, &b7, &c7, &d7);
+    id.sha = leaf7 && ((b7 >> 29) & 1);
+    if (osxsave && leaf7 && ((d7 >> 24) & 3) == 3) {
       unsigned lo = 0, hi = 0;  // XCR0 (xgetbv 0): the OS saves XTILECFG and XTILEDATA
       __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
       id.amx_int8 = (lo & 0x60000u) == 0x60000u;

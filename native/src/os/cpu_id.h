@@ -18,6 +18,7 @@ struct CpuId {
   // the vendor (CPUID leaf 0: "AuthenticAMD"): the memory-bound kernels' tuning differs (a 4-bit
   // GEMV's streams: qgemm_qb4_avx512.cpp)
   bool amd = false;
+  bool sha = false;  // the SHA extensions (CPUID leaf 7 EBX bit 29: SHA256RNDS2, SHA256MSG1/2)
   bool neon = false;                                                    // aarch64
   bool dotprod = false;  // aarch64 SDOT / UDOT (FEAT_DotProd)
 };

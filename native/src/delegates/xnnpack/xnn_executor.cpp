@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "core/profiler.h"
 #include "delegates/backend.h"
@@ -18,6 +20,7 @@
 #include "os/probes.h"
 #include "runtime/runtime.h"
 #include "util/compiler.h"
+#include "util/sha256.h"
 #include "util/weight_arena.h"
 
 namespace etnp {
@@ -31,8 +34,12 @@ class XnnDelegate : public DelegateHandle {
   // found under KEY (then viewed in its mapping, nothing packed) or added (after packing).
   // PROGRAM: where the filters' bytes (Value::source) are read from right before packing and
   // given back to right after.
+  // KEYED: the named data the graph read under content keys (the SHA-256 of their bytes, as
+  // ExecuTorch's serializer names them), each with its key: on a cache miss, checked before the
+  // packed state is written - a data file damaged since its export would otherwise leave packed
+  // weights that a later load, the file repaired, takes for its own (a hit reads no weights).
   XnnDelegate(Graph g, const Program& program, ThreadPool* pool, BufferBank* bank, WeightCacheSession* cache,
-              uint64_t key)
+              uint64_t key, std::vector<std::pair<Span, std::string>> keyed = {})
       : g_(std::move(g)), bank_(bank) {
     lower_depthwise_as_conv(g_);
     lower_stride1_deconv_as_conv(g_);
@@ -45,7 +52,9 @@ class XnnDelegate : public DelegateHandle {
         mapped_bytes_ = s.size;
       }
     }
+    if (cache && !mapping_) expected_ = std::move(keyed);
     if (!mapping_) pack_nodes(program, pool);
+    if (cache && !mapping_) check_unpacked_named_data(program);
     for (auto& v : g_.values) v.raw = nullptr;  // program bytes are only read while packing
     fuse_nodes(g_);  // (after packing: fusions depend on packed weights)
     // static-int8 convolutions run on their int8 filters (xnn_static_q8.cpp): the float packing is
@@ -64,8 +73,9 @@ class XnnDelegate : public DelegateHandle {
     }
     if (!mapping_) plan_winograd(pool, g_);  // (from the direct packing: a cache holds the result)
     for (auto& v : g_.values) v.qraw = nullptr;  // (the program's bytes may be given back now)
-    if (cache && !mapping_)
+    if (cache && !mapping_ && named_data_ok_)
       cache->add(key, [this](SectionWriter& w) { write_packed_state(w, g_, dropped_); });
+    expected_.clear();
     chains_ = plan_chains(g_);
     chain_locals_ = plan_chain_locals(g_, chains_);
     then_ = plan_producer_chains(g_, chains_);
@@ -127,6 +137,7 @@ class XnnDelegate : public DelegateHandle {
         });
         borrowed.ids.push_back(id);
         borrowed.point(v, at);
+        check_named_data(v.source, at);
       });
       prepare_node(pool, g_, n);
       borrowed.restore();
@@ -134,6 +145,24 @@ class XnnDelegate : public DelegateHandle {
         if (--left[id] == 0) program.release(g_.values[id].source);
       });
     }
+  }
+  // Named data under a content key (expected_) whose bytes at AT do not hash to it: the cache is
+  // not written (named_data_ok_). Each span once.
+  void check_named_data(Span s, const uint8_t* at) {
+    for (auto& e : expected_) {
+      if (e.first.data == s.data && e.first.size == s.size && !e.second.empty()) {
+        if (Sha256::hex(at, s.size) != e.second) named_data_ok_ = false;
+        e.second.clear();  // (checked)
+      }
+    }
+  }
+  // ... and those no node packed (biases, scales, constants decoded by read_graph: resident)
+  void check_unpacked_named_data(const Program& program) {
+    for (auto& e : expected_)
+      if (!e.second.empty()) {
+        program.ensure(e.first);
+        check_named_data(e.first, e.first.data);
+      }
   }
   // Filters pointed at copies of their bytes while a node packs (Value::raw / qraw: at the
   // program's bytes otherwise), pointed back when it is done or fails.
@@ -650,6 +679,10 @@ class XnnDelegate : public DelegateHandle {
   std::shared_ptr<os::ReadOnlyMapping> mapping_;  // the weight cache file the packed state views, if any
   uint64_t mapped_bytes_ = 0;
   DroppedShapes dropped_;  // (while writing a weight cache section)
+  // (a cache miss: named data to check before the section is written - a key emptied once checked -
+  // and whether all of it matched)
+  std::vector<std::pair<Span, std::string>> expected_;
+  bool named_data_ok_ = true;
   BufferBank* bank_;              // the runtime's (outlives the delegate: the method holds the program, which holds the runtime)
   std::vector<uint32_t> banked_, banked_codes_;  // plan_bank: values lent the bank's slots / code slots
   Scratch scratch_;
@@ -671,7 +704,8 @@ std::unique_ptr<DelegateHandle> xnnpack_init(const BackendInit& init) {
   std::vector<Span> local;
   std::vector<Span>* consumed = init.consumed ? init.consumed : &local;
   std::vector<Span> unkeyed;
-  Graph g = read_graph(init.blob, *init.program, consumed, &unkeyed);
+  std::vector<std::pair<Span, std::string>> keyed;  // (checked against their keys before a cache is written)
+  Graph g = read_graph(init.blob, *init.program, consumed, &unkeyed, init.weight_cache ? &keyed : nullptr);
   uint64_t key = 0;
   if (init.weight_cache) {  // (the key hashes the blob and the named data its keys do not name)
     init.program->ensure(init.blob);
@@ -681,7 +715,8 @@ std::unique_ptr<DelegateHandle> xnnpack_init(const BackendInit& init) {
   // (everything the graph needs is copied out of the blob: packed, decoded or parsed)
   consumed->push_back(init.blob);
   Runtime& rt = init.program->runtime();
-  return std::make_unique<XnnDelegate>(std::move(g), *init.program, &rt.pool(), &rt.buffer_bank(), init.weight_cache, key);
+  return std::make_unique<XnnDelegate>(std::move(g), *init.program, &rt.pool(), &rt.buffer_bank(), init.weight_cache, key,
+                                       std::move(keyed));
 }
 
 }  // namespace etnp

@@ -317,7 +317,8 @@ bool content_key(const std::string& key) {
 }
 }  // namespace
 
-Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed, std::vector<Span>* unkeyed) {
+Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed, std::vector<Span>* unkeyed,
+                 std::vector<std::pair<Span, std::string>>* keyed) {
   fb::Buffer whole{blob.data, blob.size, "XNNPACK delegate blob"};
   // the blob's bytes are read as far as they are needed here: its header and graph; the
   // constant data it holds only where decoded here or right before packing (Value::source)
@@ -366,6 +367,7 @@ Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed,
       if (!s.data && s.size == 0) bad("named constant '" + key + "' is not in the program" + program.data_files_note());
       if (consumed) consumed->push_back(s);
       if (unkeyed && !content_key(key)) unkeyed->push_back(s);
+      if (keyed && content_key(key)) keyed->emplace_back(s, key);
       return s;
     }
     uint64_t off = c.scalar<uint64_t>(0), size = c.scalar<uint64_t>(1);

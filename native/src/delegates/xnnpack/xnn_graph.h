@@ -202,9 +202,10 @@ void decode_constant(Value& v, const uint8_t* p, size_t n);
 // except quantized filters used only through packed weights (Value::qraw).
 // The named data it reads is appended to `consumed` (when given).
 // UNKEYED (if given): the named data it read whose key does not name its content (ExecuTorch's
-// XNNPACK serializer keys constants by the SHA-256 of their bytes: the blob then identifies them).
+// XNNPACK serializer keys constants by the SHA-256 of their bytes: the blob then identifies them);
+// KEYED (if given): the rest, each with its key (the hex SHA-256 its bytes should have).
 Graph read_graph(Span blob, const Program& program, std::vector<Span>* consumed = nullptr,
-                 std::vector<Span>* unkeyed = nullptr);
+                 std::vector<Span>* unkeyed = nullptr, std::vector<std::pair<Span, std::string>>* keyed = nullptr);
 // Fuses nodes whose intermediate value nothing else reads (see Node): a residual Add into the
 // Conv2d/FullyConnected before it, an input NCHW -> NHWC transpose into the Conv2d after it, and
 // the pointwise Conv2d before and after a DepthwiseConv2d into one band pipeline.
