@@ -65,23 +65,23 @@ int worth_it_1d(const Graph& g, const Node& n) {
   if (!k || !n.qconv.empty() || n.packed.size() != 1 || n.packed[0].data.empty() || !n.packed[0].half.empty() ||
       n.filter_taps_major || n.filter_kh || n.filter_kw || n.pre || n.post || n.inputs.empty() ||
       n.inputs[0] >= g.values.size())
-    return false;
+    return 0;
   // (an NCHW result - a transpose after it fused - is written block by block from an NCHW input
   // read in place: xnn_conv_rows.cpp)
-  if (n.nchw_output != kInvalidId && n.nchw_transposed == kInvalidId) return false;
+  if (n.nchw_output != kInvalidId && n.nchw_transposed == kInvalidId) return 0;
   const int64_t IC = n.group_in, OC = n.group_out;
   // The transforms cost per output in proportion to IC + OC, the products they save IC * OC: with
   // few channels the direct kernels (a 1-D convolution's row tile, xnn_conv_rows.cpp, at the FMA
   // peak, its residual adds and functions applied in registers) stay ahead. One core, this VM:
   // 128 -> 128 channels 1.3-1.5x faster, 80 -> 384 1.35x, 512 -> 512 1.3x, 64 -> 64 1.1-1.4x; 32 ->
   // 32 1.2-1.3x alone but 0.9-0.95x in a vocoder (LeakyReLU and residual adds fused after it).
-  if (IC * OC < kMinChannelProduct1d * (IC + OC) || n.packed[0].K != k * IC || n.packed[0].N != OC) return false;
+  if (IC * OC < kMinChannelProduct1d * (IC + OC) || n.packed[0].K != k * IC || n.packed[0].N != OC) return 0;
   const std::vector<int64_t>& dims = g.values[n.inputs[0]].dims;  // NHWC (or NCHW under a fused transpose)
-  if (dims.size() != 4) return false;
+  if (dims.size() != 4) return 0;
   const bool nchw = n.nchw_transposed != kInvalidId, along_h = n.kw == 1;
   const int64_t H = nchw ? dims[2] : dims[1], W = nchw ? dims[3] : dims[2];
   const int64_t L = along_h ? H : W, d = along_h ? n.dh : n.dw;
-  if ((along_h ? W : H) != 1 || L <= 0 || L > (int64_t(1) << 24)) return false;
+  if ((along_h ? W : H) != 1 || L <= 0 || L > (int64_t(1) << 24)) return 0;
   const int64_t OL = L + (along_h ? n.pad_top + n.pad_bottom : n.pad_left + n.pad_right) - d * (k - 1);
   // (at most half of the computed outputs wasted: tiles of 3 per phase in bands of 3d)
   if (2 * OL < winograd1d_bands(OL, d) * 3 * d) return 0;
