@@ -29,11 +29,16 @@ constexpr int64_t kMinPixels = 196;
 // of their output; a larger d leaves too few tiles per grid
 constexpr int64_t kMaxDilation = 8;
 
+// What both Winograd paths need of a node: one float32 direct packing of its filter (not a static-int8
+// one, not float16 panels, not the depthwise layout), nothing fused before or after it, an input
+// the graph holds
+bool one_float_packing(const Graph& g, const Node& n) {
+  return n.qconv.empty() && n.packed.size() == 1 && !n.packed[0].data.empty() && n.packed[0].half.empty() &&
+         !n.filter_taps_major && !n.pre && !n.post && !n.inputs.empty() && n.inputs[0] < g.values.size();
+}
+
 bool worth_it(const Graph& g, const Node& n) {
-  if (!winograd_geometry(n) || !n.qconv.empty() || n.packed.size() != 1 || n.packed[0].data.empty() ||
-      !n.packed[0].half.empty() || n.filter_taps_major || n.nchw_output != kInvalidId || n.pre || n.post ||
-      n.inputs.empty() || n.inputs[0] >= g.values.size())
-    return false;
+  if (!winograd_geometry(n) || !one_float_packing(g, n) || n.nchw_output != kInvalidId) return false;
   const int64_t IC = n.group_in, OC = n.group_out;
   if (IC < kMinInputChannels || OC < kMinOutputChannels || n.packed[0].K != 9 * IC || n.packed[0].N != OC)
     return false;
@@ -62,10 +67,7 @@ constexpr int64_t kMinChannelProduct1d = 24;
 // 0: not worth it; 1: by filters transformed at each call; 2: by filters transformed at load
 int worth_it_1d(const Graph& g, const Node& n) {
   const int64_t k = winograd1d_taps(n);
-  if (!k || !n.qconv.empty() || n.packed.size() != 1 || n.packed[0].data.empty() || !n.packed[0].half.empty() ||
-      n.filter_taps_major || n.filter_kh || n.filter_kw || n.pre || n.post || n.inputs.empty() ||
-      n.inputs[0] >= g.values.size())
-    return 0;
+  if (!k || !one_float_packing(g, n) || n.filter_kh || n.filter_kw) return 0;
   // (an NCHW result - a transpose after it fused - is written block by block from an NCHW input
   // read in place: xnn_conv_rows.cpp)
   if (n.nchw_output != kInvalidId && n.nchw_transposed == kInvalidId) return 0;

@@ -138,14 +138,15 @@ bool conv1d_winograd_f32(ThreadPool* pool, const Winograd1dGeom& g, const float*
     for (int64_t blk = b; blk < e; blk++) {
       const int64_t n = blk / per_seq, b0 = blk % per_seq * per, b1 = std::min(TB, b0 + per);
       const int64_t o0 = 3 * d * b0, o1 = std::min(g.OL, 3 * d * b1);
-      Winograd1dBlock k{X + n * g.L * C, 0, g.L, Y + n * g.OL * OC, ep.residual ? ep.residual + n * g.OL * ep.ldr : nullptr,
-                        0, b0, b1, v.data(), mb.data(), zeros.data()};
+      // (with a sink the block's rows go to its buffer: Y is not used, and may be null)
+      Winograd1dBlock k{X + n * g.L * C, 0, g.L, sink ? ys.data() : Y + n * g.OL * OC,
+                        ep.residual ? ep.residual + n * g.OL * ep.ldr : nullptr, sink ? o0 : 0, b0, b1, v.data(),
+                        mb.data(), zeros.data()};
       if (g.channel_major) {  // the block's positions of sequence n's channel rows, position-major
         span(b0, b1, k.x0, k.x1);
         if (k.x1 > k.x0) transpose_strided_f32(X + n * C * g.L + k.x0, C, k.x1 - k.x0, g.L, xs.data(), C);
         k.x = xs.data();
       }
-      if (sink) k.y = ys.data(), k.o0 = o0;
       run(g, U, ep, k);
       if (sink) sink->fn(sink->ctx, n, o0, o1, ys.data());
       else if (ep.rows_done) ep.rows_done(ep.rows_ctx, n * g.OL + o0, n * g.OL + o1);  // (consecutive rows of sequence n)
