@@ -92,7 +92,7 @@ static int check_qgemm_qb4_case(etnp::ThreadPool* pool, int64_t M, int64_t N, in
                 (long)N, (long)K, (long)bs, bad_math);
     return 1;
   }
-  const PackedQB4 p4 = pack_qb4(K, N, bs, [&](int64_t k, int64_t n) { return W[(size_t)(n * K + k)]; },
+  PackedQB4 p4 = pack_qb4(K, N, bs, [&](int64_t k, int64_t n) { return W[(size_t)(n * K + k)]; },
                                 [&](int64_t n, int64_t blk) { return S[(size_t)(n * nb + blk)]; });
   if (p4.f32_scales != f32_scales) {
     std::printf("qgemm_qb4: scales packed as %s\n", p4.f32_scales ? "float32" : "bfloat16");
@@ -112,13 +112,17 @@ static int check_qgemm_qb4_case(etnp::ThreadPool* pool, int64_t M, int64_t N, in
       }
     }
   }
-  qgemm_qb4(pool, M, X.data(), ldx, sa.data(), zp.data(), p4, b, lo, hi, got.data(), N);
-  if (std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) != 0) {
+  // (and with the weights marked as streaming from memory: prefetched non-temporally, the same sums)
+  for (const bool stream : {false, true}) {
+    p4.stream = stream;
+    std::fill(got.begin(), got.end(), 0.f);
+    qgemm_qb4(pool, M, X.data(), ldx, sa.data(), zp.data(), p4, b, lo, hi, got.data(), N);
+    if (std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0) continue;
     for (size_t i = 0; i < want.size(); i++)
       if (std::memcmp(&want[i], &got[i], 4) != 0) {
-        std::printf("qgemm_qb4 M=%ld N=%ld K=%ld bs=%ld f32=%d bias=%d clamp=%d [%ld,%ld]: %.9g != %.9g\n", (long)M,
-                    (long)N, (long)K, (long)bs, f32_scales, with_bias, clamp, (long)(i / N), (long)(i % N), got[i],
-                    want[i]);
+        std::printf("qgemm_qb4 M=%ld N=%ld K=%ld bs=%ld f32=%d bias=%d clamp=%d stream=%d [%ld,%ld]: %.9g != %.9g\n",
+                    (long)M, (long)N, (long)K, (long)bs, f32_scales, with_bias, clamp, stream, (long)(i / N),
+                    (long)(i % N), got[i], want[i]);
         break;
       }
     return 1;

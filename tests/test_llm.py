@@ -63,6 +63,31 @@ def test_logits_per_step_match_eager(name):
             np.testing.assert_allclose(o, ref[f"runtime_logits:{i}"], atol=1e-4, rtol=1e-4, err_msg=f"{name} step {i}")
 
 
+@pytest.mark.parametrize("name", ["llm_8da4w_kv", "llm_8da4w_sdpa"])
+def test_streamed_4bit_weights_give_the_same_logits(name, monkeypatch):
+    """A method whose weights are more than the last-level cache holds reads its 4-bit weights
+    with non-temporal prefetches (DelegateHandle::set_weights_stream; ETNP_STREAM_WEIGHTS forces
+    either way): decode steps (one row: the path that prefetches) give the same bits either way,
+    at 1 and 2 threads, and match eager."""
+    ref = reference(name)
+    for threads in (1, 2):
+        got = {}
+        for stream in ("0", "1"):
+            monkeypatch.setenv("ETNP_STREAM_WEIGHTS", stream)
+            m = en.Runtime(num_threads=threads).load_program(model_path(name)).load_method("forward")
+            logits = []
+            for i in range(steps(ref)):
+                toks, pos = ref[f"step_tokens:{i}"], int(ref[f"step_pos:{i}"][0])
+                for j, t in enumerate(toks[0]):  # (one token a call: every call takes the one-row path)
+                    res = m([np.array([[t]], np.int64), np.array([pos + j], np.int64)])
+                logits.append(np.array(res[0]).reshape(-1)[-res[0].shape[-1]:])
+            got[stream] = logits
+        for i, (a, b) in enumerate(zip(got["0"], got["1"])):
+            assert np.array_equal(a, b), (name, threads, i)
+            eager = ref[f"step_logits:{i}"]
+            assert np.abs(b - eager).max() <= 0.05 * np.abs(eager).max(), (name, threads, i)
+
+
 @pytest.mark.parametrize("name", FIXTURES)
 def test_greedy_generation(name):
     ref = reference(name)

@@ -28,6 +28,12 @@ class DelegateHandle {
   virtual ~DelegateHandle() = default;
   virtual void execute(KernelContext& ctx, EValue** args, size_t nargs) = 0;
   virtual void add_memory(DelegateMemory&) const {}
+  // Set at method load, before the first call, where the method's weights are more than the
+  // CPU's last-level cache holds (Method::stream_weights): every call then reads them from memory
+  // once, as a stream, and kernels that stream weights prefetch them non-temporally - so they do
+  // not evict what the rest of the call reuses from the caches (activations, the interpreter's
+  // records, a KV cache). Weights that fit stay cached from call to call: read as usual.
+  virtual void set_weights_stream(bool) {}
 };
 
 class WeightCacheSession;

@@ -4,9 +4,11 @@
 #include "runtime/method.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
+#include "os/cache_size.h"
 #include "os/pages.h"
 #include "os/probes.h"
 #include "runtime/runtime.h"
@@ -19,6 +21,20 @@ void Method::memory(uint64_t* planned, uint64_t* folded, DelegateMemory* delegat
   *folded = folded_bytes_;
   for (const auto& d : delegates_) d->add_memory(*delegates);
   delegates->mapped_weights += shared_constant_bytes_;  // (constants viewed in the weight cache's mapping)
+}
+
+// Tells the delegates whether their weights stream from memory on every call (DelegateHandle::
+// set_weights_stream): where all of them together are more than the last-level cache holds (an
+// LLM's decode step: SmolLM-135M's 76 MB of 4-bit weights against a 32 MB L3). ETNP_STREAM_WEIGHTS=0
+// or 1 decides instead (comparisons).
+void Method::stream_weights() {
+  uint64_t planned = 0, folded = 0;
+  DelegateMemory m;
+  memory(&planned, &folded, &m);
+  const int64_t llc = os::last_level_cache_bytes();
+  bool stream = llc > 0 && m.packed_weights + m.mapped_weights > (uint64_t)llc;
+  if (const char* v = std::getenv("ETNP_STREAM_WEIGHTS")) stream = std::strcmp(v, "0") != 0;
+  for (const auto& d : delegates_) d->set_weights_stream(stream);
 }
 
 // Back to a freshly loaded method's memory: planned buffers zeroed (large ones' pages given

@@ -80,6 +80,7 @@ class Method {
   void share_constants(WeightCacheSession& cache);  // runtime/shared_constants.cpp
   std::vector<bool> written_values() const;
   void check_tensor_args(const Instruction& x) const;
+  void stream_weights();
   void fold_constant_copies();  // runtime/fold_constants.cpp
   void collect_state();
   bool is_io(const EValue* e) const;  // a method input or output

@@ -329,6 +329,7 @@ void Method::prepare_instructions(const fb::Table& plan, WeightCacheSession* wei
     // alone - Program::release takes whole pages -, together most of the file)
     for (const Span& s : merge_nearby(consumed, os::page_size())) prog_->release(s);
   }
+  stream_weights();
 
   std::vector<std::string> ops = plan_operator_names(plan);
   std::vector<const KernelEntry*> kernels(ops.size(), nullptr);

@@ -193,6 +193,12 @@ class XnnDelegate : public DelegateHandle {
     }
   }
 
+  void set_weights_stream(bool on) override {
+    for (Node& n : g_.nodes)
+      for (Node* x : {&n, n.pre.get(), n.post.get()})
+        if (x) x->qb4.stream = on;
+  }
+
   void add_memory(DelegateMemory& m) const override {
     auto bytes = [](const auto& v) { return (uint64_t)v.capacity() * sizeof(v[0]); };
     auto q8 = [&](const PackedQ8& p) { return bytes(p.data) + bytes(p.col_sum) + bytes(p.scale); };

@@ -39,6 +39,10 @@ struct PackedQB4 {
   bool f32_scales = false;
   int64_t pair_bytes = 0;   // a whole pair of blocks: its scales and chunks
   int64_t panel_bytes = 0;  // Z, then the pairs (the last may be shorter)
+  // The panels are read from memory on every call (DelegateHandle::set_weights_stream): the one-row
+  // (decode) path prefetches them non-temporally, as a stream that leaves the caches' other data
+  // in place. (Not packed state: results are the same either way.)
+  bool stream = false;
   PackedArray<uint8_t, WeightAllocator<uint8_t>> data;  // (a view where a weight cache file holds it)
   int64_t block_chunks(int64_t b) const { return b + 1 < nb ? chunks : last_chunks; }
   int64_t scale_bytes() const { return f32_scales ? 128 : 64; }

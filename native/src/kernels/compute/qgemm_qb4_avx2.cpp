@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/compute/avx2_lanes.h"
 #include "kernels/compute/qgemm_qb4_kernels.h"
@@ -103,15 +104,15 @@ constexpr int kStreams = 2;
 constexpr int64_t kAhead = 2048;
 
 // the chunk at offset d of P panels for one row (its 8 activations at x) into the int16 sums
-// s[j * 2 + half]
-template <int P>
+// s[j * 2 + half] (NT: prefetched non-temporally, PackedQB4::stream)
+template <int P, bool NT>
 ETNP_TARGET_INLINE("avx2,fma") void row_chunk(__m256i* s, const uint8_t* const* panel, int64_t d, const int8_t* x) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i xl = _mm256_set1_epi32(load4(x)), xh = _mm256_set1_epi32(load4(x + 4));
 #pragma GCC unroll 4
   for (int j = 0; j < P; j++) {
     const uint8_t* q = panel[j] + d;
-    _mm_prefetch((const char*)(q + kAhead), _MM_HINT_T0);
+    _mm_prefetch((const char*)(q + kAhead), NT ? _MM_HINT_NTA : _MM_HINT_T0);
 #pragma GCC unroll 2
     for (int hf = 0; hf < 2; hf++) {
       const __m256i raw = _mm256_loadu_si256((const __m256i*)(q + hf * 32));
@@ -125,7 +126,7 @@ ETNP_TARGET_INLINE("avx2,fma") void row_chunk(__m256i* s, const uint8_t* const* 
 
 // One row (tile t holds one) x the P panels p, p + stride, ...: per column the float steps of
 // tile<1> in the same order (bit-identical); integer sums regrouped (exact)
-template <int P>
+template <int P, bool NT>
 ETNP_TARGET("avx2,fma") void row_panels(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, int64_t stride,
                                         const Out& o) {
   const int64_t m0 = a.tile_m0[t];
@@ -150,7 +151,7 @@ ETNP_TARGET("avx2,fma") void row_panels(const Acts& a, const PackedQB4& w, int64
 #pragma GCC unroll 8
       for (int i = 0; i < P * 2; i++) s[i] = _mm256_setzero_si256();
       const int64_t c1 = std::min<int64_t>(ch, c0 + 4);
-      for (int64_t c = c0; c < c1; c++) row_chunk<P>(s, panel, d + c * 64, x + c * 8);
+      for (int64_t c = c0; c < c1; c++) row_chunk<P, NT>(s, panel, d + c * 64, x + c * 8);
 #pragma GCC unroll 8
       for (int i = 0; i < P * 2; i++)
         acc[i] = _mm256_add_epi32(c0 == 0 ? _mm256_set1_epi32(corr[b]) : acc[i], _mm256_madd_epi16(s[i], ones));
@@ -193,10 +194,13 @@ const Tile kTiles[kMaxRows] = {&tile<1>, &tile<2>, &tile<3>, &tile<4>};
 
 void tiles_avx2(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                 const Out& o) {
-  if (decode_streams<kStreams>(  // (a decode step: kStreams ranges of panels side by side)
-          a, t0, t1, p0, p1, [&](int64_t p, int64_t stride) { row_panels<kStreams>(a, w, t0, p, stride, o); },
-          [&](int64_t p) { row_panels<1>(a, w, t0, p, 0, o); }))
-    return;
+  auto decode = [&](auto nt) {  // (a decode step: kStreams ranges of panels side by side)
+    constexpr bool NT = decltype(nt)::value;
+    return decode_streams<kStreams>(
+        a, t0, t1, p0, p1, [&](int64_t p, int64_t stride) { row_panels<kStreams, NT>(a, w, t0, p, stride, o); },
+        [&](int64_t p) { row_panels<1, NT>(a, w, t0, p, 0, o); });
+  };
+  if (w.stream ? decode(std::true_type{}) : decode(std::false_type{})) return;
   for (int64_t p = p0; p < p1; p++)
     for (int hf = 0; hf < 2 && p * 16 + hf * 8 < w.N; hf++)
       for (int64_t t = t0; t < t1; t++) kTiles[a.rows(t) - 1](a, w, t, p, hf, o);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/compute/cpu_features.h"
 #include "kernels/compute/qgemm_qb4_kernels.h"
@@ -113,8 +114,9 @@ void tile(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, const Out& o)
 }
 
 // the chunk at offset d of P panels for one row (its 8 activations at x): low nibbles' products
-// into lo, high into hi, each panel's stream prefetched kAhead bytes ahead
-template <int P>
+// into lo, high into hi, each panel's stream prefetched kAhead bytes ahead (NT: non-temporally,
+// PackedQB4::stream)
+template <int P, bool NT>
 ETNP_TARGET_INLINE("avx512f,avx512bw,avx512vnni")
 void row_chunk(__m512i* lo, __m512i* hi, const uint8_t* const* panel, int64_t d, const int8_t* x) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -122,7 +124,7 @@ void row_chunk(__m512i* lo, __m512i* hi, const uint8_t* const* panel, int64_t d,
 #pragma GCC unroll 4
   for (int j = 0; j < P; j++) {
     const uint8_t* q = panel[j] + d;
-    _mm_prefetch((const char*)(q + kAhead), _MM_HINT_T0);
+    _mm_prefetch((const char*)(q + kAhead), NT ? _MM_HINT_NTA : _MM_HINT_T0);
     const __m512i raw = _mm512_loadu_si512(q);
     lo[j] = _mm512_dpbusd_epi32(lo[j], _mm512_and_si512(raw, m4), xl);
     hi[j] = _mm512_dpbusd_epi32(hi[j], _mm512_and_si512(_mm512_srli_epi16(raw, 4), m4), xh);
@@ -132,7 +134,7 @@ void row_chunk(__m512i* lo, __m512i* hi, const uint8_t* const* panel, int64_t d,
 // One row (tile t holds one) x the P panels p, p + stride, ..., p + (P - 1) * stride, their
 // chunks read side by side (P streams in flight, each prefetched); per panel the float steps of
 // tile<1> in the same order (bit-identical), the broadcast activations shared.
-template <int P>
+template <int P, bool NT>
 ETNP_TARGET("avx512f,avx512bw,avx512vnni")
 void row_panels(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, int64_t stride, const Out& o) {
   const int64_t m0 = a.tile_m0[t];
@@ -153,10 +155,10 @@ void row_panels(const Acts& a, const PackedQB4& w, int64_t t, int64_t p, int64_t
 #pragma GCC unroll 4
     for (int j = 0; j < P; j++) lo[j] = _mm512_set1_epi32(corr[b]), hi[j] = _mm512_setzero_si512();
     if (ch == 4) {  // (blocks of 32, torchao's default)
-      row_chunk<P>(lo, hi, panel, d, x), row_chunk<P>(lo, hi, panel, d + 64, x + 8);
-      row_chunk<P>(lo, hi, panel, d + 128, x + 16), row_chunk<P>(lo, hi, panel, d + 192, x + 24);
+      row_chunk<P, NT>(lo, hi, panel, d, x), row_chunk<P, NT>(lo, hi, panel, d + 64, x + 8);
+      row_chunk<P, NT>(lo, hi, panel, d + 128, x + 16), row_chunk<P, NT>(lo, hi, panel, d + 192, x + 24);
     } else {
-      for (int64_t c = 0; c < ch; c++) row_chunk<P>(lo, hi, panel, d + c * 64, x + c * 8);
+      for (int64_t c = 0; c < ch; c++) row_chunk<P, NT>(lo, hi, panel, d + c * 64, x + c * 8);
     }
 #pragma GCC unroll 4
     for (int j = 0; j < P; j++)
@@ -184,10 +186,15 @@ const Tile kTiles[kMaxRows] = {&tile<1>, &tile<2>, &tile<3>,  &tile<4>,
 void tiles_vnni(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                 const Out& o) {
   auto tile = [&](int64_t t, int64_t p) { kTiles[a.rows(t) - 1](a, w, t, p, o); };
-  auto one = [&](int64_t p) { row_panels<1>(a, w, t0, p, 0, o); };
   static const bool two = cpu_is_amd();  // (a decode step: its ranges of panels side by side)
-  if (two) run_task<2>(a, t0, t1, p0, p1, [&](int64_t p, int64_t stride) { row_panels<2>(a, w, t0, p, stride, o); }, one, tile);
-  else run_task<4>(a, t0, t1, p0, p1, [&](int64_t p, int64_t stride) { row_panels<4>(a, w, t0, p, stride, o); }, one, tile);
+  auto go = [&](auto nt) {
+    constexpr bool NT = decltype(nt)::value;
+    auto one = [&](int64_t p) { row_panels<1, NT>(a, w, t0, p, 0, o); };
+    if (two) run_task<2>(a, t0, t1, p0, p1, [&](int64_t p, int64_t stride) { row_panels<2, NT>(a, w, t0, p, stride, o); }, one, tile);
+    else run_task<4>(a, t0, t1, p0, p1, [&](int64_t p, int64_t stride) { row_panels<4, NT>(a, w, t0, p, stride, o); }, one, tile);
+  };
+  if (w.stream) go(std::true_type{});
+  else go(std::false_type{});
 }
 
 }  // namespace etnp::qb4
