@@ -223,6 +223,48 @@ void Method::capture_output(Profiler& prof, size_t pc, const Instruction& x) con
   }
 }
 
+void Method::run_kernel(KernelContext& ctx, size_t pc, Profiler* prof) {
+  Instruction& x = instructions_[pc];
+  running_ = pc;  // (an error names this instruction)
+  ctx.op = x.op;
+  ctx.user = x.user;
+  check_tensor_args(x);
+  if (ETNP_PROBE_ENABLED(instruction_begin)) ETNP_PROBE2(instruction_begin, pc, x.op);
+  if (prof) {
+    prof->instruction = (int32_t)pc;
+    prof->chain = x.chain;
+    prof->chain_instruction = x.index;
+    int64_t t = Profiler::now();
+    x.fn(ctx, x.args.data(), x.args.size());
+    prof->add(x.op, t, Profiler::now(), 0);
+    if (prof->wants(pc)) capture_output(*prof, pc, x);
+  } else {
+    x.fn(ctx, x.args.data(), x.args.size());
+  }
+  if (ETNP_PROBE_ENABLED(instruction_end)) ETNP_PROBE2(instruction_end, pc, x.op);
+}
+
+// A fused chain at its last instruction pc (runtime/fused_calls.h): its kernel, or where that
+// declines the call's tensors, the chain's instructions in order (an error named as theirs).
+void Method::run_fused(KernelContext& ctx, size_t pc, Profiler* prof) {
+  const Instruction& x = instructions_[pc];
+  const FusedCall& f = *x.fused;
+  ctx.op = f.name;
+  ctx.user = nullptr;
+  if (ETNP_PROBE_ENABLED(instruction_begin)) ETNP_PROBE2(instruction_begin, pc, f.name);
+  const int64_t t = prof ? Profiler::now() : 0;
+  const bool done = f.fn(ctx, f.args.data());
+  if (done && prof) {
+    prof->instruction = (int32_t)pc;
+    prof->chain = x.chain;
+    prof->chain_instruction = x.index;
+    prof->add(f.name, t, Profiler::now(), 0);
+  }
+  if (ETNP_PROBE_ENABLED(instruction_end)) ETNP_PROBE2(instruction_end, pc, f.name);
+  if (done) return;
+  for (uint32_t k : f.members) run_kernel(ctx, k, prof);
+}
+
 void Method::run_instructions() {
   KernelContext ctx;
   ctx.pool = &prog_->runtime().pool();
@@ -234,29 +276,18 @@ void Method::run_instructions() {
   Profiler* prof = profiler_.get();
   ctx.profiler = prof;
   if (prof) prof->begin_call();
+  const bool fusing = !(prof && !prof->capture.empty());  // (captures want each instruction's output)
   while (pc < n) {
     Instruction& x = instructions_[pc];
     control_.poll(name_, ++steps);
     size_t next = pc + 1;
+    running_ = pc;
     try {
       switch (x.kind) {
         case Instruction::Kernel:
-          ctx.op = x.op;
-          ctx.user = x.user;
-          check_tensor_args(x);
-          if (ETNP_PROBE_ENABLED(instruction_begin)) ETNP_PROBE2(instruction_begin, pc, x.op);
-          if (prof) {
-            prof->instruction = (int32_t)pc;
-            prof->chain = x.chain;
-            prof->chain_instruction = x.index;
-            int64_t t = Profiler::now();
-            x.fn(ctx, x.args.data(), x.args.size());
-            prof->add(x.op, t, Profiler::now(), 0);
-            if (prof->wants(pc)) capture_output(*prof, pc, x);
-          } else {
-            x.fn(ctx, x.args.data(), x.args.size());
-          }
-          if (ETNP_PROBE_ENABLED(instruction_end)) ETNP_PROBE2(instruction_end, pc, x.op);
+          if (fusing && x.fused_away) break;  // (its chain's kernel runs at the chain's last instruction)
+          if (fusing && x.fused) run_fused(ctx, pc, prof);
+          else run_kernel(ctx, pc, prof);
           break;
         case Instruction::Delegate:
           ctx.op = x.op;
@@ -294,12 +325,13 @@ void Method::run_instructions() {
           break;
       }
     } catch (const Error& e) {
+      const Instruction& at = instructions_[running_];  // (a fused chain's member, or x)
       if (x.kind == Instruction::Kernel || x.kind == Instruction::Delegate)
         throw Error(e.code() == ETNP_ERR_PROGRAM_LOAD ? ETNP_ERR_EXECUTION : e.code(),
-                    std::string(x.op) + " (instruction " + std::to_string(pc) + "): " + e.what(), e.detail());
+                    std::string(at.op) + " (instruction " + std::to_string(running_) + "): " + e.what(), e.detail());
       throw;
     } catch (const std::bad_alloc&) {
-      throw_exec(std::string(x.op) + ": out of memory");
+      throw_exec(std::string(instructions_[running_].op) + ": out of memory");
     }
     pc = next;
   }

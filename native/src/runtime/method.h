@@ -10,6 +10,7 @@
 #include "core/profiler.h"
 #include "delegates/backend.h"
 #include "kernels/registry.h"
+#include "runtime/fused_calls.h"
 #include "runtime/planned_buffer.h"
 #include "runtime/program.h"
 #include "runtime/run_control.h"
@@ -26,6 +27,10 @@ struct Instruction {
   std::vector<EValue*> args;
   int64_t a = 0, b = 0;  // Move: from, to. JumpFalse: cond, destination.
   int32_t chain = 0, index = 0;  // where the program has it: chain, index in the chain
+  // A fused chain's last instruction carries its call; its other instructions are fused_away
+  // (runtime/fused_calls.h)
+  std::shared_ptr<const FusedCall> fused;
+  bool fused_away = false;
 };
 
 struct InputValue {  // what etnp_method_run binds
@@ -82,6 +87,9 @@ class Method {
   void check_tensor_args(const Instruction& x) const;
   void stream_weights();
   void fold_constant_copies();  // runtime/fold_constants.cpp
+  void fuse_chains();           // runtime/fused_calls.cpp
+  void run_kernel(KernelContext& ctx, size_t pc, Profiler* prof);
+  void run_fused(KernelContext& ctx, size_t pc, Profiler* prof);
   void collect_state();
   bool is_io(const EValue* e) const;  // a method input or output
   void update_state_in_place();  // runtime/inplace_state.cpp
@@ -102,6 +110,7 @@ class Method {
   // planned buffer i's first byte (64-byte aligned)
   uint8_t* buffer_base(size_t i) const { return buffers_[i]->data(); }
   std::vector<Instruction> instructions_;
+  size_t running_ = 0;  // the instruction the interpreter is running
   std::vector<std::vector<uint8_t>> reordered_inputs_;
   std::vector<State> state_;  // unplanned non-default dim-order inputs
   std::vector<std::unique_ptr<uint8_t, FreeDeleter>> folded_;  // storage of copies folded at load
