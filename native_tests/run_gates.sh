@@ -56,6 +56,8 @@ done
 for m in llm_fp32_kv llm_fp32_kv_static llm_fp32_sdpa llm_8da4w_kv llm_8da4w_sdpa llm_fp32_nokv; do
   "$OUT/asan/leak_harness" "tests/models/$m.pte" 3
 done
+# fused chains (RMSNorm, SwiGLU, RoPE) whose kernels decline: each chain's instructions at its place
+for m in llm_fp32_sdpa llm_8da4w_kv; do ETNP_FUSE_CHAINS=decline "$OUT/asan/leak_harness" "tests/models/$m.pte" 3; done
 mkdir -p "$OUT/crashes"
 cp tests/models/*.pte "$OUT/crashes/" 2>/dev/null || true
 # capped by executions too (fixed RNG seed, sorted seeds): CI mutates exactly the inputs a dry run did

@@ -12,9 +12,10 @@
 namespace etnp {
 
 namespace {
+// (as the interpreter checks an instruction's tensors: memory for the current shape)
 bool plain_f32(const EValue* v) {
   return v->tag == Tag::Tensor && v->t.dtype == DType::F32 && v->t.default_dim_order() &&
-         (v->t.numel() == 0 || v->t.data);
+         (v->t.numel() == 0 || (v->t.data && v->t.nbytes() <= v->t.capacity));
 }
 // An out tensor planned where an input's data was (the input read for the last time by the chain)
 // is written element by element at the input's own positions by these kernels: the same memory
