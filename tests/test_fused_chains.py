@@ -144,3 +144,43 @@ def test_a_chain_runs_where_its_memory_allows_or_is_not_fused(tmp_path, reuse):
     # the result's bytes holding inp * 3 meanwhile too, nowhere: the instructions run as they are
     m = en.Runtime(num_threads=1).load_program(str(path)).load_method("forward")
     assert fused_events(m, [x])["etnp::fused_rope_pairs"] == (0 if "result" in reuse else 1)
+
+
+def test_a_static_view_written_inside_a_chain_is_read_after_it():
+    """out = (g * sigmoid(g)) * u where u is a static view - a planned tensor no instruction writes,
+    sharing the bytes of w = inp * 3, which is computed between the sigmoid and the last multiply
+    (as ExecuTorch plans a view onto its base's memory). The chain must not run before w is
+    written (a portable llama's SwiGLU, whose up projection's result comes in through such a view,
+    once ran at the sigmoid and read the bytes before the up projection wrote them)."""
+    p = Program()
+    mul, sig = p.op("aten::mul", "out"), p.op("aten::sigmoid", "out")
+    shape = [2, 8]
+    inp = p.tensor(F32, shape)
+    one = p.tensor(F32, [1], const=np.float32(1).tobytes())
+    three = p.tensor(F32, [1], const=np.float32(3).tobytes())
+    g, sg, m = (p.tensor(F32, shape, planned=True) for _ in range(3))
+    w, u, out = p.tensor(F32, shape, planned=True), p.tensor(F32, [16], planned=True), p.tensor(F32, shape, planned=True)
+    p.values[u].fields[1].fields[6] = p.values[w].fields[1].fields[6]  # u: w's bytes, another shape
+    p.values[u].fields[1].fields[2] = ("vec", "i32", shape)
+    p.values[u].fields[1].fields[3] = ("vec", "u8", [0, 1])
+    p.call(mul, [inp, one, g, g])
+    p.call(sig, [g, sg, sg])
+    p.call(mul, [g, sg, m, m])
+    p.call(mul, [inp, three, w, w])
+    p.call(mul, [m, u, out, out])
+    p.inputs, p.outputs = [inp], [out]
+    x = np.random.default_rng(5).standard_normal(shape, dtype=np.float32)
+    want = None
+    for mode in ("0", "1", "decline"):
+        import os
+        os.environ["ETNP_FUSE_CHAINS"] = mode
+        try:
+            mm = en.Runtime(num_threads=1).load_program(p.to_bytes()).load_method("forward")
+        finally:
+            del os.environ["ETNP_FUSE_CHAINS"]
+        got = np.asarray(mm([x])[0])
+        if want is None:
+            want = got
+            sgm = (1 / (1 + np.exp(-x.astype(np.float64)))).astype(np.float32)
+            np.testing.assert_allclose(got, x * sgm * (x * 3), rtol=1e-6)
+        assert np.array_equal(got, want), mode

@@ -34,6 +34,9 @@ class DelegateHandle {
   // not evict what the rest of the call reuses from the caches (activations, the interpreter's
   // records, a KV cache). Weights that fit stay cached from call to call: read as usual.
   virtual void set_weights_stream(bool) {}
+  // Positions of the call's outputs among its arguments (false: not known - every argument may be
+  // written).
+  virtual bool output_args(std::vector<size_t>&) const { return false; }
 };
 
 class WeightCacheSession;

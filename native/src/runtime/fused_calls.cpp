@@ -34,7 +34,8 @@ class ChainFinder {
   ChainFinder(std::vector<Instruction>& ins, std::vector<EValue>& values, const std::vector<bool>& written,
               const std::vector<bool>& pinned)
       : ins_(ins), values_(values), written_(written), pinned_(pinned), uses_(values.size()),
-        producer_(values.size(), -1), claimed_(ins.size(), false), runs_at_(ins.size()), family_(values.size()) {
+        producer_(values.size(), -1), claimed_(ins.size(), false), runs_at_(ins.size()), range_(values.size()),
+        known_(values.size(), false) {
     for (size_t i = 0; i < ins.size(); i++) runs_at_[i] = (uint32_t)i;
     for (size_t i = 0; i < ins.size(); i++) {
       const Instruction& x = ins[i];
@@ -51,12 +52,38 @@ class ChainFinder {
       }
       if (x.kind == Instruction::Kernel && !x.args.empty() && id(x.args.back()) >= 0)
         producer_[(size_t)id(x.args.back())] = (int32_t)i;
+      if (x.kind == Instruction::Delegate) {  // (its outputs; where it does not say, every argument)
+        std::vector<size_t> outs;
+        if (!x.delegate || !x.delegate->output_args(outs))
+          for (size_t k = 0; k < x.args.size(); k++) outs.push_back(k);
+        for (size_t k : outs)
+          if (k < x.args.size() && id(x.args[k]) >= 0) producer_[(size_t)id(x.args[k])] = (int32_t)i;
+      }
     }
-    for (size_t v = 0; v < values.size(); v++) {  // (each value under the one its data is a view of)
-      Range r;
+    for (size_t v = 0; v < values.size(); v++) {  // (a view: the memory of what it views)
       const EValue* root = nullptr;
-      memory_of(&values_[v], r, &root);
-      family_[(size_t)id(root)].push_back((uint32_t)v);
+      known_[v] = memory_of(&values_[v], range_[v], &root);
+    }
+    // A planned tensor no instruction writes shares the bytes of one that is (a static view the
+    // program plans onto its base): its reads count as its base's - the value written last, before
+    // its first read, over all its bytes. Where there is none, its bytes may be anyone's: no chain
+    // may touch them (unplaced_).
+    for (size_t v = 0; v < values.size(); v++) {
+      if (!alias(v) || uses_[v].empty()) continue;
+      int64_t base = -1;
+      for (int64_t k = (int64_t)uses_[v].front() - 1; k >= 0 && base < 0; k--)
+        for (const EValue* a : ins_[(size_t)k].args) {
+          const int64_t b = id(a);
+          if (b < 0 || producer_[(size_t)b] != k || !known_[(size_t)b]) continue;
+          if (range_[(size_t)b].lo <= range_[v].lo && range_[v].hi <= range_[(size_t)b].hi) base = b;
+        }
+      if (base < 0) {
+        unplaced_.push_back(range_[v]);
+        continue;
+      }
+      for (uint32_t u : uses_[v]) uses_[(size_t)base].push_back(u);
+      std::sort(uses_[(size_t)base].begin(), uses_[(size_t)base].end());
+      uses_[(size_t)base].erase(std::unique(uses_[(size_t)base].begin(), uses_[(size_t)base].end()), uses_[(size_t)base].end());
     }
   }
 
@@ -304,14 +331,29 @@ class ChainFinder {
     return true;
   }
   bool is_pinned(const EValue* v) const { return id(v) < 0 || pinned_[(size_t)id(v)]; }
-  // whether the data of root (or of a view of it) is read at or after instruction `at` (where
-  // the instructions run, fused chains at their last), or kept past the call
-  bool needed_from(const EValue* root, uint32_t at) const {
-    for (uint32_t v : family_[(size_t)id(root)]) {
+  // A planned tensor no instruction writes: memory it shares with another value (a static view the
+  // program plans onto its base's bytes), written when that is.
+  bool alias(size_t v) const {
+    const EValue& e = values_[v];
+    return e.tag == Tag::Tensor && !e.t.is_constant && !pinned_[v] && !written_[v] && producer_[v] < 0 && e.t.data;
+  }
+  // Whether bytes in r as they are just before instruction `at` runs (where instructions run: a
+  // fused chain's at its place) are read at or after it, by a value other than `own`: one kept
+  // past the call, one written before `at` and read from it on, or a static view read from it on.
+  bool needed_from(const Range& r, uint32_t at, const std::vector<const EValue*>& own) const {
+    for (size_t v = 0; v < values_.size(); v++) {
+      if (!known_[v] || !range_[v].overlaps(r)) continue;
+      if (std::find(own.begin(), own.end(), &values_[v]) != own.end()) continue;
       if (pinned_[v]) return true;
+      if (producer_[v] >= 0 && runs_at_[(size_t)producer_[v]] >= at) continue;  // (written anew by then)
       for (uint32_t u : uses_[v])
-        if (runs_at_[u] >= at) return true;
+        if (runs_at_[u] >= at && (int32_t)u != producer_[v]) return true;
     }
+    return false;
+  }
+  bool unplaced(const Range& r) const {
+    for (const Range& u : unplaced_)
+      if (u.overlaps(r)) return true;
     return false;
   }
 
@@ -347,15 +389,18 @@ class ChainFinder {
       if (!memory_of(f.args[k], g.r, &g.root)) return false;
       if (early && !result) {  // (made before the chain's first instruction)
         const int64_t v = id(f.args[k]);
-        if (v < 0 || producer_[(size_t)v] >= (int32_t)members.front()) return false;
+        if (v < 0 || producer_[(size_t)v] >= (int32_t)members.front() || alias((size_t)v)) return false;
       }
       guards.push_back(g);
     }
     for (const EValue* v : inner) {
       Guard g{{}, nullptr, Inner};
       if (!memory_of(v, g.r, &g.root)) return false;
+      if (unplaced(g.r)) return false;
       guards.push_back(g);
     }
+    std::vector<const EValue*> own(inner);
+    own.insert(own.end(), f.args.begin(), f.args.end());
     auto clashes = [&](const Instruction& y, const EValue* t) {
       Range r;
       const EValue* root;
@@ -367,7 +412,7 @@ class ChainFinder {
           continue;
         }
         if (!g.r.overlaps(r)) continue;
-        if (early ? g.kind != Input : g.kind == Input || needed_from(root, members.back())) return true;
+        if (early ? g.kind != Input : g.kind == Input || needed_from(r, members.back(), own)) return true;
       }
       return false;
     };
@@ -405,7 +450,9 @@ class ChainFinder {
   std::vector<int32_t> producer_;
   std::vector<bool> claimed_;
   std::vector<uint32_t> runs_at_;                // where each instruction runs (a fused chain's last)
-  std::vector<std::vector<uint32_t>> family_;    // per value: the values viewing its data (itself first)
+  std::vector<Range> range_;                     // per value: its memory (a view's: what it views)
+  std::vector<bool> known_;                      // (whether range_ is known at load)
+  std::vector<Range> unplaced_;                  // static views whose base was not found
 };
 
 }  // namespace

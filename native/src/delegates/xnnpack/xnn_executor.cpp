@@ -193,6 +193,11 @@ class XnnDelegate : public DelegateHandle {
     }
   }
 
+  bool output_args(std::vector<size_t>& out) const override {
+    out.assign(g_.output_args.begin(), g_.output_args.end());
+    return true;
+  }
+
   void set_weights_stream(bool on) override {
     for (Node& n : g_.nodes)
       for (Node* x : {&n, n.pre.get(), n.post.get()})
