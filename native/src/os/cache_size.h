@@ -7,7 +7,13 @@
 namespace etnp::os {
 
 // Bytes of the largest cache level this CPU reports (L3 on most x86 and server Arm parts, L2
-// where there is no L3); 0 when the system does not say. Read once.
-int64_t last_level_cache_bytes();
+// where there is no L3); 0 when the system does not say (asked each time: the per-OS part).
+int64_t query_last_level_cache_bytes();
+
+// The same, asked once.
+inline int64_t last_level_cache_bytes() {
+  static const int64_t bytes = query_last_level_cache_bytes();
+  return bytes;
+}
 
 }  // namespace etnp::os

@@ -52,10 +52,7 @@ int64_t query() {
 }
 }  // namespace
 
-int64_t last_level_cache_bytes() {
-  static const int64_t bytes = query();
-  return bytes;
-}
+int64_t query_last_level_cache_bytes() { return query(); }
 
 }  // namespace etnp::os
 #endif
