@@ -244,8 +244,9 @@ void Method::run_kernel(KernelContext& ctx, size_t pc, Profiler* prof) {
   if (ETNP_PROBE_ENABLED(instruction_end)) ETNP_PROBE2(instruction_end, pc, x.op);
 }
 
-// A fused chain at its last instruction pc (runtime/fused_calls.h): its kernel, or where that
-// declines the call's tensors, the chain's instructions in order (an error named as theirs).
+// A fused chain at the instruction pc it runs at, its last or its first (runtime/fused_calls.h):
+// its kernel, or where that declines the call's tensors, the chain's instructions in order (an
+// error named as theirs).
 void Method::run_fused(KernelContext& ctx, size_t pc, Profiler* prof) {
   const Instruction& x = instructions_[pc];
   const FusedCall& f = *x.fused;
@@ -285,7 +286,7 @@ void Method::run_instructions() {
     try {
       switch (x.kind) {
         case Instruction::Kernel:
-          if (fusing && x.fused_away) break;  // (its chain's kernel runs at the chain's last instruction)
+          if (fusing && x.fused_away) break;  // (its chain runs at another of its instructions)
           if (fusing && x.fused) run_fused(ctx, pc, prof);
           else run_kernel(ctx, pc, prof);
           break;

@@ -27,8 +27,8 @@ struct Instruction {
   std::vector<EValue*> args;
   int64_t a = 0, b = 0;  // Move: from, to. JumpFalse: cond, destination.
   int32_t chain = 0, index = 0;  // where the program has it: chain, index in the chain
-  // A fused chain's last instruction carries its call; its other instructions are fused_away
-  // (runtime/fused_calls.h)
+  // The instruction a fused chain runs at (its last or its first) carries its call; its other
+  // instructions are fused_away (runtime/fused_calls.h)
   std::shared_ptr<const FusedCall> fused;
   bool fused_away = false;
 };
