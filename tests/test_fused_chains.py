@@ -184,3 +184,25 @@ def test_a_static_view_written_inside_a_chain_is_read_after_it():
             sgm = (1 / (1 + np.exp(-x.astype(np.float64)))).astype(np.float32)
             np.testing.assert_allclose(got, x * sgm * (x * 3), rtol=1e-6)
         assert np.array_equal(got, want), mode
+
+
+def test_a_chain_whose_factor_is_its_own_value_is_not_fused():
+    """(g * sigmoid(g)) * sigmoid(g): the SwiGLU pattern's second factor is the chain's own sigmoid,
+    which the fused kernel would never write - the instructions run as they are."""
+    p = Program()
+    mul, sig = p.op("aten::mul", "out"), p.op("aten::sigmoid", "out")
+    shape = [3, 8]
+    inp = p.tensor(F32, shape)
+    one = p.tensor(F32, [1], const=np.float32(1).tobytes())
+    g, sg, m, out = (p.tensor(F32, shape, planned=True) for _ in range(4))
+    p.call(mul, [inp, one, g, g])
+    p.call(sig, [g, sg, sg])
+    p.call(mul, [g, sg, m, m])
+    p.call(mul, [m, sg, out, out])
+    p.inputs, p.outputs = [inp], [out]
+    m_ = en.Runtime(num_threads=1).load_program(p.to_bytes()).load_method("forward")
+    x = np.random.default_rng(9).standard_normal(shape, dtype=np.float32)
+    got = np.asarray(m_([x])[0])
+    sgm = (1 / (1 + np.exp(-x.astype(np.float64)))).astype(np.float32)
+    np.testing.assert_allclose(got, x * sgm * sgm, rtol=1e-6)
+    assert not fused_events(m_, [x])

@@ -104,6 +104,10 @@ class ChainFinder {
       else if (is_op(ins_[i], "aten::sigmoid.out", 3)) c.f = swiglu(i, c.inner);
       else if (is_op(ins_[i], "aten::cat.out", 4)) c.f = rope(i, c.inner);
       if (!c.f) continue;
+      bool reads_inner = false;  // (a kernel input that is one of the chain's own values: never written)
+      for (size_t k = 0; k + 1 < c.f->args.size(); k++)
+        reads_inner = reads_inner || std::find(c.inner.begin(), c.inner.end(), c.f->args[k]) != c.inner.end();
+      if (reads_inner) continue;
       for (uint32_t k : c.f->members) claimed_[k] = true;
       found.push_back(std::move(c));
     }
