@@ -5,6 +5,7 @@ only where no instruction between its first and last touches the memory it reads
 (the memory plan reuses a value's bytes after its last read); ETNP_FUSE_CHAINS=0 turns fusion
 off, =decline makes every fused kernel decline so each chain's own instructions run at the place
 the kernel would have."""
+import os
 from collections import Counter
 
 import numpy as np
@@ -128,7 +129,6 @@ def test_a_chain_runs_where_its_memory_allows_or_is_not_fused(tmp_path, reuse):
     path.write_bytes(data)
     x = np.random.default_rng(3).standard_normal((1, 2, 3, 4, 2), dtype=np.float32)
     for mode in ("1", "decline"):
-        import os
         os.environ["ETNP_FUSE_CHAINS"] = mode
         try:
             m = en.Runtime(num_threads=1).load_program(str(path)).load_method("forward")
@@ -172,7 +172,6 @@ def test_a_static_view_written_inside_a_chain_is_read_after_it():
     x = np.random.default_rng(5).standard_normal(shape, dtype=np.float32)
     want = None
     for mode in ("0", "1", "decline"):
-        import os
         os.environ["ETNP_FUSE_CHAINS"] = mode
         try:
             mm = en.Runtime(num_threads=1).load_program(p.to_bytes()).load_method("forward")
