@@ -92,11 +92,6 @@ void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const
   zbuf.resize((size_t)M);
   row.resize((size_t)(nb * w.bs + 8));
   const int64_t K = w.K, bs = w.bs, chunks = w.chunks;  // (locals: the int8 stores below may alias w's fields)
-  // blocks of whole chunks (bs a multiple of 8, as torchao's 32): the row's chunks follow one
-  // another in K, the last one's bytes past K zeros (r is zero-padded), so each goes in place as 8
-  // bytes, without the per-block bookkeeping
-  const bool whole = bs % 8 == 0;
-  const int64_t all_chunks = (nb - 1) * chunks + w.last_chunks;
   for (size_t t = 0; t + 1 < tile_m0.size(); t++) {
     const int64_t R = tile_m0[t + 1] - tile_m0[t];
     for (int64_t i = 0; i < R; i++) {
@@ -108,16 +103,11 @@ void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const
       const uint8_t* src = x + m * ldx;
       for (int64_t k = 0; k < K; k++) r[k] = (int8_t)(src[k] ^ 0x80u);
       std::memset(r + K, 0, 8);
-      if (whole) {  // (block b's chunk c is the row's chunk b * chunks + c: one stride for all)
-        int8_t* dst = qbuf.data() + tile_at[t] + i * 8;
-        for (int64_t j = 0; j < all_chunks; j++) std::memcpy(dst + j * 8 * R, r + j * 8, 8);
-      }
       for (int64_t b = 0; b < nb; b++) {
         const int64_t k0 = b * bs, kb = std::min(bs, K - k0), ch = b + 1 < nb ? chunks : w.last_chunks;
         int32_t sum = 0;
         for (int64_t k = 0; k < kb; k++) sum += r[k0 + k];
         cbuf[(size_t)(m * nb + b)] = -8 * sum;
-        if (whole) continue;
         int8_t* dst = qbuf.data() + tile_at[t] + b * chunks * 8 * R + i * 8;
         for (int64_t c = 0; c < ch; c++, dst += R * 8) {
           if (c * 8 + 8 <= kb) {
