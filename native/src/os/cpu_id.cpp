@@ -1,5 +1,8 @@
 #include "os/cpu_id.h"
 
+#include <cstdlib>
+#include <cstring>
+
 // MSVC's runtime (cl.exe, and clang-cl too) has no __builtin_cpu_supports support code
 // (libgcc's / compiler-rt's __cpu_model): CPUID through <intrin.h> there.
 #if defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
@@ -93,6 +96,17 @@ CpuId detect() {
 const CpuId& cpu_id() {
   static const CpuId id = detect();
   return id;
+}
+
+int cpu_cap() {
+  static const int cap = [] {
+    const char* v = std::getenv("ETNP_CPU");
+    if (v && std::strcmp(v, "generic") == 0) return 0;
+    if (v && (std::strcmp(v, "avx2") == 0 || std::strcmp(v, "neon") == 0)) return 1;
+    if (v && std::strcmp(v, "avx512") == 0) return 2;
+    return 3;
+  }();
+  return cap;
 }
 
 }  // namespace etnp::os

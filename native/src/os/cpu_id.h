@@ -25,4 +25,9 @@ struct CpuId {
 
 const CpuId& cpu_id();
 
+// ETNP_CPU's cap on the kernels chosen at run time (to test every path on one machine, or to
+// compare them): 0 generic, 1 avx2 (or neon: the same tier), 2 avx512, 3 native - unset or anything
+// else: use what the CPU has. Read once.
+int cpu_cap();
+
 }  // namespace etnp::os

@@ -1,6 +1,5 @@
 #include "util/sha256.h"
 
-#include <cstdlib>
 #include <cstring>
 
 #include "os/cpu_id.h"
@@ -75,7 +74,7 @@ Sha256::Sha256() {
 void Sha256::blocks(const uint8_t* p, size_t n) {
 #if defined(ETNP_SHA_NI)
   // (ETNP_CPU=generic: the portable rounds, as every other kernel's - how the tests reach them)
-  static const bool ni = os::cpu_id().sha && !(std::getenv("ETNP_CPU") && std::strcmp(std::getenv("ETNP_CPU"), "generic") == 0);
+  static const bool ni = os::cpu_id().sha && os::cpu_cap() >= 1;
   if (ni) {
     blocks_sha_ni(h_, p, n);
     return;

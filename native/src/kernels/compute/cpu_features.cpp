@@ -1,28 +1,15 @@
 #include "kernels/compute/cpu_features.h"
 
-#include <cstdlib>
-#include <cstring>
-
 #include "os/amx_permission.h"
 #include "os/cpu_id.h"
 #include "util/compiler.h"
 
 namespace etnp {
 
-// ETNP_CPU=avx512, avx2 or generic caps the kernels chosen at run time (to test every path on
-// one machine, or to compare them; avx512: everything but AMX). On aarch64 neon (or avx2: the
-// same tier) keeps NEON without the dot-product instructions, generic turns NEON off; on x86-64
-// neon means avx2. Unset or anything else (native): use what the CPU has.
-static int cpu_cap() {
-  static const int cap = [] {
-    const char* v = std::getenv("ETNP_CPU");
-    if (v && std::strcmp(v, "generic") == 0) return 0;
-    if (v && (std::strcmp(v, "avx2") == 0 || std::strcmp(v, "neon") == 0)) return 1;
-    if (v && std::strcmp(v, "avx512") == 0) return 2;
-    return 3;
-  }();
-  return cap;
-}
+// ETNP_CPU=avx512, avx2 or generic caps the kernels chosen at run time (os::cpu_cap; avx512:
+// everything but AMX). On aarch64 neon (or avx2: the same tier) keeps NEON without the
+// dot-product instructions, generic turns NEON off; on x86-64 neon means avx2.
+using os::cpu_cap;
 
 // The x86 kernels are compiled where __x86_64__ is defined (GCC, Clang, clang-cl; not cl.exe).
 #if defined(__x86_64__) || defined(__i386__)
