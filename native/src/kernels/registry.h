@@ -1,5 +1,7 @@
 // The kernel registry: one table of "namespace::name.overload" -> kernel function.
 #pragma once
+#include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,13 @@ struct KernelContext {
 };
 
 using KernelFn = void (*)(KernelContext& ctx, EValue** args, size_t nargs);
+
+// Whether an operator's name ("aten::mul.out") is one of names
+inline bool op_is_one_of(const char* op, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (std::strcmp(op, n) == 0) return true;
+  return false;
+}
 
 struct KernelEntry {
   std::string name;

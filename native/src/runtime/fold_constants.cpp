@@ -15,22 +15,16 @@
 namespace etnp {
 namespace {
 
-bool is_one_of(const char* op, std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (std::strcmp(op, n) == 0) return true;
-  return false;
-}
-
 // Pure layout copies: (self, <non-tensor arguments>, out).
 bool foldable_copy(const char* op) {
-  return is_one_of(op, {"aten::permute_copy.out", "aten::t_copy.out", "aten::transpose_copy.int_out",
+  return op_is_one_of(op, {"aten::permute_copy.out", "aten::t_copy.out", "aten::transpose_copy.int_out",
                         "dim_order_ops::_to_dim_order_copy.out", "dim_order_ops::_clone_dim_order.out",
                         "aten::clone.out", "aten::_to_copy.out"});
 }
 
 // Ops whose arguments other than their out tensor (the last, possibly repeated) are only read.
 bool reads_all_but_last(const char* op) {
-  return is_one_of(op, {"aten::addmm.out", "aten::mm.out", "aten::bmm.out", "aten::linear.out", "aten::matmul.out",
+  return op_is_one_of(op, {"aten::addmm.out", "aten::mm.out", "aten::bmm.out", "aten::linear.out", "aten::matmul.out",
                         "aten::baddbmm.out"});
 }
 

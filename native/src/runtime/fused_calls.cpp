@@ -17,11 +17,9 @@ bool is_op(const Instruction& x, const char* op, size_t nargs) {
 
 // Ops that write into an argument other than their out tensor (a state, a cache).
 bool writes_in_place(const Instruction& x) {
-  if (x.kind != Instruction::Kernel) return false;
-  for (const char* op : {"aten::copy_", "aten::index_put_", "llama::update_cache.out", "llama::update_cache_with_indices.out",
-                         "llama::sdpa_with_kv_cache.out"})
-    if (std::strcmp(x.op, op) == 0) return true;
-  return false;
+  return x.kind == Instruction::Kernel &&
+         op_is_one_of(x.op, {"aten::copy_", "aten::index_put_", "llama::update_cache.out",
+                             "llama::update_cache_with_indices.out", "llama::sdpa_with_kv_cache.out"});
 }
 
 struct Range {
@@ -35,7 +33,7 @@ class ChainFinder {
               const std::vector<bool>& pinned)
       : ins_(ins), values_(values), written_(written), pinned_(pinned), uses_(values.size()),
         producer_(values.size(), -1), claimed_(ins.size(), false), runs_at_(ins.size()), range_(values.size()),
-        known_(values.size(), false) {
+        root_(values.size(), nullptr), known_(values.size(), false) {
     for (size_t i = 0; i < ins.size(); i++) runs_at_[i] = (uint32_t)i;
     for (size_t i = 0; i < ins.size(); i++) {
       const Instruction& x = ins[i];
@@ -60,10 +58,8 @@ class ChainFinder {
           if (k < x.args.size() && id(x.args[k]) >= 0) producer_[(size_t)id(x.args[k])] = (int32_t)i;
       }
     }
-    for (size_t v = 0; v < values.size(); v++) {  // (a view: the memory of what it views)
-      const EValue* root = nullptr;
-      known_[v] = memory_of(&values_[v], range_[v], &root);
-    }
+    for (size_t v = 0; v < values.size(); v++)  // (a view: the memory of what it views)
+      known_[v] = memory_of(&values_[v], range_[v], &root_[v]);
     // A planned tensor no instruction writes shares the bytes of one that is (a static view the
     // program plans onto its base): its reads count as its base's - the value written last, before
     // its first read, over all its bytes. Where there is none, its bytes may be anyone's: no chain
@@ -389,27 +385,26 @@ class ChainFinder {
     for (size_t k = 0; k < f.args.size(); k++) {
       const bool result = k + 1 == f.args.size();
       if (result && !early) continue;  // (written where the chain's last instruction writes it)
-      Guard g{{}, nullptr, result ? Result : Input};
-      if (!memory_of(f.args[k], g.r, &g.root)) return false;
-      if (early && !result) {  // (made before the chain's first instruction)
-        const int64_t v = id(f.args[k]);
-        if (v < 0 || producer_[(size_t)v] >= (int32_t)members.front() || alias((size_t)v)) return false;
-      }
+      const int64_t a = id(f.args[k]);
+      if (a < 0 || !known_[(size_t)a]) return false;
+      Guard g{range_[(size_t)a], root_[(size_t)a], result ? Result : Input};
+      if (early && !result && (producer_[(size_t)a] >= (int32_t)members.front() || alias((size_t)a)))
+        return false;  // (made before the chain's first instruction)
       guards.push_back(g);
     }
     for (const EValue* v : inner) {
-      Guard g{{}, nullptr, Inner};
-      if (!memory_of(v, g.r, &g.root)) return false;
-      if (unplaced(g.r)) return false;
-      guards.push_back(g);
+      const int64_t a = id(v);
+      if (a < 0 || !known_[(size_t)a] || unplaced(range_[(size_t)a])) return false;
+      guards.push_back(Guard{range_[(size_t)a], root_[(size_t)a], Inner});
     }
     std::vector<const EValue*> own(inner);
     own.insert(own.end(), f.args.begin(), f.args.end());
     auto clashes = [&](const Instruction& y, const EValue* t) {
-      Range r;
-      const EValue* root;
       if (t->tag != Tag::Tensor) return false;
-      if (!memory_of(t, r, &root)) return true;
+      const int64_t a = id(t);
+      if (a < 0 || !known_[(size_t)a]) return true;
+      const Range& r = range_[(size_t)a];
+      const EValue* root = root_[(size_t)a];
       for (const Guard& g : guards) {
         if (g.kind == Input && root == g.root) {
           if (writes_in_place(y)) return true;  // (reading an input is fine, writing into it is not)
@@ -455,6 +450,7 @@ class ChainFinder {
   std::vector<bool> claimed_;
   std::vector<uint32_t> runs_at_;                // where each instruction runs (a fused chain's last)
   std::vector<Range> range_;                     // per value: its memory (a view's: what it views)
+  std::vector<const EValue*> root_;              // per value: the value whose memory that is
   std::vector<bool> known_;                      // (whether range_ is known at load)
   std::vector<Range> unplaced_;                  // static views whose base was not found
 };
