@@ -11,6 +11,7 @@
 #include "kernels/compute/q8_output.h"
 #include "kernels/compute/quantize_row.h"
 #include "threadpool/threadpool.h"
+#include "util/float_buffer.h"
 #include "util/packed_array.h"
 
 namespace etnp {
@@ -24,7 +25,7 @@ constexpr int64_t kQ8PanelCols = 16;  // the columns of a packed panel
 struct PackedQ8 {
   int64_t K = 0, N = 0, Kp = 0;    // Kp: K rounded up to a multiple of 4
   bool pairs = false, columns = false;
-  PackedArray<int8_t> data;       // (PackedArray: a view where a weight cache file holds it)
+  PackedArray<int8_t, UninitAllocator<int8_t>> data;  // (a view where a weight cache file holds it; 64-byte aligned)
   PackedArray<int32_t> col_sum;    // sum_k w(k, n), zero-padded to whole 16-column panels
   PackedArray<float> scale;        // per output column, zero-padded likewise
 };
