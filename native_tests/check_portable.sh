@@ -16,6 +16,17 @@ if [ -n "$bad" ]; then
   echo "$bad"
   exit 1
 fi
+# A per-thread object with a destructor only through ETNP_THREAD_LOCAL (os/thread_slot.h): with
+# mingw-w64 GCC's emulated TLS a plain thread_local's destructor reads freed storage at thread exit.
+bad=$(grep -rnE '^[^/]*\bthread_local\b' native/src --include='*.cpp' --include='*.h' \
+      | grep -v '^native/src/os/thread_slot\.h:' \
+      | grep -vE '\bthread_local\s+(static\s+)?(const\s+)?(bool|char|int|unsigned|u?int(8|16|32|64)_t|size_t|float|double)\b' \
+      | grep -vE '\bthread_local\s+(const\s+)?[A-Za-z_][A-Za-z0-9_:]*\s*\*' || true)
+if [ -n "$bad" ]; then
+  echo "portability check: thread_local objects that are not scalars or pointers (use ETNP_THREAD_LOCAL):"
+  echo "$bad"
+  exit 1
+fi
 OUT=build/native_tests
 mkdir -p "$OUT"
 ${CXX:-g++} -std=c++17 -O1 -Inative/src native_tests/compiler_check.cpp -o "$OUT/compiler_check"

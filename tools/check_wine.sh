@@ -80,10 +80,13 @@ LOG=$(mktemp)
 trap 'rm -f "$LOG"' EXIT
 # A Wine run's output goes through a file: the wineserver the first run starts would hold a pipe
 # open (and a reader waiting) until it exits, seconds after the last run.
+# A fault Wine reports fails the run even where the exit status stays 0 (a worker thread's fault
+# at exit, after the program's last line, left it 0).
 run() {
   local rc=0
   "$WINE" "$@" > "$LOG" 2>&1 || rc=$?
   grep -v '^wine:' "$LOG" || true
+  ! grep -q -E 'Unhandled (exception|page fault)' "$LOG" || return 1
   return $rc
 }
 if [ -n "$CPUS" ] && { run "$OUT/leak_harness.exe" >/dev/null; ! grep -q '^usage' "$LOG"; }; then

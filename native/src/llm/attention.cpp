@@ -19,6 +19,7 @@
 #include "kernels/compute/vec_math.h"
 #include "kernels/kernel_util.h"
 #include "llm/attention_block.h"
+#include "os/thread_slot.h"
 
 namespace etnp {
 namespace llm {
@@ -63,7 +64,7 @@ void attention_f32(KernelContext& ctx, const AttentionShape& s, const float* q, 
   const int64_t row_groups = s.batch * s.q_len * Hkv;
   const int64_t ld = std::max<int64_t>(1, s.num_keys), per_group = G * ld;
   const int64_t per_pass = std::max<int64_t>(1, kScoreFloats / per_group);
-  thread_local std::vector<float> scores;
+  ETNP_THREAD_LOCAL(std::vector<float>, scores);
   scores.resize((size_t)(std::min(row_groups, per_pass) * per_group));
   float* sc = scores.data();  // (the workers' own thread_locals are not this thread's)
   const int64_t nb = (ld + kKeyBlock - 1) / kKeyBlock, chunks = (D + kDimChunk - 1) / kDimChunk;

@@ -11,6 +11,7 @@
 #include "kernels/compute/cpu_features.h"
 #include "kernels/registry.h"
 #include "os/probes.h"
+#include "os/thread_slot.h"
 #include "runtime/method.h"
 #include "runtime/program.h"
 #include "runtime/runtime.h"
@@ -26,12 +27,20 @@ struct etnp_result {
 };
 
 namespace {
-thread_local std::string g_msg, g_detail;
+// this thread's last error (etnp_last_error_message / etnp_last_error_detail)
+std::string& last_msg() {
+  ETNP_THREAD_LOCAL(std::string, s);
+  return s;
+}
+std::string& last_detail() {
+  ETNP_THREAD_LOCAL(std::string, s);
+  return s;
+}
 
 int fail(int code, const std::string& msg, const std::string& detail = "") {
-  g_msg = msg;
-  g_detail = detail;
-  ETNP_PROBE2(error, code, g_msg.c_str());
+  last_msg() = msg;
+  last_detail() = detail;
+  ETNP_PROBE2(error, code, last_msg().c_str());
   return code;
 }
 
@@ -95,8 +104,8 @@ void copy_contiguous(const Tensor& t, uint8_t* dst) {
 
 extern "C" {
 
-const char* etnp_last_error_message(void) { return g_msg.c_str(); }
-const char* etnp_last_error_detail(void) { return g_detail.c_str(); }
+const char* etnp_last_error_message(void) { return last_msg().c_str(); }
+const char* etnp_last_error_detail(void) { return last_detail().c_str(); }
 const char* etnp_version(void) { return "0.1.0"; }
 const char* etnp_et_version(void) { return "1.3.1"; }
 
@@ -177,7 +186,7 @@ int etnp_program_method_container_meta(const etnp_program* p, const char* method
   REQUIRE(p); REQUIRE(method); REQUIRE(str);
   *str = "";
   return guard([&] {
-    thread_local std::string cache;
+    ETNP_THREAD_LOCAL(std::string, cache);
     fb::Table plan = p->prog->plan(method);
     cache.clear();
     if (plan.has(1)) cache = plan.table(1).string(output ? 1 : 0);  // ExecutionPlan.container_meta_type
@@ -198,7 +207,7 @@ static int list_item(const etnp_program* p, const char* method, size_t i, const 
   REQUIRE(p); REQUIRE(method); REQUIRE(name);
   *name = nullptr;
   return guard([&] {
-    thread_local std::vector<std::string> cache;
+    ETNP_THREAD_LOCAL(std::vector<std::string>, cache);
     fb::Table plan = p->prog->plan(method);
     cache = ops ? plan_operator_names(plan) : plan_delegate_ids(plan);
     if (i >= cache.size()) throw Error(ETNP_ERR_INVALID_ARGUMENT, "index out of range");

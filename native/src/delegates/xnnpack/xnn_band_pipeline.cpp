@@ -13,6 +13,7 @@
 #include "kernels/compute/depthwise.h"
 #include "kernels/compute/gemm.h"
 #include "kernels/kernel_util.h"
+#include "os/thread_slot.h"
 
 namespace etnp::xnn {
 namespace {
@@ -66,7 +67,8 @@ bool band_pipeline(KernelContext& ctx, Graph& g, Node& n) {
   // 7x7 blocks at 2 threads) that costs more than the steps' finer splits
   if (pw && parts > 1 && total < kMinRowsPerShare * parts) return false;
   parallel(ctx, parts, 1, [&](int64_t pb, int64_t pe) {
-    thread_local FloatBuffer win, dbuf;  // grow only
+    ETNP_THREAD_LOCAL(FloatBuffer, win);  // grow only
+    ETNP_THREAD_LOCAL(FloatBuffer, dbuf);
     if (pw && win.size() < (size_t)(cap * row)) win.resize((size_t)(cap * row));
     if (pp && dbuf.size() < (size_t)(batch * OW * C)) dbuf.resize((size_t)(batch * OW * C));
     float* S = win.data();

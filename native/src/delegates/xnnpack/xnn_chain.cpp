@@ -12,6 +12,7 @@
 
 #include "delegates/xnnpack/xnn_node_util.h"
 #include "kernels/kernel_util.h"
+#include "os/thread_slot.h"
 
 namespace etnp::xnn {
 namespace {
@@ -158,7 +159,7 @@ bool ChainRun::prepare(Graph& g, size_t first, size_t count, const uint8_t* loca
 }
 
 void ChainRun::run(int64_t begin, int64_t end) const {
-  thread_local FloatBuffer buf;  // this thread's chunks of the local outputs
+  ETNP_THREAD_LOCAL(FloatBuffer, buf);  // this thread's chunks of the local outputs
   if (buf.size() < (size_t)(slots_ * kChunk)) buf.resize((size_t)(slots_ * kChunk));
   float* lb = buf.data();
   for (int64_t b = begin; b < end; b += kChunk) {

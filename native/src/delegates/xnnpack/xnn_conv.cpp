@@ -19,6 +19,7 @@
 #include "kernels/compute/gemm.h"
 #include "kernels/compute/transpose_f32.h"
 #include "kernels/compute/winograd_f32.h"
+#include "os/thread_slot.h"
 
 namespace etnp::xnn {
 
@@ -127,7 +128,8 @@ bool conv_indirect_groups(KernelContext& ctx, const Node& n, const Value& a, boo
   const int32_t* koff = sc.conv_koff.data();
   std::atomic<bool> ok{true};  // (written by whichever task's GEMM declines)
   parallel(ctx, blocks * G, 1, [&](int64_t b, int64_t e) {
-    thread_local std::vector<const float*> block_ptrs, ptrs;  // grow only
+    ETNP_THREAD_LOCAL(std::vector<const float*>, block_ptrs);  // grow only
+    ETNP_THREAD_LOCAL(std::vector<const float*>, ptrs);
     if (ptrs.size() < (size_t)rows) ptrs.resize((size_t)rows), block_ptrs.resize((size_t)rows);
     int64_t table = -1;  // the block whose pixels' addresses (group 0) are in block_ptrs
     for (int64_t t = b; t < e; t++) {
@@ -215,7 +217,7 @@ bool conv_nchw_direct(KernelContext& ctx, const Node& n, const Value& a, int64_t
         if (ow < ow_lo || ow >= ow_hi) add(bn, oh_lo, ow, oh_hi - oh_lo, 1, 0);
   }
   parallel(ctx, (int64_t)pieces.size(), 1, [&](int64_t b, int64_t e) {
-    thread_local FloatBuffer col;  // grows only
+    ETNP_THREAD_LOCAL(FloatBuffer, col);  // grows only
     if (col.size() < (size_t)(kPiece * K)) col.resize((size_t)(kPiece * K));
     for (int64_t q = b; q < e; q++) {
       const Piece& p = pieces[(size_t)q];
@@ -371,7 +373,7 @@ void conv2d(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
       // group, the chain after the node (if any) runs on each block's rows right away.
       const bool chained = groups == 1 && chain_ready(gi);
       parallel(ctx, blocks * groups, 1, [&](int64_t b, int64_t e) {
-        thread_local FloatBuffer buf;  // grows only
+        ETNP_THREAD_LOCAL(FloatBuffer, buf);  // grows only
         if (buf.size() < (size_t)(rows * K)) buf.resize((size_t)(rows * K));
         for (int64_t t = b; t < e; t++) {
           const int64_t m0 = t / groups * rows, m1 = std::min(M, m0 + rows), gt = gi + t % groups;

@@ -20,6 +20,7 @@
 #include "kernels/compute/gemm.h"
 #include "kernels/compute/transpose_f32.h"
 #include "kernels/compute/winograd1d_f32.h"
+#include "os/thread_slot.h"
 
 namespace etnp::xnn {
 
@@ -90,7 +91,9 @@ bool conv_nchw_rows(KernelContext& ctx, const Node& n, const Value& a, int64_t N
   // channels a chunk: a tile's window of them stays in L1 while the group's channel blocks read it
   const int64_t cc = std::min<int64_t>(C, std::max<int64_t>(8, kChunkWindowBytes / (wstride * 4)));
   parallel(ctx, tasks, 1, [&](int64_t tb, int64_t te) {
-    thread_local FloatBuffer win, out, sums;  // grow only
+    ETNP_THREAD_LOCAL(FloatBuffer, win);  // grow only
+    ETNP_THREAD_LOCAL(FloatBuffer, out);
+    ETNP_THREAD_LOCAL(FloatBuffer, sums);
     if (cc < C && sums.size() < (size_t)(ocb * 384)) sums.resize((size_t)(ocb * 384));
     for (int64_t task = tb; task < te; task++) {
       const int64_t r = task / (parts * groups), grp = task / parts % groups, part = task % parts;

@@ -17,6 +17,7 @@
 #include "delegates/xnnpack/xnn_node_util.h"
 #include "kernels/compute/gemm.h"
 #include "kernels/kernel_util.h"
+#include "os/thread_slot.h"
 
 namespace etnp::xnn {
 
@@ -124,7 +125,7 @@ void deconv(KernelContext& ctx, Graph& g, Node& n) {
   const int64_t macs = N * OH * OW * OC * ICg * KH * KW / std::max<int64_t>(1, sh * sw);
   const int64_t grain = std::max<int64_t>(1, (tasks * (int64_t(1) << 16)) / std::max<int64_t>(1, macs));
   parallel(ctx, tasks, grain, [&](int64_t t0, int64_t t1) {
-    thread_local FloatBuffer rows;  // the block's gathered input rows (grows only)
+    ETNP_THREAD_LOCAL(FloatBuffer, rows);  // the block's gathered input rows (grows only)
     for (int64_t t = t0; t < t1; t++) {
       int64_t r = t;
       const int64_t bk = r % blocks; r /= blocks;

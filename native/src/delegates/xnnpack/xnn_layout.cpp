@@ -3,6 +3,7 @@
 #include "delegates/xnnpack/xnn_node_util.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "kernels/compute/transpose_f32.h"
 #include "kernels/compute/transpose_u8.h"
 #include "kernels/kernel_util.h"
+#include "os/thread_slot.h"
 #include "util/compiler.h"
 #include "util/copy_short.h"
 
@@ -166,7 +168,8 @@ void transpose(KernelContext& ctx, Graph& g, Node& n) {
   const std::vector<int64_t> strides(st, st + nd);
   if (a.as_codes || o.as_codes) {  // int8 values kept as codes (int8_moves): bytes moved, not floats
     if (!int8_moves(g, n)) fail(n, "int8 codes on a transpose that cannot take them");  // (the plan rules it out)
-    thread_local std::vector<uint8_t> in_buf, out_buf;
+    ETNP_THREAD_LOCAL(std::vector<uint8_t>, in_buf);
+    ETNP_THREAD_LOCAL(std::vector<uint8_t>, out_buf);
     int32_t zp;
     const uint8_t* x = value_codes(ctx, n, a, a.numel(), in_buf, zp);
     uint8_t* y = output_codes(o, out_buf);
@@ -197,7 +200,8 @@ void reshape(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
   if (total != a.numel()) fail(n, "cannot reshape " + shape_str(a.shape) + " to " + shape_str(s));
   if (a.as_codes || o.as_codes) {  // int8 values kept as codes (int8_moves): their bytes copied
     if (!int8_moves(g, n)) fail(n, "int8 codes on a reshape that cannot take them");  // (the plan rules it out)
-    thread_local std::vector<uint8_t> in_buf, out_buf;
+    ETNP_THREAD_LOCAL(std::vector<uint8_t>, in_buf);
+    ETNP_THREAD_LOCAL(std::vector<uint8_t>, out_buf);
     int32_t zp;
     const uint8_t* x = value_codes(ctx, n, a, total, in_buf, zp);
     ensure_shape(o, s);
@@ -340,7 +344,8 @@ void concat(KernelContext& ctx, Graph& g, Node& n) {
   const int64_t row = s[n.axis] * inner;
   if (codes) {  // int8 values kept as codes (int8_moves): the inputs' codes (converted where an input is float32)
     if (!int8_moves(g, n)) fail(n, "int8 codes on a concatenation of different grids");  // (the plan rules it out)
-    thread_local std::vector<uint8_t> bufs[6];
+    using Bufs = std::array<std::vector<uint8_t>, 6>;
+    ETNP_THREAD_LOCAL(Bufs, bufs);
     const uint8_t* csrc[5];
     int32_t zp;
     for (size_t k = 0; k < ni; k++) csrc[k] = value_codes(ctx, n, in(g, n, k), outer * run[k], bufs[k], zp);

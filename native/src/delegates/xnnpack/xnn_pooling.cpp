@@ -14,6 +14,7 @@
 #include "kernels/compute/row_sums.h"
 #include "kernels/kernel_util.h"
 #include "kernels/compute/window_reduce.h"
+#include "os/thread_slot.h"
 
 namespace etnp::xnn {
 
@@ -31,7 +32,7 @@ void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
   auto windows = [&](auto* X, auto* Y, auto reduce) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(X)>>;
     parallel(ctx, N * OH, std::max<int64_t>(1, (int64_t(1) << 14) / row_work), [&](int64_t b, int64_t e) {
-      thread_local std::vector<const T*> taps;  // per thread, grow only
+      ETNP_THREAD_LOCAL(std::vector<const T*>, taps);  // per thread, grow only
       taps.resize((size_t)n.kh * n.kw);
       for (int64_t r = b; r < e; r++) {
         const int64_t bn = r / OH, oh = r % OH;
@@ -52,7 +53,8 @@ void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
   };
   if (a.as_codes || o.as_codes) {
     if (!is_max || indices || !int8_moves(g, n)) fail(n, "int8 codes on a pooling that cannot take them");  // (the plan rules it out)
-    thread_local std::vector<uint8_t> in_buf, out_buf;
+    ETNP_THREAD_LOCAL(std::vector<uint8_t>, in_buf);
+    ETNP_THREAD_LOCAL(std::vector<uint8_t>, out_buf);
     int32_t zp;
     const uint8_t* X = value_codes(ctx, n, a, a.numel(), in_buf, zp);
     uint8_t* Y = output_codes(o, out_buf);
@@ -69,8 +71,8 @@ void pool(KernelContext& ctx, Graph& g, Node& n, bool is_max, Value* indices) {
     return;
   }
   parallel(ctx, N * OH, std::max<int64_t>(1, (int64_t(1) << 14) / row_work), [&](int64_t b, int64_t e) {
-    thread_local std::vector<float> acc;  // per thread, grow only
-    thread_local std::vector<int64_t> cnt_or_idx;
+    ETNP_THREAD_LOCAL(std::vector<float>, acc);  // per thread, grow only
+    ETNP_THREAD_LOCAL(std::vector<int64_t>, cnt_or_idx);
     acc.resize((size_t)C);
     cnt_or_idx.resize((size_t)C);
     for (int64_t r = b; r < e; r++) {
@@ -145,7 +147,7 @@ bool int8_gap(const Graph& g, const Node& n) {
 // grid.
 static void global_avg_pool_codes(KernelContext& ctx, const Node& n, const Value& a, Value& o, int64_t N, int64_t C,
                                   int64_t HW, bool nchw) {
-  thread_local std::vector<uint8_t> buf;  // (a float32 input's codes)
+  ETNP_THREAD_LOCAL(std::vector<uint8_t>, buf);  // (a float32 input's codes)
   int32_t zp;
   const uint8_t* X = value_codes(ctx, n, a, a.numel(), buf, zp);
   const double shift = (double)(zp + 128) * (double)HW, step = (double)a.scale / (double)HW;
@@ -233,7 +235,7 @@ void global_avg_pool(KernelContext& ctx, Graph& g, Node& n) {
   // rows, so the sums (in double, parts added in order) do not depend on the thread count
   constexpr int64_t kRows = 512;
   const int64_t parts = (HW + kRows - 1) / kRows, tasks = N * cblocks * parts;
-  thread_local std::vector<double> partial;
+  ETNP_THREAD_LOCAL(std::vector<double>, partial);
   partial.resize((size_t)(tasks * CB));
   double* P = partial.data();  // (the caller's buffer)
   const float* X = a.cdata();

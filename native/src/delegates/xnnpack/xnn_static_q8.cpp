@@ -23,6 +23,7 @@
 #include "kernels/kernel_util.h"
 #include "kernels/compute/qgemm.h"
 #include "kernels/compute/quantize_row.h"
+#include "os/thread_slot.h"
 
 namespace etnp::xnn {
 
@@ -305,14 +306,14 @@ void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, 
   const PackedQ8& pq = n.qpacked;
   int32_t zpa;
   const uint8_t* rows = value_codes(ctx, n, a, M * IC, sc.q8, zpa);
-  thread_local std::vector<uint8_t> padded;
+  ETNP_THREAD_LOCAL(std::vector<uint8_t>, padded);
   if (pq.Kp != IC) {  // rows padded to the packed K (zero weights there)
     padded.assign((size_t)(M * pq.Kp), 0);
     for (int64_t m = 0; m < M; m++) std::memcpy(padded.data() + m * pq.Kp, rows + m * IC, (size_t)IC);
     rows = padded.data();
   }
-  thread_local std::vector<float> s;
-  thread_local std::vector<int32_t> z;
+  ETNP_THREAD_LOCAL(std::vector<float>, s);
+  ETNP_THREAD_LOCAL(std::vector<int32_t>, z);
   QActivations qa = repeated_params(a, zpa, M, s, z);
   qa.data = rows;
   const OutputRows out(o, OC);
@@ -342,8 +343,8 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
   // (an output kept as codes has no chain after it: only int8 GEMMs read it)
   const bool final_rows = !o.as_codes && (out.finished() || (o.dtype == FP32 && o.quant == Quant::None));
   if (pointwise && G == 1 && C == Kp) {  // the codes are the GEMM's rows
-    thread_local std::vector<float> s;
-    thread_local std::vector<int32_t> z;
+    ETNP_THREAD_LOCAL(std::vector<float>, s);
+    ETNP_THREAD_LOCAL(std::vector<int32_t>, z);
     QActivations qa = repeated_params(a, zpa, M, s, z);
     qa.data = codes;
     if (ChainHook* then = take_chain(n, final_rows && M >= 192)) {  // blocks of rows, the chain after each
@@ -383,8 +384,8 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
   if (!indirect && unfold_whole(ctx, blocks * G, M * Kp)) {  // (xnn_im2col.h; 4x4 pixels of a 3x3x256 window are one block)
     sc.q8col.resize((size_t)(M * Kp));
     uint8_t* col = sc.q8col.data();
-    thread_local std::vector<float> s;
-    thread_local std::vector<int32_t> z;
+    ETNP_THREAD_LOCAL(std::vector<float>, s);
+    ETNP_THREAD_LOCAL(std::vector<int32_t>, z);
     QActivations qa = repeated_params(a, zpa, M, s, z);
     qa.data = col;
     for (int64_t gi = 0; gi < G; gi++) {
@@ -411,10 +412,11 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
   // pointer table, and a grouped convolution's tasks are small - chunks of one task cost a
   // 2-thread q8s RegNet call 8%)
   parallel(ctx, blocks * units, std::max<int64_t>(1, blocks * units / (2 * nthreads)), [&](int64_t b, int64_t e) {
-    thread_local std::vector<uint8_t> buf, pad;  // grow only
-    thread_local std::vector<const uint8_t*> ptrs;
-    thread_local std::vector<float> s;
-    thread_local std::vector<int32_t> z;
+    ETNP_THREAD_LOCAL(std::vector<uint8_t>, buf);  // grow only
+    ETNP_THREAD_LOCAL(std::vector<uint8_t>, pad);
+    ETNP_THREAD_LOCAL(std::vector<const uint8_t*>, ptrs);
+    ETNP_THREAD_LOCAL(std::vector<float>, s);
+    ETNP_THREAD_LOCAL(std::vector<int32_t>, z);
     QActivations qa = repeated_params(a, zpa, rows, s, z);
     if (indirect) {
       pad.assign((size_t)C, pad_code);

@@ -12,6 +12,7 @@
 #include "delegates/xnnpack/xnn_ops.h"
 #include "kernels/compute/winograd1d_f32.h"
 #include "kernels/compute/winograd_f32.h"
+#include "os/thread_slot.h"
 
 namespace etnp::xnn {
 
@@ -113,8 +114,8 @@ void run_winograd1d(KernelContext& ctx, const Node& n, const float* X, bool nchw
                           along_h ? n.dh : n.dw, nchw};
   const std::vector<PackedB>* u = &n.packed;
   if (n.packed.size() == 1) {  // the direct packing: transformed now
-    thread_local FloatBuffer store;  // the 5 filters one after another, grows only (one node's at a time)
-    thread_local std::vector<PackedB> per_call;  // views into it
+    ETNP_THREAD_LOCAL(FloatBuffer, store);  // the 5 filters one after another, grows only (one node's at a time)
+    ETNP_THREAD_LOCAL(std::vector<PackedB>, per_call);  // views into it
     if (!winograd1d_filters_into(ctx.pool, n.packed[0], n.group_in, winograd1d_taps(n), store, per_call))
       fail(n, "Winograd filters do not match the convolution");
     u = &per_call;

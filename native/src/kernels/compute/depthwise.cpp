@@ -8,6 +8,7 @@
 #include "kernels/compute/avx2_lanes.h"
 #include "kernels/compute/cpu_features.h"
 #include "kernels/compute/portable_ops.h"
+#include "os/thread_slot.h"
 #include "util/compiler.h"
 
 #if defined(__x86_64__)
@@ -508,7 +509,7 @@ void depthwise_nhwc_f32(const DepthwiseGeom& g, const float* x, const float* w, 
   };
   if (avx2 && !avx512 && g.sw == 1 && g.C % 8 != 0 && ow_lo < ow_hi &&
       lcm_with_8(g.C) * g.KH * g.KW <= 16384) {  // (tiled taps up to 64 KB)
-    thread_local FlatTaps taps;
+    ETNP_THREAD_LOCAL(FlatTaps, taps);
     tile_taps(g, w, bias, taps);
     for (int64_t r = row_begin; r < row_end; r++) {
       const int64_t bn = r / g.OH, oh = r % g.OH;

@@ -6,6 +6,7 @@
 
 #include "kernels/compute/cpu_features.h"
 #include "kernels/compute/depthwise_q8_generic.h"
+#include "os/thread_slot.h"
 #include "util/compiler.h"
 
 #if defined(__x86_64__)
@@ -253,7 +254,7 @@ void depthwise_q8(const DepthwiseGeom& g, const DwQ8Input& x, const PackedDwQ8& 
   const WindowFn window = g.dw == 1 && (g.KW == 3 || g.KW == 5) && (g.sw == 1 || g.sw == 2)
                               ? k.window[g.KW == 5][g.sw == 2] : nullptr;
   const int64_t ncols = (kPixels - 1) * g.sw + g.KW;  // a window's input columns (dilation 1)
-  thread_local std::vector<uint8_t> pad;              // C codes of 0 (and the vector paths' slack)
+  ETNP_THREAD_LOCAL(std::vector<uint8_t>, pad);              // C codes of 0 (and the vector paths' slack)
   if (window) pad.assign((size_t)(g.C + kDwQ8CodeSlack), (uint8_t)x.pad_code);
   Taps t;
   const uint8_t* vrow[kMaxDwQ8Taps];  // per kernel row: the input row it reads, null in the padding

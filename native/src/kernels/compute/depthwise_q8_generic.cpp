@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/compute/portable_ops.h"
+#include "os/thread_slot.h"
 #include "util/compiler.h"
 
 namespace etnp {
@@ -86,11 +87,13 @@ void depthwise_q8_generic(const DepthwiseGeom& g, const DwQ8Input& x, const Pack
                           const QOutput& out, int64_t row_begin, int64_t row_end) {
   const int64_t C = g.C, ldw = (C + 15) / 16 * 16, xstep = g.sw * C;
   const float pz = (float)x.pad_code;
-  thread_local RowCache cache;
-  thread_local std::vector<float> sb, res;
-  thread_local std::vector<const float*> trow;
-  thread_local std::vector<int64_t> twrow, need;
-  thread_local std::vector<const float*> vrow;
+  ETNP_THREAD_LOCAL(RowCache, cache);
+  ETNP_THREAD_LOCAL(std::vector<float>, sb);
+  ETNP_THREAD_LOCAL(std::vector<float>, res);
+  ETNP_THREAD_LOCAL(std::vector<const float*>, trow);
+  ETNP_THREAD_LOCAL(std::vector<int64_t>, twrow);
+  ETNP_THREAD_LOCAL(std::vector<int64_t>, need);
+  ETNP_THREAD_LOCAL(std::vector<const float*>, vrow);
   cache.reset(g.KH, g.W * C);
   sb.resize((size_t)(2 * ldw));
   res.resize((size_t)(g.OW * C));

@@ -14,6 +14,7 @@
 #include "kernels/compute/gemm_tasks.h"
 #include "kernels/compute/half_convert.h"
 #include "kernels/compute/portable_ops.h"
+#include "os/thread_slot.h"
 #include "util/compiler.h"
 
 #if defined(__x86_64__)
@@ -395,7 +396,7 @@ void rows_avx512(int64_t R, int64_t m0, int64_t mm, int64_t pn0, int64_t pn1, co
       if constexpr (!std::is_same<BT, float>::value) {
         if (mm > step) {  // several tiles read the chunk: widened once (per tile, the conversions
           // take the FMA ports: a compute-bound GEMM ran ~10% slower); one tile widens in registers
-          thread_local std::vector<float> wide;
+          ETNP_THREAD_LOCAL(std::vector<float>, wide);
           const int64_t kn = k1 - k0;
           wide.resize((size_t)(2 * kn * NR));
           widen_avx512(b0 + k0 * NR, wide.data(), kn * NR);
@@ -501,8 +502,8 @@ void sgemm_packed(ThreadPool* pool, int64_t M, const float* A, int64_t rsa, int6
   const float lohi[2] = {ep.min, ep.max};
   auto tasks = [&](int64_t b, int64_t e) {
     alignas(32) float acc[MR * NR];
-    thread_local std::vector<float> pa;  // this thread's packed A panel, grows only
-    thread_local std::vector<float> wide;  // a float16 panel widened (panel_f32), grows only
+    ETNP_THREAD_LOCAL(std::vector<float>, pa);  // this thread's packed A panel, grows only
+    ETNP_THREAD_LOCAL(std::vector<float>, wide);  // a float16 panel widened (panel_f32), grows only
     if (micro && pa.size() < (size_t)(MR * K)) pa.resize((size_t)(MR * K));
     int64_t last_pm = -1;
     for (int64_t t = b; t < e; t++) {

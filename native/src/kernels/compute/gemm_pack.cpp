@@ -9,6 +9,7 @@
 #include "kernels/compute/gemm_tasks.h"
 #include "kernels/compute/gemv_f32.h"
 #include "kernels/compute/half_convert.h"
+#include "os/thread_slot.h"
 
 namespace etnp {
 
@@ -89,7 +90,7 @@ void sgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* A, in
     if (ep.rows_done) ep.rows_done(ep.rows_ctx, 0, 1);
     return;
   }
-  thread_local PackedB pb;  // B packed per call (weights known only now): this thread's buffer, grows only
+  ETNP_THREAD_LOCAL(PackedB, pb);  // B packed per call (weights known only now): this thread's buffer, grows only
   pack_b_into(pb, gemm_pool(pool, M, N, K), K, N, B, rsb, csb);
   sgemm_packed(pool, M, A, rsa, csa, pb, C, ldc, ep);
 }

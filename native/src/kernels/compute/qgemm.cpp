@@ -13,6 +13,7 @@
 #include "kernels/compute/qgemm_q8_amx.h"
 #include "kernels/compute/qgemm_q8_epilogue_avx512.h"
 #include "os/cpu_id.h"
+#include "os/thread_slot.h"
 #include "util/compiler.h"
 #include "util/fma_exact.h"
 
@@ -280,8 +281,9 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
 #if defined(__x86_64__)
   // AVX2: the call's shared terms (qgemm_avx2.h), in the caller's buffers (a thread_local named
   // inside the task would be the worker's own); each task widens its rows' activations itself
-  thread_local std::vector<float> bias_buf, scale_buf;
-  thread_local std::vector<int32_t> corr_buf;
+  ETNP_THREAD_LOCAL(std::vector<float>, bias_buf);
+  ETNP_THREAD_LOCAL(std::vector<float>, scale_buf);
+  ETNP_THREAD_LOCAL(std::vector<int32_t>, corr_buf);
   const Q8Avx2Call call = avx2 ? q8_avx2_call(M, a, w, bias, lo, hi, bias_buf, corr_buf, scale_buf) : Q8Avx2Call();
 #endif
   const int64_t MB = avx2 ? kQ8Avx2Rows : 8;  // rows a tile
@@ -328,7 +330,7 @@ void qgemm_q8(ThreadPool* pool, int64_t M, const QActivations& a, const PackedQ8
       }
       const int64_t n0 = p0 * NR, n1 = std::min(w.N, p1 * NR);
       if (codes) {  // float results of the rows into this thread's buffer, then their codes
-        thread_local std::vector<float> tmp;
+        ETNP_THREAD_LOCAL(std::vector<float>, tmp);
         const int64_t cols = n1 - n0;
         if (tmp.size() < (size_t)((m1 - m0) * cols)) tmp.resize((size_t)((m1 - m0) * cols));
         rows_groups4(m0, m1, p0, p1, a, w, bias, lo, hi, tmp.data(), cols, false);

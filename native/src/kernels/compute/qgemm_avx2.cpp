@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kernels/compute/qgemm_generic.h"
+#include "os/thread_slot.h"
 #include "util/compiler.h"
 
 #if defined(__x86_64__)
@@ -142,7 +143,7 @@ Q8Avx2Call q8_avx2_call(int64_t M, const QActivations& a, const PackedQ8& w, con
 
 void q8_avx2_rows(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivations& a, const PackedQ8& w,
                   const Q8Avx2Call& c, const QOutput& out) {
-  thread_local std::vector<int16_t> xw;  // this thread's: the rows, widened
+  ETNP_THREAD_LOCAL(std::vector<int16_t>, xw);  // this thread's: the rows, widened
   const int64_t n = (m1 - m0) * w.Kp;
   if (xw.size() < (size_t)n) xw.resize((size_t)n);
   int16_t* x16 = xw.data();

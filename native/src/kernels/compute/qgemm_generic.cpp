@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/compute/portable_ops.h"
+#include "os/thread_slot.h"
 
 namespace etnp {
 namespace {
@@ -194,7 +195,8 @@ void q8_rows_columns(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActi
   // the rows' activations and one panel's weights widened to int16 (this thread's buffers), rows
   // of Kq: whole vectors of 8, zeros past Kp
   const int64_t Kq = (Kp + 7) / 8 * 8;
-  thread_local std::vector<int16_t> xs, ws;
+  ETNP_THREAD_LOCAL(std::vector<int16_t>, xs);
+  ETNP_THREAD_LOCAL(std::vector<int16_t>, ws);
   if (xs.size() < (size_t)(rows * Kq)) xs.resize((size_t)(rows * Kq));
   if (ws.size() < (size_t)(NR * Kq)) ws.resize((size_t)(NR * Kq));
   int16_t* x16 = xs.data();

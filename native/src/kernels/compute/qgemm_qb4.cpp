@@ -13,6 +13,7 @@
 #include "kernels/compute/gemm_tasks.h"
 #include "kernels/compute/qgemm_qb4_kernels.h"
 #include "os/cpu_id.h"
+#include "os/thread_slot.h"
 #include "util/compiler.h"
 
 namespace etnp {
@@ -69,7 +70,9 @@ void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const
   // a task: a group of rows (every row up to 96) x a range of panels; the group's rows in tiles
   // of at most T, as even as they come
   const int64_t group = M <= 96 ? M : 64, groups = (M + group - 1) / group;
-  thread_local std::vector<int64_t> tile_m0, tile_at, group_tile;
+  ETNP_THREAD_LOCAL(std::vector<int64_t>, tile_m0);
+  ETNP_THREAD_LOCAL(std::vector<int64_t>, tile_at);
+  ETNP_THREAD_LOCAL(std::vector<int64_t>, group_tile);
   tile_m0.clear(), tile_at.clear(), group_tile.clear();
   const int64_t nb = w.nb, ldq = nb * w.chunks * 8;  // (a row's bytes)
   for (int64_t g = 0; g < groups; g++) {
@@ -84,9 +87,10 @@ void qgemm_qb4(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const
   tile_m0.push_back(M);
   // the activations as int8, in the tiles' layout (qgemm_qb4_kernels.h), and their per-row terms
   // (on the calling thread: M * K bytes)
-  thread_local std::vector<int8_t> qbuf, row;
-  thread_local std::vector<int32_t> cbuf;
-  thread_local std::vector<float> zbuf;
+  ETNP_THREAD_LOCAL(std::vector<int8_t>, qbuf);
+  ETNP_THREAD_LOCAL(std::vector<int8_t>, row);
+  ETNP_THREAD_LOCAL(std::vector<int32_t>, cbuf);
+  ETNP_THREAD_LOCAL(std::vector<float>, zbuf);
   qbuf.resize((size_t)(M * ldq));
   cbuf.resize((size_t)(M * nb));
   zbuf.resize((size_t)M);

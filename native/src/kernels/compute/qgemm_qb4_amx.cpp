@@ -23,6 +23,7 @@
 #include "kernels/compute/amx_tile_config.h"
 #include "kernels/compute/gemm_tasks.h"
 #include "kernels/compute/qgemm_qb4_kernels.h"
+#include "os/thread_slot.h"
 #include "util/compiler.h"
 #include "util/float_buffer.h"
 
@@ -30,6 +31,7 @@ namespace etnp::qb4 {
 namespace {
 
 constexpr int64_t kRows = 16;  // a tile's rows
+using AlignedBytes = std::vector<int8_t, UninitAllocator<int8_t>>;  // (64-byte aligned)
 
 AmxTileConfig tile_config(int64_t rem) {  // rem: a block's chunks past its whole 64-byte pieces
   AmxTileConfig c;
@@ -233,7 +235,7 @@ void codes_to_int8(const uint8_t* src, int64_t n, int8_t* d) {
 // rows [r0, r1) (whole tiles) x panels [p0, p1), panel by panel: each panel unpacked once
 ETNP_TARGET("amx-tile,amx-int8")
 void rows_x_panels(const Job& j, int64_t r0, int64_t r1, int64_t p0, int64_t p1) {
-  thread_local std::vector<int8_t, UninitAllocator<int8_t>> scratch;  // (64-byte aligned: B tile rows are whole lines)
+  ETNP_THREAD_LOCAL(AlignedBytes, scratch);  // (64-byte aligned: B tile rows are whole lines)
   scratch.resize((size_t)(j.w->nb * j.w->chunks * 128));
   _tile_loadconfig(&j.cfg);
   for (int64_t p = p0; p < p1; p++) {
@@ -254,8 +256,8 @@ void gemm_amx(ThreadPool* pool, int64_t M, const uint8_t* x, int64_t ldx, const 
   const int64_t nb = w.nb, bs = w.bs, chunks = w.chunks, K = w.K, ldq = nb * chunks * 8;
   // the activations as int8 (q = code - 128), each block on chunks * 8 bytes (on the calling
   // thread: M * K bytes)
-  thread_local std::vector<int8_t, UninitAllocator<int8_t>> qbuf;  // (64-byte aligned)
-  thread_local std::vector<float> zbuf;
+  ETNP_THREAD_LOCAL(AlignedBytes, qbuf);
+  ETNP_THREAD_LOCAL(std::vector<float>, zbuf);
   qbuf.assign((size_t)(Mp * ldq), 0);
   zbuf.assign((size_t)Mp, 0.f);
   for (int64_t m = 0; m < M; m++) {

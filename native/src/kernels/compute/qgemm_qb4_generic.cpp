@@ -25,6 +25,7 @@
 
 #include "kernels/compute/portable_ops.h"
 #include "kernels/compute/qgemm_qb4_kernels.h"
+#include "os/thread_slot.h"
 #include "util/fma_exact.h"
 
 namespace etnp::qb4 {
@@ -129,8 +130,8 @@ void row_panel(const Acts& a, const PackedQB4& w, const Unpacked& u, const uint8
 
 void tiles_generic(const Acts& a, const PackedQB4& w, int64_t t0, int64_t t1, int64_t p0, int64_t p1,
                    const Out& o) {
-  thread_local Unpacked u;
-  thread_local std::vector<int16_t> xrep;  // the task's rows, replicated (replicate_row)
+  ETNP_THREAD_LOCAL(Unpacked, u);
+  ETNP_THREAD_LOCAL(std::vector<int16_t>, xrep);  // the task's rows, replicated (replicate_row)
   const int64_t row_chunks = w.nb * w.chunks;
   if (xrep.size() < (size_t)((t1 - t0) * row_chunks * 64)) xrep.resize((size_t)((t1 - t0) * row_chunks * 64));
   for (int64_t t = t0; t < t1; t++) replicate_row(a.q + a.tile_at[t], row_chunks, xrep.data() + (t - t0) * row_chunks * 64);

@@ -7,6 +7,7 @@
 #include "kernels/compute/cpu_features.h"
 #include "kernels/compute/transpose_f32.h"
 #include "kernels/compute/winograd_scalar_lanes.h"
+#include "os/thread_slot.h"
 #include "util/float_buffer.h"
 
 namespace etnp {
@@ -126,7 +127,11 @@ bool conv1d_winograd_f32(ThreadPool* pool, const Winograd1dGeom& g, const float*
     hi = std::min<int64_t>(g.L, 3 * d * (b1 + P - 2) + 5 * d - g.pad);
   };
   auto work = [&](int64_t b, int64_t e) {
-    thread_local FloatBuffer v, mb, zeros, xs, ys;  // grow only
+    ETNP_THREAD_LOCAL(FloatBuffer, v);  // grow only
+    ETNP_THREAD_LOCAL(FloatBuffer, mb);
+    ETNP_THREAD_LOCAL(FloatBuffer, zeros);
+    ETNP_THREAD_LOCAL(FloatBuffer, xs);
+    ETNP_THREAD_LOCAL(FloatBuffer, ys);
     const size_t rows = (size_t)(per + P - 1);
     if (v.size() < 5 * rows * (size_t)C) v.resize(5 * rows * (size_t)C);
     if (mb.size() < 5 * (size_t)per * (size_t)OC) mb.resize(5 * (size_t)per * (size_t)OC);

@@ -6,6 +6,7 @@
 
 #include "kernels/compute/cpu_features.h"
 #include "kernels/compute/winograd_scalar_lanes.h"
+#include "os/thread_slot.h"
 #include "util/float_buffer.h"
 
 namespace etnp {
@@ -84,7 +85,9 @@ bool conv3x3_winograd_f32(ThreadPool* pool, const WinogradGeom& g, const float* 
   if (threads > 1) per = std::min(per, std::max<int64_t>(1, (rows + threads - 1) / threads));
   const int64_t blocks = (rows + per - 1) / per;
   auto work = [&](int64_t b, int64_t e) {
-    thread_local FloatBuffer v, mb, zeros;  // grow only
+    ETNP_THREAD_LOCAL(FloatBuffer, v);  // grow only
+    ETNP_THREAD_LOCAL(FloatBuffer, mb);
+    ETNP_THREAD_LOCAL(FloatBuffer, zeros);
     const size_t tiles = (size_t)(per * per_band);
     if (v.size() < 16 * tiles * (size_t)g.C) v.resize(16 * tiles * (size_t)g.C);
     if (mb.size() < 16 * tiles * (size_t)g.OC) mb.resize(16 * tiles * (size_t)g.OC);

@@ -8,6 +8,7 @@
 #include "kernels/compute/row_sums.h"
 #include "kernels/compute/vec_math.h"
 #include "kernels/kernel_util.h"
+#include "os/thread_slot.h"
 
 namespace etnp {
 
@@ -49,7 +50,7 @@ bool fused_rms_norm(KernelContext& ctx, EValue* const* a) {
   float* Y = a[3]->t.ptr<float>();
   const float eps = *eps_t.ptr<float>();
   parallel(ctx, x.numel() / D, std::max<int64_t>(1, 4096 / D), [&](int64_t b, int64_t e) {
-    thread_local std::vector<float> sq;  // (not out: it may be x's memory - see disjoint_or_same)
+    ETNP_THREAD_LOCAL(std::vector<float>, sq);  // (not out: it may be x's memory - see disjoint_or_same)
     sq.resize((size_t)D);
     for (int64_t r = b; r < e; r++) {
       const float* xr = X + r * D;

@@ -5,13 +5,17 @@
 #include <random>
 
 #include "kernels/kernel_util.h"
+#include "os/thread_slot.h"
 
 namespace etnp {
 namespace {
 
 std::mt19937_64& generator() {
-  thread_local std::mt19937_64 g(0x5eed1234abcdULL);
-  return g;
+  struct Seeded {
+    std::mt19937_64 g{0x5eed1234abcdULL};
+  };
+  ETNP_THREAD_LOCAL(Seeded, s);
+  return s.g;
 }
 // A uniform double in [0, 1) from 53 random bits.
 double uniform() { return (double)(generator()() >> 11) * (1.0 / 9007199254740992.0); }
