@@ -58,6 +58,11 @@ for m in llm_fp32_kv llm_fp32_kv_static llm_fp32_sdpa llm_8da4w_kv llm_8da4w_sdp
 done
 # fused chains (RMSNorm, SwiGLU, RoPE) whose kernels decline: each chain's instructions at its place
 for m in llm_fp32_sdpa llm_8da4w_kv; do ETNP_FUSE_CHAINS=decline "$OUT/asan/leak_harness" "tests/models/$m.pte" 3; done
+# copies made views of their input's bytes, or their input written where they are planned
+# (runtime/copy_elision.cpp): programs that have such copies
+for m in encoder encoder_xnn ops_index ops_more_shapes qbert_ln_dyn_xnn; do
+  "$OUT/asan/leak_harness" "tests/models/$m.pte" 3
+done
 mkdir -p "$OUT/crashes"
 cp tests/models/*.pte "$OUT/crashes/" 2>/dev/null || true
 # capped by executions too (fixed RNG seed, sorted seeds): CI mutates exactly the inputs a dry run did

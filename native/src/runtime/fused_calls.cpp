@@ -9,23 +9,19 @@
 
 namespace etnp {
 
-namespace {
-
-bool is_op(const Instruction& x, const char* op, size_t nargs) {
-  return x.kind == Instruction::Kernel && x.args.size() == nargs && std::strcmp(x.op, op) == 0;
-}
-
-// Ops that write into an argument other than their out tensor (a state, a cache).
 bool writes_in_place(const Instruction& x) {
   return x.kind == Instruction::Kernel &&
          op_is_one_of(x.op, {"aten::copy_", "aten::index_put_", "llama::update_cache.out",
                              "llama::update_cache_with_indices.out", "llama::sdpa_with_kv_cache.out"});
 }
 
-struct Range {
-  const uint8_t *lo = nullptr, *hi = nullptr;
-  bool overlaps(const Range& o) const { return lo < o.hi && o.lo < hi; }
-};
+namespace {
+
+bool is_op(const Instruction& x, const char* op, size_t nargs) {
+  return x.kind == Instruction::Kernel && x.args.size() == nargs && std::strcmp(x.op, op) == 0;
+}
+
+using Range = ByteRange;
 
 class ChainFinder {
  public:
@@ -461,6 +457,14 @@ namespace {
 bool decline(KernelContext&, EValue* const*) { return false; }
 }  // namespace
 
+std::vector<bool> Method::pinned_values() const {
+  std::vector<bool> pinned(values_.size(), false);
+  for (int64_t i : inputs_) pinned[(size_t)i] = true;
+  for (int64_t o : outputs_) pinned[(size_t)o] = true;
+  for (const State& st : state_) pinned[(size_t)st.value] = true;
+  return pinned;
+}
+
 // ETNP_FUSE_CHAINS=0: no chain fused; =decline: every fused kernel declines, so each chain's
 // instructions run at its last (the tests' way to that path).
 void Method::fuse_chains() {
@@ -468,10 +472,7 @@ void Method::fuse_chains() {
   if (mode && std::strcmp(mode, "0") == 0) return;
   for (const Instruction& x : instructions_)
     if (x.kind == Instruction::JumpFalse || x.kind == Instruction::Move) return;
-  std::vector<bool> pinned(values_.size(), false);
-  for (int64_t i : inputs_) pinned[(size_t)i] = true;
-  for (int64_t o : outputs_) pinned[(size_t)o] = true;
-  for (const State& st : state_) pinned[(size_t)st.value] = true;
+  const std::vector<bool> pinned = pinned_values();
   const std::vector<bool> written = written_values();
   ChainFinder(instructions_, values_, written, pinned).run();
   if (mode && std::strcmp(mode, "decline") == 0)

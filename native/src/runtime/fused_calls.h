@@ -7,6 +7,8 @@
 // instructions run there, in order. Taken only where that is safe whatever the call's shapes
 // (fused_calls.cpp: ChainFinder::safe). Off while a profiled call captures intermediate outputs
 // (each instruction then runs) and with ETNP_FUSE_CHAINS=0.
+// A copy that moves no byte is such a call too, of one instruction (runtime/copy_elision.cpp):
+// its kernel makes the result view the input's bytes.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -20,6 +22,25 @@ struct FusedCall {
   const char* name = "";          // in profiles: "etnp::fused_rms_norm" ...
   std::vector<EValue*> args;      // the kernel's (fused_chains.h)
   std::vector<uint32_t> members;  // the chain's instructions, in order (run where fn declines)
+  // an elided copy's result and the static views of it the program plans (else none): their
+  // planned bytes, given back to them before each run (the kernel then views the input's, or
+  // declines and the copy writes them)
+  struct Planned {
+    EValue* v;
+    void* data;
+    size_t capacity;
+  };
+  std::vector<Planned> replanned;
+};
+
+struct Instruction;
+// Whether x writes into an argument other than its out tensor (a state, a cache).
+bool writes_in_place(const Instruction& x);
+
+// A value's bytes [lo, hi) as the analyses at load see them (its planned memory).
+struct ByteRange {
+  const uint8_t *lo = nullptr, *hi = nullptr;
+  bool overlaps(const ByteRange& o) const { return lo < o.hi && o.lo < hi; }
 };
 
 }  // namespace etnp

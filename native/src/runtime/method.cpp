@@ -223,9 +223,19 @@ void Method::capture_output(Profiler& prof, size_t pc, const Instruction& x) con
   }
 }
 
+// An elided copy's result gets its planned bytes back before the copy or its view runs.
+static void replan(const Instruction& x) {
+  if (!x.fused) return;
+  for (const FusedCall::Planned& p : x.fused->replanned) {
+    p.v->t.data = p.data;
+    p.v->t.capacity = p.capacity;
+  }
+}
+
 void Method::run_kernel(KernelContext& ctx, size_t pc, Profiler* prof) {
   Instruction& x = instructions_[pc];
   running_ = pc;  // (an error names this instruction)
+  replan(x);
   ctx.op = x.op;
   ctx.user = x.user;
   check_tensor_args(x);
@@ -250,6 +260,7 @@ void Method::run_kernel(KernelContext& ctx, size_t pc, Profiler* prof) {
 void Method::run_fused(KernelContext& ctx, size_t pc, Profiler* prof) {
   const Instruction& x = instructions_[pc];
   const FusedCall& f = *x.fused;
+  replan(x);
   ctx.op = f.name;
   ctx.user = nullptr;
   if (ETNP_PROBE_ENABLED(instruction_begin)) ETNP_PROBE2(instruction_begin, pc, f.name);

@@ -84,10 +84,12 @@ class Method {
   void prepare_instructions(const fb::Table& plan, WeightCacheSession* weight_cache);
   void share_constants(WeightCacheSession& cache);  // runtime/shared_constants.cpp
   std::vector<bool> written_values() const;
+  std::vector<bool> pinned_values() const;  // the inputs, outputs and state: kept past a call
   void check_tensor_args(const Instruction& x) const;
   void stream_weights();
   void fold_constant_copies();  // runtime/fold_constants.cpp
   void fuse_chains();           // runtime/fused_calls.cpp
+  void elide_copies();          // runtime/copy_elision.cpp
   void run_kernel(KernelContext& ctx, size_t pc, Profiler* prof);
   void run_fused(KernelContext& ctx, size_t pc, Profiler* prof);
   void collect_state();

@@ -128,6 +128,7 @@ Method::Method(std::shared_ptr<Program> prog, const std::string& name) : prog_(s
   for (const State& s : state_)
     if (s.init.data) prog_->protect(s.init);
   fuse_chains();
+  elide_copies();
   if (weight_cache) {
     share_constants(*weight_cache);  // runtime/shared_constants.cpp
     weight_cache->finish();
