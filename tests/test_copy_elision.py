@@ -30,24 +30,30 @@ def alloc(p, t):
     return p.values[t].fields[1].fields  # (a tensor's allocation: field 6)
 
 
-def copy_program(op, overload, params, in_shape, out_shape, reuse=False, view_after=False, busy=False):
-    """x = inp * 1 (planned); [BUSY: w = inp * 5 planned in y's bytes, v = w * 1 - w's bytes in use
-    between x's producer and the copy]; y = op(x, *params); z = inp * 3 (REUSE: planned in x's
-    bytes, which the plan may reuse once the copy has read x); out = y * 2 (VIEW_AFTER: read
-    through a static view of y's bytes, as ExecuTorch plans a view). Outputs (out, z[, v])."""
+def copy_program(op, overload, params, in_shape, out_shape, reuse=False, view_after=False, busy=False,
+                 clobber=False):
+    """a = inp * 1, x = a * 1 (planned); [BUSY: w = inp2 * 5 planned in y's bytes, v = w * 1 - y's
+    bytes in use between x's producer and the copy; CLOBBER: q = inp2 * 7 planned in a's bytes
+    there too - what x's producer read is gone by the copy]; y = op(x, *params); z = inp * 3
+    (REUSE: planned in x's bytes, which the plan may reuse once the copy has read x); out = y * 2
+    (VIEW_AFTER: read through a static view of y's bytes, as ExecuTorch plans a view). Inputs
+    (inp, inp2), outputs (out, z, v, q)."""
     p = Program()
     mul, cp = p.op("aten::mul", "out"), p.op(op, overload)
-    inp = p.tensor(F32, in_shape)
-    one, two, three, five = (p.tensor(F32, [1], const=np.float32(v).tobytes()) for v in (1, 2, 3, 5))
-    x, y = p.tensor(F32, in_shape, planned=True), p.tensor(F32, out_shape, planned=True)
-    p.call(mul, [inp, one, x, x])
-    extra = []
+    inp, inp2 = p.tensor(F32, in_shape), p.tensor(F32, in_shape)
+    one, two, three, five, seven = (p.tensor(F32, [1], const=np.float32(v).tobytes()) for v in (1, 2, 3, 5, 7))
+    a, x, y = p.tensor(F32, in_shape, planned=True), p.tensor(F32, in_shape, planned=True), \
+        p.tensor(F32, out_shape, planned=True)
+    p.call(mul, [inp, one, a, a])
+    p.call(mul, [a, one, x, x])
+    w, v, q = (p.tensor(F32, in_shape, planned=True) for _ in range(3))
+    p.call(mul, [inp2, five, w, w])
+    p.call(mul, [w, one, v, v])
+    p.call(mul, [inp2, seven, q, q])
     if busy:
-        w, v = p.tensor(F32, in_shape, planned=True), p.tensor(F32, in_shape, planned=True)
-        p.call(mul, [inp, five, w, w])
-        p.call(mul, [w, one, v, v])
         alloc(p, w)[6] = alloc(p, y)[6]
-        extra = [v]
+    if clobber:
+        alloc(p, q)[6] = alloc(p, a)[6]
     p.call(cp, [x] + [f(p) for f in params] + [y, y])
     z = p.tensor(F32, in_shape, planned=True)
     p.call(mul, [inp, three, z, z])
@@ -59,7 +65,7 @@ def copy_program(op, overload, params, in_shape, out_shape, reuse=False, view_af
     p.call(mul, [src, two, out, out])
     if reuse:
         alloc(p, z)[6] = alloc(p, x)[6]
-    p.inputs, p.outputs = [inp], [out, z] + extra
+    p.inputs, p.outputs = [inp, inp2], [out, z, v, q]
     return p.to_bytes()
 
 
@@ -75,30 +81,37 @@ CASES = {
 
 
 # (expand and permute decline where the call's shapes move elements: only the result views)
-WRITE_AHEAD = {"clone", "unsqueeze", "squeeze", "view"}
+ALWAYS = {"clone", "unsqueeze", "squeeze", "view"}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-@pytest.mark.parametrize("plan", ["", "reuse", "view_after", "reuse+busy"])
+@pytest.mark.parametrize("plan", ["", "reuse", "view_after", "reuse+busy", "reuse+busy+clobber"])
 def test_a_copy_becomes_a_view_where_the_plan_allows(case, plan):
-    """The result views the input's bytes where they stay until its last read; else, where x's
-    producer can write x straight where the result is planned (nothing else there meanwhile),
-    it does and the copy only relabels; else the copy runs."""
+    """The result views the input's bytes where they stay until its last read; else (a copy that
+    relabels whatever the shapes) x's producer writes x straight where the result is planned
+    where nothing else is there meanwhile; else that producer runs at the copy, where what it
+    reads is still there; else the copy runs."""
     op, overload, params, in_shape, out_shape = CASES[case]
     data = copy_program(op, overload, params, in_shape, out_shape, reuse="reuse" in plan,
-                        view_after=plan == "view_after", busy="busy" in plan)
-    x = np.random.default_rng(1).standard_normal(in_shape, dtype=np.float32)
+                        view_after=plan == "view_after", busy="busy" in plan, clobber="clobber" in plan)
+    rng = np.random.default_rng(1)
+    x, x2 = rng.standard_normal(in_shape, dtype=np.float32), rng.standard_normal(in_shape, dtype=np.float32)
     want = (x * 2).reshape(-1 if plan == "view_after" else out_shape)
     for elide in (True, False):
         m = load(data, elide)
         for _ in range(2):  # (a second call: the result's bytes given back and taken again)
-            got = m([x])
-            assert np.array_equal(np.asarray(got[0]), want), (case, plan, elide)
-            assert np.array_equal(np.asarray(got[1]), x * 3), (case, plan, elide)
-            if "busy" in plan:
-                assert np.array_equal(np.asarray(got[2]), x * 5), (case, plan, elide)
-        expect = {"": 1, "view_after": 1, "reuse": int(case in WRITE_AHEAD), "reuse+busy": 0}[plan]
-        assert elided(m, [x]) == (expect if elide else 0), (case, plan, elide)
+            out, z, v, q = m([x, x2])
+            assert np.array_equal(np.asarray(out), want), (case, plan, elide)
+            assert np.array_equal(np.asarray(z), x * 3), (case, plan, elide)
+            assert np.array_equal(np.asarray(v), x2 * 5) and np.array_equal(np.asarray(q), x2 * 7), (case, plan)
+        expect = {"": 1, "view_after": 1, "reuse": int(case in ALWAYS), "reuse+busy": int(case in ALWAYS),
+                  "reuse+busy+clobber": 0}[plan]
+        assert elided(m, [x, x2]) == (expect if elide else 0), (case, plan, elide)
+        # the input's kernel ran at the copy where the result's bytes were busy: it says so
+        names = [e.name for e in m.profile([x, x2]).events if e.depth == 0]
+        if elide and plan == "reuse+busy" and case in ALWAYS:
+            at = names.index("etnp::elided_copy")
+            assert names[at - 1] == "aten::mul.out" and names[at - 2] == "aten::mul.out", names
 
 
 def test_a_copy_that_moves_elements_runs():
@@ -111,9 +124,9 @@ def test_a_copy_that_moves_elements_runs():
          [2, 3, 4], lambda x: np.broadcast_to(x, (2, 3, 4)))]:
         m = load(copy_program(op, overload, params, shape_in, shape_out))
         x = np.random.default_rng(2).standard_normal(shape_in, dtype=np.float32)
-        out, _ = m([x])
+        out = m([x, x])[0]
         assert np.array_equal(np.asarray(out), f(x) * 2), op
-        assert elided(m, [x]) == 0, op
+        assert elided(m, [x, x]) == 0, op
 
 
 def test_chained_copies_view_the_first_input():

@@ -2,14 +2,20 @@
 // squeeze_copy, view_copy, and - where at run time they leave every element in place - an
 // expand_copy to the input's own shape and a permute_copy that moves only dims of size 1. An
 // attention without the llama custom ops spends most of a decode step on such copies of its KV
-// cache (unsqueezed, cloned, expanded to its own shape: HF-style grouped-query attention). Where
-// the memory plan allows it, the copy's result views the input's bytes instead, as et_view's
-// does: found at load (Method::elide_copies), run as a one-instruction fused call whose kernel
-// declines - the copy then runs - where the call's tensors are not a plain relabelling.
-// Safe because nothing between the copy and the last read of its result (or of a view of it)
-// writes over the input's bytes or into the input in place, the result is written by the copy
-// alone, read only in this call and never through a planned alias of its bytes (the checks in
-// CopyElider::elidable, on the planned ranges: any call's shapes).
+// cache (unsqueezed, expanded, cloned, expanded to its own shape: HF-style grouped-query
+// attention). Found at load (Method::elide_copies) and run as a one-instruction fused call whose
+// kernel relabels - or declines, and the copy runs - in the first of these forms the memory plan
+// allows (checked on the planned ranges, for any call's shapes):
+//  - the result views the input's bytes, as et_view's does (CopyElider::elidable): nothing from
+//    the copy to the last read of the result (or of a view of it) writes where those bytes are or
+//    into the input, the result is written by the copy alone and not kept past the call; the
+//    program's static views of the result move with it;
+//  - (copies that relabel whatever the shapes) the input's kernel writes it where the result is
+//    planned (writable_ahead): the input is read by nothing after the copy, and nothing else has
+//    bytes there from that kernel to the copy;
+//  - or that kernel runs at the copy instead, writing there (sinkable): what it reads is as it was,
+//    nothing in between reads what it may write.
+// Each keeps the bytes it relies on out of the later ones' reach (guards_).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -151,8 +157,8 @@ using Range = ByteRange;
 class CopyElider {
  public:
   CopyElider(std::vector<Instruction>& ins, std::vector<EValue>& values, const std::vector<bool>& pinned,
-             const std::vector<bool>& written)
-      : ins_(ins), values_(values), pinned_(pinned), written_(written), uses_(values.size()), writers_(values.size()),
+             const std::vector<bool>& sources, const std::vector<bool>& written)
+      : ins_(ins), values_(values), pinned_(pinned), sources_(sources), written_(written), uses_(values.size()), writers_(values.size()),
         viewed_(values.size(), -1), alias_base_(values.size(), -1), alias_at_(values.size(), -1), kept_(values.size(), false), root_(values.size()), reach_(values.size()),
         range_(values.size()) {
     for (size_t i = 0; i < ins.size(); i++) {
@@ -215,6 +221,7 @@ class CopyElider {
         uint32_t last = 0, p = 0;
         if (elidable(c, family, last)) view_input(c, k, family, last);
         else if (k.always && writable_ahead(c, p)) write_ahead(c, k, p);
+        else if (k.always && sinkable(c, p)) sink(c, k, p);
         else break;
         n++;
         break;
@@ -290,14 +297,7 @@ class CopyElider {
   bool writable_ahead(size_t c, uint32_t& p) const {
     const Instruction& x = ins_[c];
     const int64_t xi = id(x.args[0]), yi = id(x.args.back());
-    if (xi < 0 || yi < 0 || xi == yi) return false;
-    const EValue &xv = values_[(size_t)xi], &yv = values_[(size_t)yi];
-    if (xv.tag != Tag::Tensor || yv.tag != Tag::Tensor || xv.t.dtype != yv.t.dtype) return false;
-    for (const EValue* v : {&xv, &yv})
-      if (v->t.is_constant || !v->t.data || !v->t.default_dim_order()) return false;
-    if (pinned_[(size_t)xi] || pinned_[(size_t)yi] || kept_[(size_t)xi] || root_[(size_t)xi] != xi ||
-        xv.t.capacity > yv.t.capacity)
-      return false;
+    if (!plain_pair(xi, yi)) return false;
     if (writers_[(size_t)xi].size() != 1 || writers_[(size_t)yi].size() != 1 || writers_[(size_t)yi][0] != c) return false;
     p = writers_[(size_t)xi][0];
     // (a kernel: a delegate may hold its outputs' addresses from its load)
@@ -367,6 +367,98 @@ class CopyElider {
     } catch (const std::exception&) {
       return false;  // (the op refuses it: its kernel says so)
     }
+  }
+
+  // The input's kernel p runs at the copy instead, writing where the result is planned (the
+  // copy then only relabels): what p reads is as it was at p, and nothing in between reads what
+  // p writes.
+  void sink(size_t c, const Kind& k, uint32_t p) {
+    Instruction& x = ins_[c];
+    auto f = call(c, k);
+    f->args.push_back(nullptr);
+    f->members = {p, (uint32_t)c};
+    f->sunk = (int64_t)p;
+    f->replanned.push_back({x.args[0], x.args[0]->t.data, x.args[0]->t.capacity});
+    std::vector<Range> read;  // (what p reads, now read at c)
+    for (const EValue* a : ins_[p].args)
+      if (a != x.args[0] && id(a) >= 0)
+        for (int64_t r : reach_[(size_t)id(a)]) read.push_back(range_[(size_t)r]);
+    guards_.push_back(Guard{p, (uint32_t)c, read});
+    ins_[p].fused_away = true;
+    x.fused = f;
+  }
+
+  // Whether the input's kernel can run at the copy (sink): p is a kernel whose out is the input,
+  // read by the copy alone; nothing from p to the copy reads another of p's arguments (an out it
+  // may have) or writes any (their values, their bytes wherever they may be); none of p's tensors
+  // has bytes where the result is planned.
+  bool sinkable(size_t c, uint32_t& p) const {
+    const Instruction& x = ins_[c];
+    const int64_t xi = id(x.args[0]), yi = id(x.args.back());
+    if (!plain_pair(xi, yi) || writers_[(size_t)xi].size() != 1 || writers_[(size_t)yi].size() != 1 ||
+        writers_[(size_t)yi][0] != c)
+      return false;
+    p = writers_[(size_t)xi][0];
+    const Instruction& y0 = ins_[p];
+    if (p >= c || y0.kind != Instruction::Kernel || y0.fused || y0.fused_away || writes_in_place(y0) ||
+        y0.args.empty() || y0.args.back() != x.args[0])
+      return false;
+    if (uses_[(size_t)xi] != std::vector<uint32_t>{p, (uint32_t)c}) return false;
+    for (int64_t a : aliases_)
+      if (alias_base_[(size_t)a] == xi) return false;
+    for (const auto& s : chains_)
+      if (s.first <= c && p <= s.second) return false;
+    std::vector<int64_t> args;  // (p's arguments but the input: values and list items)
+    for (const EValue* a : y0.args) {
+      if (id(a) < 0 || a == x.args[0]) continue;
+      args.push_back(id(a));
+      if (a->tag == Tag::IntList || a->tag == Tag::TensorList || a->tag == Tag::OptTensorList)
+        for (int64_t item : a->items)
+          if (item >= 0 && (size_t)item < values_.size()) args.push_back(item);
+    }
+    const Range& ry = range_[(size_t)yi];
+    for (int64_t a : args)
+      for (int64_t r : reach_[(size_t)a])
+        if (range_[(size_t)r].overlaps(ry)) return false;
+    for (uint32_t k = p + 1; k < c; k++) {
+      const Instruction& y = ins_[k];
+      if (y.fused_away || (y.fused && y.fused->replanned.empty())) return false;
+      for (int64_t a : args)  // (an argument p may write - an out of p's - is read by nothing here)
+        if (values_[(size_t)a].tag == Tag::Tensor && !made_before(a, p) &&
+            std::binary_search(uses_[(size_t)a].begin(), uses_[(size_t)a].end(), k))
+          return false;
+      for (const EValue* w : written_by(y)) {
+        const int64_t wi = id(w), wr = root_[(size_t)wi];
+        for (int64_t a : args) {
+          if (wi == a) return false;
+          if (w->tag != Tag::Tensor || values_[(size_t)a].tag != Tag::Tensor) continue;
+          for (int64_t r : reach_[(size_t)a])
+            if (wr == r || range_[(size_t)wr].overlaps(range_[(size_t)r])) return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  // Whether value a is surely an input of instruction p: a constant, a method input or state, or
+  // written before p.
+  bool made_before(int64_t a, uint32_t p) const {
+    const EValue& v = values_[(size_t)a];
+    if (v.tag == Tag::Tensor && v.t.is_constant) return true;
+    if (writers_[(size_t)a].empty()) return sources_[(size_t)a];
+    return writers_[(size_t)a].front() < p;
+  }
+
+  // The copy's input and result: plain planned tensors of one dtype in the default dim order, not
+  // kept past the call, the input's bytes its own (not a view), no larger than the result's.
+  bool plain_pair(int64_t xi, int64_t yi) const {
+    if (xi < 0 || yi < 0 || xi == yi) return false;
+    const EValue &xv = values_[(size_t)xi], &yv = values_[(size_t)yi];
+    if (xv.tag != Tag::Tensor || yv.tag != Tag::Tensor || xv.t.dtype != yv.t.dtype) return false;
+    for (const EValue* v : {&xv, &yv})
+      if (v->t.is_constant || !v->t.data || !v->t.default_dim_order()) return false;
+    return !pinned_[(size_t)xi] && !pinned_[(size_t)yi] && !kept_[(size_t)xi] && root_[(size_t)xi] == xi &&
+           xv.t.capacity <= yv.t.capacity;
   }
 
   int64_t id(const EValue* v) const {
@@ -468,6 +560,7 @@ class CopyElider {
   std::vector<Instruction>& ins_;
   std::vector<EValue>& values_;
   const std::vector<bool>& pinned_;
+  const std::vector<bool>& sources_;  // per value: a method input or state (read, never an out)
   const std::vector<bool>& written_;  // per value: written by an instruction (an int from sym_size...)
   std::vector<std::vector<uint32_t>> uses_;
   std::vector<std::vector<uint32_t>> writers_;  // per value: the instructions that may write it
@@ -494,8 +587,11 @@ void Method::elide_copies() {
   const char* mode = std::getenv("ETNP_ELIDE_COPIES");
   if (mode && std::strcmp(mode, "0") == 0) return;
   const std::vector<bool> pinned = pinned_values();
+  std::vector<bool> sources(values_.size(), false);
+  for (int64_t i : inputs_) sources[(size_t)i] = true;
+  for (const State& st : state_) sources[(size_t)st.value] = true;
   const std::vector<bool> written = written_values();
-  CopyElider(instructions_, values_, pinned, written).run();
+  CopyElider(instructions_, values_, pinned, sources, written).run();
 }
 
 }  // namespace etnp

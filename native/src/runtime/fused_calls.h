@@ -31,6 +31,9 @@ struct FusedCall {
     size_t capacity;
   };
   std::vector<Planned> replanned;
+  // an elided copy whose input's kernel runs at it, writing where the copy's result is planned
+  // (the kernel's instruction; -1: none): args[0] is that input, args[2] the result
+  int64_t sunk = -1;
 };
 
 struct Instruction;

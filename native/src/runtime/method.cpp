@@ -261,11 +261,28 @@ void Method::run_fused(KernelContext& ctx, size_t pc, Profiler* prof) {
   const Instruction& x = instructions_[pc];
   const FusedCall& f = *x.fused;
   replan(x);
+  if (f.sunk >= 0) {  // (an elided copy's input, written where the copy's result is planned)
+    Tensor& in = f.args[0]->t;
+    in.data = f.args[2]->t.data;
+    in.capacity = f.args[2]->t.capacity;
+    try {
+      run_kernel(ctx, (size_t)f.sunk, prof);
+    } catch (...) {
+      replan(x);
+      throw;
+    }
+    running_ = pc;
+  }
   ctx.op = f.name;
   ctx.user = nullptr;
   if (ETNP_PROBE_ENABLED(instruction_begin)) ETNP_PROBE2(instruction_begin, pc, f.name);
   const int64_t t = prof ? Profiler::now() : 0;
   const bool done = f.fn(ctx, f.args.data());
+  if (f.sunk >= 0) {  // (the input's own bytes back: its kernel may run at its place next call)
+    const FusedCall::Planned& in = f.replanned.back();
+    in.v->t.data = in.data;
+    in.v->t.capacity = in.capacity;
+  }
   if (done && prof) {
     prof->instruction = (int32_t)pc;
     prof->chain = x.chain;
