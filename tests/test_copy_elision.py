@@ -10,7 +10,7 @@ import pytest
 
 import executorch_numpy_runtime as en
 from conftest import model_path
-from pte_build import F32, Program
+from pte_build import F32, I32, Program
 from test_fused_chains import LLMS, decode
 
 
@@ -179,3 +179,22 @@ def test_a_copy_views_or_runs_call_by_call():
         x = rng.standard_normal((n, 3, 4), dtype=np.float32)
         assert np.array_equal(np.asarray(m([x])[0]), x.transpose(1, 0, 2) * 2), n
         assert elided(m, [x]) == viewed, n
+
+
+@pytest.mark.parametrize("shape,perm", [((3, 17, 9), (0, 2, 1)), ((1, 9, 512, 64), (0, 1, 3, 2)),
+                                        ((2, 5, 3, 7), (1, 0, 3, 2)), ((4, 6, 10), (2, 0, 1)),
+                                        ((2, 3, 13, 11), (3, 0, 1, 2)), ((8, 33), (1, 0))])
+def test_permutes_that_transpose_the_last_two_dims(shape, perm):
+    """permute_copy where the output's last dim is strided in the input (blocked 2-D transposes
+    where the input's next-to-last output dim is its contiguous one): numpy's answer, float32 and
+    int32."""
+    for dtype, code in ((np.float32, F32), (np.int32, I32)):
+        p = Program()
+        op = p.op("aten::permute_copy", "out")
+        x = p.tensor(code, list(shape))
+        out = p.tensor(code, [shape[d] for d in perm], planned=True)
+        p.call(op, [x, p.int_list(list(perm)), out, out])
+        p.inputs, p.outputs = [x], [out]
+        m = load(p.to_bytes(), elide=False)
+        a = (np.random.default_rng(8).standard_normal(shape) * 100).astype(dtype)
+        assert np.array_equal(np.asarray(m([a])[0]), a.transpose(perm)), (shape, perm, dtype)

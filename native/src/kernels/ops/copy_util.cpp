@@ -1,5 +1,7 @@
 #include "kernels/ops/copy_util.h"
 
+#include "kernels/compute/transpose_f32.h"
+
 namespace etnp {
 
 View view_of(const Tensor& t) {
@@ -45,6 +47,24 @@ void copy_view_impl(const View& src, Tensor& dst, int64_t dst_off, const int64_t
                    (size_t)(n * (int64_t)es));
       return;
     }
+  }
+  // 4-byte elements whose last two dims are swapped (a batch of matrix transposes: attention's
+  // K^T): blocked 2-D transposes, not a strided read per element
+  if (same && es == 4 && nd >= 2 && src.strides[nd - 2] == 1 && ds[nd - 1] == 1 && src.strides[nd - 1] != 1) {
+    const int64_t R = src.sizes[nd - 2], C = src.sizes[nd - 1];
+    const float* sp = (const float*)src.data;
+    float* dp = (float*)dst.data;
+    int64_t idx[kMaxDims] = {};
+    for (int64_t s = 0, steps = n / (R * C); s < steps; s++) {
+      int64_t so = src.offset, dof = dst_off;
+      for (int d = 0; d < nd - 2; d++) { so += idx[d] * src.strides[d]; dof += idx[d] * ds[d]; }
+      transpose_strided_f32(sp + so, C, R, src.strides[nd - 1], dp + dof, ds[nd - 2]);
+      for (int d = nd - 3; d >= 0; d--) {
+        if (++idx[d] < src.sizes[d]) break;
+        idx[d] = 0;
+      }
+    }
+    return;
   }
   // same dtype, strided innermost dim (a permute): typed strided runs instead of one memmove each
   bool strided = same && nd && !row && (es == 1 || es == 2 || es == 4 || es == 8);
