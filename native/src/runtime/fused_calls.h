@@ -7,8 +7,9 @@
 // instructions run there, in order. Taken only where that is safe whatever the call's shapes
 // (fused_calls.cpp: ChainFinder::safe). Off while a profiled call captures intermediate outputs
 // (each instruction then runs) and with ETNP_FUSE_CHAINS=0.
-// A copy that moves no byte is such a call too, of one instruction (runtime/copy_elision.cpp):
-// its kernel makes the result view the input's bytes.
+// A copy that moves no byte is such a call too (runtime/copy_elision.cpp): of its one
+// instruction, whose kernel makes the result view the input's bytes - or of two, the input's
+// kernel run at the copy first, writing where the result is planned.
 #pragma once
 #include <cstdint>
 #include <vector>
