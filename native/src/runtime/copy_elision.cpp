@@ -23,134 +23,12 @@
 #include <utility>
 
 #include "kernels/kernel_util.h"
+#include "kernels/ops/copy_views.h"
 #include "runtime/fused_calls.h"
 #include "runtime/method.h"
 
 namespace etnp {
 namespace {
-
-enum class Copy { Same, Unsqueeze, SqueezeAll, SqueezeDim, SqueezeDims, View, Expand, Permute };
-
-// s without its dims of size 1 that `drop` names (all of them where drop is null)
-void drop_ones(Dims& s, const bool* drop) {
-  Dims r;
-  r.n = 0;
-  for (int i = 0; i < s.n; i++)
-    if (s[i] != 1 || (drop && !drop[i])) r[r.n++] = s[i];
-  s = r;
-}
-
-// The result's shape where the copy leaves each element of x at its place in memory: false
-// where it would move one (or its arguments are not what the op accepts: its kernel then runs,
-// and says so).
-template <Copy K>
-bool same_bytes(KernelContext& ctx, EValue* const* a, Dims& s) {
-  const Tensor& x = a[0]->t;
-  s = dims_of(x);
-  EValue** args = const_cast<EValue**>(a);
-  if constexpr (K == Copy::Unsqueeze) {
-    const int64_t nd = x.dim + 1, d0 = a[1]->i;
-    if (x.dim >= kMaxDims || d0 < -nd || d0 >= nd) return false;
-    const int64_t d = d0 < 0 ? d0 + nd : d0;
-    for (int64_t i = x.dim; i > d; i--) s[(int)i] = s[(int)i - 1];
-    s[(int)d] = 1;
-    s.n = x.dim + 1;
-  } else if constexpr (K == Copy::SqueezeAll) {
-    drop_ones(s, nullptr);
-  } else if constexpr (K == Copy::SqueezeDim || K == Copy::SqueezeDims) {
-    Dims dims;
-    if constexpr (K == Copy::SqueezeDim) dims.n = 1, dims[0] = a[1]->i;
-    else int_list_into(ctx, args, 1, dims);
-    if (x.dim == 0) return true;
-    bool drop[kMaxDims] = {};
-    for (int i = 0; i < dims.n; i++) {
-      if (dims[i] < -x.dim || dims[i] >= x.dim) return false;
-      drop[dims[i] < 0 ? dims[i] + x.dim : dims[i]] = true;
-    }
-    drop_ones(s, drop);
-  } else if constexpr (K == Copy::View) {
-    int_list_into(ctx, args, 1, s);
-    view_shape_in_place(x, s);
-  } else if constexpr (K == Copy::Expand) {
-    Dims want;
-    int_list_into(ctx, args, 1, want);
-    if (want.n != x.dim) return false;
-    for (int i = 0; i < x.dim; i++)
-      if (want[i] != -1 && want[i] != x.sizes[i]) return false;
-  } else if constexpr (K == Copy::Permute) {
-    Dims p;
-    int_list_into(ctx, args, 1, p);
-    if (p.n != x.dim) return false;
-    bool seen[kMaxDims] = {};
-    int64_t last = -1;
-    for (int i = 0; i < x.dim; i++) {
-      if (p[i] < -x.dim || p[i] >= x.dim) return false;
-      const int64_t d = p[i] < 0 ? p[i] + x.dim : p[i];
-      if (seen[d]) return false;
-      seen[d] = true;
-      s[i] = x.sizes[d];
-      if (s[i] == 1) continue;
-      if (d < last) return false;  // (a dim of size > 1 moved past another)
-      last = d;
-    }
-  }
-  return true;
-}
-
-// args: x, the op's parameter (or none), out, then the static views of out (planned tensors at
-// its bytes, null-terminated) - out and they made views of x's bytes; false (nothing viewed)
-// where it is not that (then the copy's own kernel runs). Out and its views have their planned
-// bytes at entry (Method::run_fused).
-template <Copy K>
-bool view_instead(KernelContext& ctx, EValue* const* a) {
-  const Tensor& x = a[0]->t;
-  Tensor& y = a[2]->t;
-  if (x.dtype != y.dtype || !x.default_dim_order() || !x.data || x.numel() == 0) return false;
-  Dims s;
-  try {
-    if (!same_bytes<K>(ctx, a, s)) return false;
-    // (the out tensor as the kernel's resize leaves it, or its refusal: a static shape kept, a
-    // dynamic one within its planned bytes - its planned data and capacity are back in place)
-    resize_tensor(y, s.n, s.d);
-  } catch (const std::exception&) {
-    return false;
-  }
-  if (y.numel() != x.numel()) return false;
-  for (EValue* const* v = a + 3; *v; v++) {  // (each within the bytes x has in this call)
-    const Tensor& t = (*v)->t;
-    const int64_t at = (const uint8_t*)t.data - (const uint8_t*)y.data;
-    if (at < 0 || (size_t)at + t.nbytes() > x.nbytes()) return false;
-  }
-  for (EValue* const* v = a + 3; *v; v++) {
-    Tensor& t = (*v)->t;
-    const size_t at = (size_t)((const uint8_t*)t.data - (const uint8_t*)y.data);
-    t.data = (uint8_t*)x.data + at;
-    t.capacity = x.capacity - at;
-  }
-  y.data = x.data;
-  y.capacity = x.capacity;
-  return true;
-}
-
-struct Kind {
-  const char* op;
-  size_t nargs;  // (the out tensor twice at the end: the out argument and the result)
-  int param;  // the parameter's argument (-1: none)
-  FusedFn fn;
-  bool (*same)(KernelContext&, EValue* const*, Dims&);  // (same_bytes)
-  bool always;  // a relabelling whatever the shapes (its kernel declines only what the op refuses)
-};
-const Kind kKinds[] = {
-    {"aten::clone.out", 4, -1, &view_instead<Copy::Same>, &same_bytes<Copy::Same>, true},  // (memory format: checked at load)
-    {"aten::alias_copy.out", 3, -1, &view_instead<Copy::Same>, &same_bytes<Copy::Same>, true},
-    {"aten::unsqueeze_copy.out", 4, 1, &view_instead<Copy::Unsqueeze>, &same_bytes<Copy::Unsqueeze>, true},
-    {"aten::squeeze_copy.out", 3, -1, &view_instead<Copy::SqueezeAll>, &same_bytes<Copy::SqueezeAll>, true},
-    {"aten::squeeze_copy.dim_out", 4, 1, &view_instead<Copy::SqueezeDim>, &same_bytes<Copy::SqueezeDim>, true},
-    {"aten::squeeze_copy.dims_out", 4, 1, &view_instead<Copy::SqueezeDims>, &same_bytes<Copy::SqueezeDims>, true},
-    {"aten::view_copy.out", 4, 1, &view_instead<Copy::View>, &same_bytes<Copy::View>, true},
-    {"aten::expand_copy.out", 5, 1, &view_instead<Copy::Expand>, &same_bytes<Copy::Expand>, false},
-    {"aten::permute_copy.out", 4, 1, &view_instead<Copy::Permute>, &same_bytes<Copy::Permute>, false},
-};
 
 using Range = ByteRange;
 
@@ -214,18 +92,15 @@ class CopyElider {
     for (size_t c = 0; c < ins_.size(); c++) {
       Instruction& x = ins_[c];
       if (x.kind != Instruction::Kernel || x.fused || x.fused_away) continue;
-      for (const Kind& k : kKinds) {
-        if (x.args.size() != k.nargs || std::strcmp(x.op, k.op) != 0) continue;
-        if (moves_elements(c, k)) break;
-        std::vector<int64_t> family;
-        uint32_t last = 0, p = 0;
-        if (elidable(c, family, last)) view_input(c, k, family, last);
-        else if (k.always && writable_ahead(c, p)) write_ahead(c, k, p);
-        else if (k.always && sinkable(c, p)) sink(c, k, p);
-        else break;
-        n++;
-        break;
-      }
+      const CopyView* k = copy_view_of(x.op, x.args.size());
+      if (!k || moves_elements(c, *k)) continue;
+      std::vector<int64_t> family;
+      uint32_t last = 0, p = 0;
+      if (elidable(c, family, last)) view_input(c, *k, family, last);
+      else if (k->always && writable_ahead(c, p)) write_ahead(c, *k, p);
+      else if (k->always && sinkable(c, p)) sink(c, *k, p);
+      else continue;
+      n++;
     }
     return n;
   }
@@ -233,10 +108,10 @@ class CopyElider {
  private:
   // The copy's call: args x, the parameter (or none), out, then the static views to move with out
   // (null-terminated); out's planned bytes given back before each run.
-  std::shared_ptr<FusedCall> call(size_t c, const Kind& k) const {
+  std::shared_ptr<FusedCall> call(size_t c, const CopyView& k) const {
     const Instruction& x = ins_[c];
     auto f = std::make_shared<FusedCall>();
-    f->fn = k.fn;
+    f->fn = k.view;
     f->name = "etnp::elided_copy";
     f->args = {x.args[0], k.param >= 0 ? x.args[(size_t)k.param] : nullptr, x.args.back()};
     f->members = {(uint32_t)c};
@@ -246,7 +121,7 @@ class CopyElider {
 
   // The result views the input's bytes (so do its static views), which stay as they are until
   // its last read there.
-  void view_input(size_t c, const Kind& k, const std::vector<int64_t>& family, uint32_t last) {
+  void view_input(size_t c, const CopyView& k, const std::vector<int64_t>& family, uint32_t last) {
     Instruction& x = ins_[c];
     auto f = call(c, k);
     for (int64_t v : family)
@@ -278,7 +153,7 @@ class CopyElider {
 
   // The input is written where the result is planned: its producer p writes there, the copy
   // only relabels.
-  void write_ahead(size_t c, const Kind& k, uint32_t p) {
+  void write_ahead(size_t c, const CopyView& k, uint32_t p) {
     Instruction& x = ins_[c];
     const int64_t xi = id(x.args[0]), yi = id(x.args.back());
     Tensor& xt = values_[(size_t)xi].t;
@@ -301,7 +176,9 @@ class CopyElider {
     if (writers_[(size_t)xi].size() != 1 || writers_[(size_t)yi].size() != 1 || writers_[(size_t)yi][0] != c) return false;
     p = writers_[(size_t)xi][0];
     // (a kernel: a delegate may hold its outputs' addresses from its load)
-    if (p >= c || ins_[p].kind != Instruction::Kernel || ins_[p].fused || ins_[p].fused_away) return false;
+    if (p >= c || ins_[p].kind != Instruction::Kernel || ins_[p].fused || ins_[p].fused_away ||
+        !only_out(ins_[p], x.args[0]))
+      return false;
     for (int64_t a : aliases_)
       if (alias_base_[(size_t)a] == xi) return false;
     std::vector<int64_t> family = {xi};  // (the input and its et_views)
@@ -350,7 +227,7 @@ class CopyElider {
   // Whether the copy at c moves elements whatever the call: its input's shape and its parameter
   // fixed, and the relabelling test false for them (an expand that broadcasts, a permute of two
   // dims of size > 1) - not worth a call that always declines.
-  bool moves_elements(size_t c, const Kind& k) const {
+  bool moves_elements(size_t c, const CopyView& k) const {
     const Instruction& x = ins_[c];
     const EValue* param = k.param >= 0 ? x.args[(size_t)k.param] : nullptr;
     if (x.args[0]->tag != Tag::Tensor || x.args[0]->t.dynamism != Dynamism::Static) return false;
@@ -363,7 +240,7 @@ class CopyElider {
     EValue* const a[3] = {x.args[0], const_cast<EValue*>(param), x.args.back()};
     Dims s;
     try {
-      return !k.same(ctx, a, s);
+      return !k.same_bytes(ctx, a, s);
     } catch (const std::exception&) {
       return false;  // (the op refuses it: its kernel says so)
     }
@@ -372,7 +249,7 @@ class CopyElider {
   // The input's kernel p runs at the copy instead, writing where the result is planned (the
   // copy then only relabels): what p reads is as it was at p, and nothing in between reads what
   // p writes.
-  void sink(size_t c, const Kind& k, uint32_t p) {
+  void sink(size_t c, const CopyView& k, uint32_t p) {
     Instruction& x = ins_[c];
     auto f = call(c, k);
     f->args.push_back(nullptr);
@@ -401,7 +278,7 @@ class CopyElider {
     p = writers_[(size_t)xi][0];
     const Instruction& y0 = ins_[p];
     if (p >= c || y0.kind != Instruction::Kernel || y0.fused || y0.fused_away || writes_in_place(y0) ||
-        y0.args.empty() || y0.args.back() != x.args[0])
+        !only_out(y0, x.args[0]))
       return false;
     if (uses_[(size_t)xi] != std::vector<uint32_t>{p, (uint32_t)c}) return false;
     for (int64_t a : aliases_)
@@ -438,6 +315,15 @@ class CopyElider {
       }
     }
     return true;
+  }
+
+  // Whether kernel y names v only as its out (its last arguments: the out and the result), never
+  // as an input it reads.
+  static bool only_out(const Instruction& y, const EValue* v) {
+    size_t k = y.args.size();
+    while (k > 0 && y.args[k - 1] == v) k--;
+    if (k == y.args.size()) return false;
+    return std::find(y.args.begin(), y.args.begin() + (std::ptrdiff_t)k, v) == y.args.begin() + (std::ptrdiff_t)k;
   }
 
   // Whether value a is surely an input of instruction p: a constant, a method input or state, or
