@@ -133,7 +133,8 @@ def test_chained_copies_view_the_first_input():
     """x -> clone -> unsqueeze -> squeeze -> out = . * 2: each copy a view of x's bytes."""
     p = Program()
     mul = p.op("aten::mul", "out")
-    clone, unsq, sq = p.op("aten::clone", "out"), p.op("aten::unsqueeze_copy", "out"), p.op("aten::squeeze_copy", "dims_out")
+    clone, unsq = p.op("aten::clone", "out"), p.op("aten::unsqueeze_copy", "out")
+    sq = p.op("aten::squeeze_copy", "dims_out")
     inp = p.tensor(F32, [3, 4])
     one, two = (p.tensor(F32, [1], const=np.float32(v).tobytes()) for v in (1, 2))
     x, a, b, c, out = (p.tensor(F32, s, planned=True) for s in ([3, 4], [3, 4], [3, 1, 4], [3, 4], [3, 4]))

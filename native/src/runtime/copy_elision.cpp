@@ -36,8 +36,9 @@ class CopyElider {
  public:
   CopyElider(std::vector<Instruction>& ins, std::vector<EValue>& values, const std::vector<bool>& pinned,
              const std::vector<bool>& sources, const std::vector<bool>& written)
-      : ins_(ins), values_(values), pinned_(pinned), sources_(sources), written_(written), uses_(values.size()), writers_(values.size()),
-        viewed_(values.size(), -1), alias_base_(values.size(), -1), alias_at_(values.size(), -1), kept_(values.size(), false), root_(values.size()), reach_(values.size()),
+      : ins_(ins), values_(values), pinned_(pinned), sources_(sources), written_(written), uses_(values.size()),
+        writers_(values.size()), viewed_(values.size(), -1), alias_base_(values.size(), -1),
+        alias_at_(values.size(), -1), kept_(values.size(), false), root_(values.size()), reach_(values.size()),
         range_(values.size()) {
     for (size_t i = 0; i < ins.size(); i++) {
       const Instruction& x = ins[i];
@@ -173,7 +174,8 @@ class CopyElider {
     const Instruction& x = ins_[c];
     const int64_t xi = id(x.args[0]), yi = id(x.args.back());
     if (!plain_pair(xi, yi)) return false;
-    if (writers_[(size_t)xi].size() != 1 || writers_[(size_t)yi].size() != 1 || writers_[(size_t)yi][0] != c) return false;
+    if (writers_[(size_t)xi].size() != 1 || writers_[(size_t)yi].size() != 1 || writers_[(size_t)yi][0] != c)
+      return false;
     p = writers_[(size_t)xi][0];
     // (a kernel: a delegate may hold its outputs' addresses from its load)
     if (p >= c || ins_[p].kind != Instruction::Kernel || ins_[p].fused || ins_[p].fused_away ||
@@ -451,6 +453,9 @@ class CopyElider {
   std::vector<std::vector<uint32_t>> uses_;
   std::vector<std::vector<uint32_t>> writers_;  // per value: the instructions that may write it
   std::vector<int64_t> viewed_;                 // per value: what it is an et_view of (-1: none)
+  std::vector<int64_t> alias_base_;  // per static view: the value whose bytes it views (-1: none found)
+  std::vector<int64_t> alias_at_;    // and the instruction that writes them
+  std::vector<bool> kept_;           // per value: its bytes viewed by an elided copy's result
   std::vector<int64_t> root_;                   // per value: the value whose bytes it has
   std::vector<std::vector<int64_t>> reach_;     // per value: the roots whose bytes it may have
   std::vector<Range> range_;                    // per value: its planned bytes (empty: none)
@@ -460,10 +465,7 @@ class CopyElider {
     std::vector<Range> ranges;
   };
   std::vector<Guard> guards_;
-  std::vector<bool> kept_;  // per value: its bytes viewed by an elided copy's result
   std::vector<std::pair<uint32_t, uint32_t>> chains_;  // fused chains' first and last instructions
-  std::vector<int64_t> alias_base_;             // per static view: the value whose bytes it views (-1: none found)
-  std::vector<int64_t> alias_at_;               // and the instruction that writes them
 };
 
 }  // namespace

@@ -112,7 +112,8 @@ bool view_instead(KernelContext& ctx, EValue* const* a) {
 }
 
 const CopyView kKinds[] = {
-    {"aten::clone.out", 4, -1, &view_instead<Copy::Same>, &same_bytes<Copy::Same>, true},  // (memory format: checked at load)
+    // (clone's memory format: checked at load)
+    {"aten::clone.out", 4, -1, &view_instead<Copy::Same>, &same_bytes<Copy::Same>, true},
     {"aten::alias_copy.out", 3, -1, &view_instead<Copy::Same>, &same_bytes<Copy::Same>, true},
     {"aten::unsqueeze_copy.out", 4, 1, &view_instead<Copy::Unsqueeze>, &same_bytes<Copy::Unsqueeze>, true},
     {"aten::squeeze_copy.out", 3, -1, &view_instead<Copy::SqueezeAll>, &same_bytes<Copy::SqueezeAll>, true},
