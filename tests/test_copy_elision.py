@@ -199,3 +199,24 @@ def test_permutes_that_transpose_the_last_two_dims(shape, perm):
         m = load(p.to_bytes(), elide=False)
         a = (np.random.default_rng(8).standard_normal(shape) * 100).astype(dtype)
         assert np.array_equal(np.asarray(m([a])[0]), a.transpose(perm)), (shape, perm, dtype)
+
+
+def test_a_copy_with_a_malformed_parameter_raises_as_the_op_does():
+    """unsqueeze_copy whose dim is a double: the view declines, the op's kernel refuses it - the
+    same error with elision as without."""
+    p = Program()
+    mul, unsq = p.op("aten::mul", "out"), p.op("aten::unsqueeze_copy", "out")
+    inp = p.tensor(F32, [2, 3])
+    one, two = (p.tensor(F32, [1], const=np.float32(v).tobytes()) for v in (1, 2))
+    x, y, out = (p.tensor(F32, s, planned=True) for s in ([2, 3], [2, 1, 3], [2, 1, 3]))
+    p.call(mul, [inp, one, x, x])
+    p.call(unsq, [x, p.double(1.0), y, y])
+    p.call(mul, [y, two, out, out])
+    p.inputs, p.outputs = [inp], [out]
+    errors = []
+    for elide in (False, True):
+        m = load(p.to_bytes(), elide)
+        with pytest.raises(en.ExecutionError) as e:
+            m([np.ones((2, 3), np.float32)])
+        errors.append(str(e.value))
+    assert errors[0] == errors[1], errors

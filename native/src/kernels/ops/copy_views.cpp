@@ -30,6 +30,7 @@ bool same_bytes(KernelContext& ctx, EValue* const* a, Dims& s) {
   s = dims_of(x);
   EValue** args = const_cast<EValue**>(a);
   if constexpr (K == Copy::Unsqueeze) {
+    if (a[1]->tag != Tag::Int) return false;
     const int64_t nd = x.dim + 1, d0 = a[1]->i;
     if (x.dim >= kMaxDims || d0 < -nd || d0 >= nd) return false;
     const int64_t d = d0 < 0 ? d0 + nd : d0;
@@ -40,8 +41,12 @@ bool same_bytes(KernelContext& ctx, EValue* const* a, Dims& s) {
     drop_ones(s, nullptr);
   } else if constexpr (K == Copy::SqueezeDim || K == Copy::SqueezeDims) {
     Dims dims;
-    if constexpr (K == Copy::SqueezeDim) dims.n = 1, dims[0] = a[1]->i;
-    else int_list_into(ctx, args, 1, dims);
+    if constexpr (K == Copy::SqueezeDim) {
+      if (a[1]->tag != Tag::Int) return false;
+      dims.n = 1, dims[0] = a[1]->i;
+    } else {
+      int_list_into(ctx, args, 1, dims);
+    }
     if (x.dim == 0) return true;
     bool drop[kMaxDims] = {};
     for (int i = 0; i < dims.n; i++) {
