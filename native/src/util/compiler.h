@@ -18,6 +18,8 @@
 //                           later (checked: 19), and an older Clang whose target has the extension
 //                           anyway, as Apple's arm64 (Clang 14 declares the SDOT intrinsics only
 //                           then); 0 elsewhere: cpu_has_neon_dot() is false there.
+//  ETNP_NOINLINE            a function the compiler must not inline into its callers (a kernel's
+//                           inner loop kept apart from the code around it: its registers its own).
 //  ETNP_PREFETCH(p)         a hint to bring the cache line at p into the cache ahead of a read
 //                           (GCC/Clang builtin; nothing under cl.exe, which compiles no kernel
 //                           that uses it).
@@ -52,12 +54,14 @@
 #if defined(_MSC_VER) && !defined(__clang__)
 #define ETNP_TARGET(features)
 #define ETNP_TARGET_INLINE(features) __forceinline
+#define ETNP_NOINLINE __declspec(noinline)
 #include <intrin.h>
 #define ETNP_COMPILER_BARRIER() _ReadWriteBarrier()
 #else
 #define ETNP_COMPILER_BARRIER() __asm__ __volatile__("" ::: "memory")
 #define ETNP_TARGET(features) __attribute__((target(features)))
 #define ETNP_TARGET_INLINE(features) __attribute__((target(features), always_inline)) inline
+#define ETNP_NOINLINE __attribute__((noinline))
 #endif
 
 #if defined(__aarch64__) && (!defined(__clang__) || __clang_major__ >= 17 || defined(__ARM_FEATURE_DOTPROD))
