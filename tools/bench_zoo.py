@@ -4,12 +4,13 @@ run, at 1 and 2 threads: the ratio table and its geometric mean (the performance
 
     python tools/bench_zoo.py [--zoo /work/zoo] [--peer-python PY] [--threads 1,2] [--iters 20]
                               [--warmup 3] [--warmup-ms 100] [--rounds 1] [--pick median]
-                              [--markdown FILE] [NAME ...]
+                              [--isa native|avx2|sse] [--markdown FILE] [NAME ...]
 
 The zoo is what tools/zoo_export.py writes (NAME.pte, NAME.npz with `forward:in:i` or the first
 call's `forward:call0:in:i` inputs, NAME*.ptd external weights). Each (program, runtime, thread
 count) runs in its own worker process (tools/bench.py --worker), pinned with `taskset` to the same
-cores for both runtimes (cores 0..T-1; the reference has no thread argument, ours gets
+cores for both runtimes (cores 0..T-1; the reference has no thread argument and sizes its pool by
+the machine's CPU count, so both run seeing T CPUs - tools/cpu_view.py -; ours gets
 num_threads=T), the two runtimes alternating per program so machine drift hits both alike;
 with --rounds R, R passes over the zoo (which runtime goes first flips each pass) and each
 runtime's median of its R process medians (--pick min: the least, best of R): a 2-vCPU VM's
@@ -17,6 +18,11 @@ cross-core latency switches between ~50 and ~350 ns for seconds to minutes at a 
 process per runtime then compares two different machines.
 Prints median milliseconds and ours/reference per program, then the geometric mean and the worst
 ratio per thread count; programs either runtime cannot run are listed and left out of the means.
+--isa avx2 (or sse) runs both runtimes as on a CPU without AVX-512 (or without AVX): the processes
+see CPUID through tools/cpuid_mask.c (built here with cc, LD_PRELOADed; Linux on a CPU with CPUID
+faulting), so the reference runs the XNNPACK kernels it runs on such a machine and ours picks its
+own path as it would there (runtime_info()['cpu_features'] says which) - the two compared on this
+machine's cores.
 """
 from __future__ import annotations
 
@@ -31,6 +37,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import cpu_view  # noqa: E402
 
 
 def zoo_inputs(npz_path):
@@ -44,7 +52,23 @@ def zoo_inputs(npz_path):
         return [z[k] for k in keys]
 
 
-def run_one(py, backend, model, inputs, data_files, threads, iters, warmup, tmp, warmup_ms=0.0):
+def cpuid_mask_env(isa, tmp):
+    """The environment that makes a process see a CPU without AVX-512 / AVX (tools/cpuid_mask.c)."""
+    if isa == "native":
+        return {}
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        raise SystemExit("--isa needs a C compiler (cc) to build tools/cpuid_mask.c")
+    lib = os.path.join(tmp, "cpuid_mask.so")
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", os.path.join(HERE, "cpuid_mask.c"), "-o", lib], check=True)
+    env = {"LD_PRELOAD": lib, "ETNP_MASK_ISA": isa}
+    r = subprocess.run([sys.executable, "-c", "print(1)"], env=dict(os.environ, **env), capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"--isa {isa}: {r.stderr.strip() or 'the CPUID mask does not load here'}")
+    return env
+
+
+def run_one(py, backend, model, inputs, data_files, threads, iters, warmup, tmp, warmup_ms=0.0, extra_env=None):
     cmd = [py, os.path.join(HERE, "bench.py"), "--worker", backend, "--model", model, "--inputs", inputs,
            "--iters", str(iters), "--warmup", str(warmup), "--warmup-ms", str(warmup_ms)]
     if data_files:
@@ -53,7 +77,8 @@ def run_one(py, backend, model, inputs, data_files, threads, iters, warmup, tmp,
         cmd += ["--threads", str(threads)]
     if shutil.which("taskset"):
         cmd = ["taskset", "-c", f"0-{threads - 1}" if threads > 1 else "0"] + cmd
-    env = dict(os.environ)
+    cmd = cpu_view.prefix(threads) + cmd  # (the reference sizes its pool by the CPUs it sees)
+    env = dict(os.environ, **(extra_env or {}))
     if backend == "peer":
         env.pop("PYTHONPATH", None)
     try:
@@ -84,6 +109,8 @@ def main():
     p.add_argument("--pick", choices=("median", "min"), default="median",
                    help="with --rounds: each runtime's median of its process medians, or the least (best of R: "
                         "where the machine's speed switches between two modes, both runtimes' fast-mode figure)")
+    p.add_argument("--isa", choices=("native", "avx2", "sse"), default="native",
+                   help="both runtimes as on a CPU without AVX-512 (avx2) or without AVX (sse): tools/cpuid_mask.c")
     p.add_argument("--markdown", help="also write the table as Markdown to this file")
     args = p.parse_args()
     import numpy as np
@@ -94,6 +121,7 @@ def main():
         models = [m for m in models if os.path.splitext(os.path.basename(m))[0] in set(args.names)]
     rows, skipped = [], []
     with tempfile.TemporaryDirectory() as tmp:
+        mask_env = cpuid_mask_env(args.isa, tmp)
         progs = []  # (name, model, inputs, data files)
         for model in models:
             name = os.path.splitext(os.path.basename(model))[0]
@@ -117,7 +145,8 @@ def main():
                     if (name, t) in failed:
                         continue
                     for be, py in (order if rnd % 2 == 0 else order[::-1]):
-                        r, err = run_one(py, be, model, inputs, data, t, args.iters, args.warmup, tmp, args.warmup_ms)
+                        r, err = run_one(py, be, model, inputs, data, t, args.iters, args.warmup, tmp, args.warmup_ms,
+                                         mask_env)
                         if err:
                             skipped.append((f"{name} ({be}, {t} thr)", err))
                             failed.add((name, t))
@@ -152,6 +181,9 @@ def main():
             summary.append(f"{t} thread(s): geometric mean {gm:.2f}x over {len(ratios)} programs, worst "
                            f"{worst[0]:.2f}x ({worst[1]}), {over} above 1.25x")
     print()
+    for t in threads:
+        if cpu_view.note(t):
+            summary.append(f"{t} thread(s): {cpu_view.note(t)} (tools/cpu_view.py)")
     for s in summary:
         print(s)
     for name, why in skipped:

@@ -5,7 +5,8 @@
         [--ref-python /work/.ref-venv/bin/python] [--mmap] [--markdown]
 
 For every NAME.pte (with its NAME.npz inputs, the zoo's layout: ``forward:in:i``) each runtime runs
-in a fresh process pinned to ``--cpus`` (taskset: the reference has no thread setting), which
+in a fresh process pinned to ``--cpus`` (taskset: the reference has no thread setting; both see that
+many CPUs in sysfs - tools/cpu_view.py - so its pool does not put two threads on one core), which
  1. imports the package and notes its RSS (the baseline: what import costs is not the program's),
  2. resets the peak RSS (/proc/self/clear_refs), loads the program, loads ``forward`` (the
     reference loads lazily: both are timed as load + first call) and makes the first call,
@@ -23,6 +24,9 @@ import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpu_view  # noqa: E402
 
 CHILD = r"""
 import json, os, sys, time
@@ -70,8 +74,18 @@ print("FOOTPRINT " + json.dumps(dict(base=base, peak=s["VmHWM"] - base, steady=s
 """
 
 
+def cpu_count(cpus: str) -> int:
+    """The number of CPUs in a taskset list ("0", "0-1", "0,2")."""
+    n = 0
+    for part in cpus.split(","):
+        a, _, b = part.partition("-")
+        n += int(b) - int(a) + 1 if b else 1
+    return n
+
+
 def measure(python: str, path: str, cpus: str, use_mmap: bool, env=None) -> dict:
-    cmd = ["taskset", "-c", cpus, python, "-c", CHILD, path, "1" if use_mmap else "0"]
+    cmd = cpu_view.prefix(cpu_count(cpus)) + ["taskset", "-c", cpus, python, "-c", CHILD, path,
+                                              "1" if use_mmap else "0"]
     # (the reference runs from / : `python -c` puts the working directory first on sys.path, and
     # run from a checkout it would import that checkout's package instead of its own)
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, cwd="/" if env is not None else None)

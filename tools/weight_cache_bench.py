@@ -24,6 +24,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import cpu_view  # noqa: E402
+import footprint  # noqa: E402
 from footprint import measure as ref_measure  # noqa: E402
 
 CHILD = r"""
@@ -67,7 +69,8 @@ MMAP = False  # --mmap
 
 
 def child(python, path, cache, cpus, hold=False):
-    cmd = ["taskset", "-c", cpus, python, "-c", CHILD, path, cache, "1" if hold else "0", "1" if MMAP else "0"]
+    cmd = cpu_view.prefix(footprint.cpu_count(cpus)) + \
+        ["taskset", "-c", cpus, python, "-c", CHILD, path, cache, "1" if hold else "0", "1" if MMAP else "0"]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
