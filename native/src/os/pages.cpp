@@ -6,11 +6,16 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "util/compiler.h"
+
 #ifdef _WIN32
 #include "os/win32_api.h"
 #else
 #include <sys/mman.h>
 #include <unistd.h>
+#endif
+#if defined(__GLIBC__) && !defined(ETNP_SANITIZED)
+#include <malloc.h>
 #endif
 
 namespace etnp::os {
@@ -194,6 +199,12 @@ void copy_changed_pages(void* dst, const void* src, std::size_t bytes) noexcept 
     d += n;
     s += n;
   }
+}
+
+void trim_heap() noexcept {
+#if defined(__GLIBC__) && !defined(ETNP_SANITIZED)
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace etnp::os

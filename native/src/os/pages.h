@@ -43,5 +43,10 @@ void zero_pages(void* p, std::size_t bytes) noexcept;
 void copy_changed_pages(void* dst, const void* src, std::size_t bytes) noexcept;
 // The OS page size.
 std::size_t page_size() noexcept;
+// Gives the C library's free heap memory back to the OS: glibc keeps the free chunks that a
+// method load's temporaries (filters decoded for packing, the packers' scratch) leave between the
+// blocks that stay, resident until reused (MobileBERT: 4 MB). malloc_trim there; nothing elsewhere
+// (other C libraries return such memory themselves or offer no call).
+void trim_heap() noexcept;
 
 }  // namespace etnp::os

@@ -10,6 +10,7 @@
 #include "kernels/callback_ops.h"
 #include "kernels/compute/cpu_features.h"
 #include "kernels/registry.h"
+#include "os/pages.h"
 #include "os/probes.h"
 #include "os/thread_slot.h"
 #include "runtime/method.h"
@@ -230,6 +231,7 @@ int etnp_method_load(etnp_program* p, const char* name, etnp_method** out) {
     auto m = std::make_unique<Method>(p->prog, name);
     *out = new etnp_method{p->prog, std::move(m)};
   });
+  os::trim_heap();  // (the load's temporaries, freed, back to the OS - a failed load's too)
   ETNP_PROBE2(method_load_end, name, rc);
   return rc;
 }
