@@ -204,6 +204,39 @@ reg("q8s_maxpool_3x3s2_64_112", "int8-static", Q8S, lambda: nn.MaxPool2d(3, 2, 1
 reg("q8s_gap_1280x7x7", "int8-static", Q8S, lambda: nn.AdaptiveAvgPool2d(1), (1, 1280, 7, 7), note="model")
 reg("q8s_convT2d_64_32_k4_s2_32", "int8-static", Q8S, lambda: T2(64, 32, 4, 2), (1, 64, 32, 32), note="corner")
 
+
+class _Fire(nn.Module):
+    """SqueezeNet's fire module: squeeze 1x1 + ReLU, then expand 1x1 and 3x3 (+ ReLU), concatenated."""
+
+    def __init__(self, c, sq, e1, e3):
+        super().__init__()
+        self.sq, self.e1, self.e3 = nn.Conv2d(c, sq, 1), nn.Conv2d(sq, e1, 1), nn.Conv2d(sq, e3, 3, 1, 1)
+
+    def forward(self, x):
+        x = F.relu(self.sq(x))
+        return torch.cat([F.relu(self.e1(x)), F.relu(self.e3(x))], 1)
+
+
+class _SE(nn.Module):
+    """EfficientNet's squeeze-excitation: x * sigmoid(fc2(silu(fc1(mean(x)))))."""
+
+    def __init__(self, c, r):
+        super().__init__()
+        self.f1, self.f2 = nn.Conv2d(c, r, 1), nn.Conv2d(r, c, 1)
+
+    def forward(self, x):
+        return x * torch.sigmoid(self.f2(F.silu(self.f1(x.mean((2, 3), keepdim=True)))))
+
+
+# (the twentieth session: the static-int8 programs that trail the reference once it runs one
+# thread on one core - SqueezeNet 1.29x, EfficientNet-B0 1.20x at 1 thread)
+reg("q8s_conv2d_stem_3x3s2_3_64_128", "int8-static", Q8S, lambda: C2(3, 64, 3, 2), (1, 3, 128, 128),
+    note="hole: squeezenet1_1 stem (3 input channels, K = 27)")
+reg("q8s_fire_128_16_64_31", "int8-static", Q8S, lambda: _Fire(128, 16, 64, 64), (1, 128, 31, 31),
+    note="hole: squeezenet fire module (1x1 of 16 channels in, concat)")
+reg("q8s_se_96_4_28", "int8-static", Q8S, lambda: _SE(96, 4), (1, 96, 28, 28), note="hole: efficientnet SE block")
+reg("se_96_4_28_fp32", "block", X, lambda: _SE(96, 4), (1, 96, 28, 28), note="hole: efficientnet SE block")
+
 # ------------------------------------------------------------------ dynamic int8 (linears)
 reg("q8d_linear_768x768_m128", "int8-dynamic", Q8D, lambda: L(768, 768), (1, 128, 768), note="hole: bert")
 reg("q8d_linear_gemv_4096x4096_m1", "int8-dynamic", Q8D, lambda: L(4096, 4096), (1, 4096), note="corner: GEMV")

@@ -12,6 +12,8 @@ steps attend over a long context (P + prompt + decode must fit the program's max
 Prints one JSON line; with this runtime also the weight bytes a decode step streams and the
 fraction of the measured memory read bandwidth the decode reached (llm_bandwidth.py; the KV cache
 a step reads comes on top).
+Pinned to fewer CPUs than the machine has, it re-runs itself seeing only those in sysfs
+(tools/cpu_view.py, as root): the reference sizes its thread pool by the machine's CPU count.
 """
 import argparse
 import json
@@ -20,6 +22,9 @@ import time
 import numpy as np
 
 if __name__ == "__main__":
+    import cpu_view
+
+    cpu_view.reexec_pinned()
     import executorch_numpy_runtime as en
 
     ap = argparse.ArgumentParser()

@@ -63,3 +63,16 @@ def prefix(n: int) -> list:
     # (mounts made in an unshared namespace are private: the machine's own sysfs is untouched)
     script = "".join(f'mount --bind "$0" {SYS_CPU}/{x} || exit 97; ' for x in _FILES) + 'exec "$@"'
     return ["unshare", "-m", "sh", "-c", script, f]
+
+
+def reexec_pinned() -> None:
+    """Re-runs this script (once) with the sysfs view of the CPUs it is pinned to: for a benchmark
+    run under `taskset` by hand (tools/bench_llm.py), so the reference's pool matches the pinning."""
+    if os.environ.get("ETNP_CPU_VIEW") or not hasattr(os, "sched_getaffinity"):
+        return
+    import sys
+
+    pre = prefix(len(os.sched_getaffinity(0)))
+    if pre:
+        os.environ["ETNP_CPU_VIEW"] = "1"
+        os.execvp(pre[0], pre + [sys.executable] + sys.argv)
