@@ -155,10 +155,65 @@ bool ChainRun::prepare(Graph& g, size_t first, size_t count, const uint8_t* loca
     n.snapped = false;  // (run_node's flag: the chain finishes its nodes itself)
   }
   total_ = out(g, g.nodes[first]).numel();
+  whole_ = whole_table(g);
+  return true;
+}
+
+void ChainRun::step(const Step& s, const float* x0, const float* x1, float* y, int64_t len) const {
+  const Node& n = *s.n;
+  if (s.copies && !std::isfinite(n.out_min) && !std::isfinite(n.out_max)) {
+    finalize_range(*s.o, x0, y, len);  // copied and finished in one pass
+    return;
+  }
+  if (s.table) grid_table_lookup(s.ga, s.t, x0, y, len);
+  else if (s.u) s.u->f(x0, y, len, n.fparam);
+  else s.b->same_shape(x0, x1, y, len);
+  clamp_range(y, len, n.out_min, n.out_max);  // as run_node: clamp_output, then finalize_value
+  if (!s.finished) finalize_range(*s.o, y, y, len);
+}
+
+bool ChainRun::whole_table(const Graph& g) {
+  const size_t count = steps_.size();
+  if (count < 2 || steps_[0].from[0] >= 0) return false;
+  const uint32_t in_id = steps_[0].n->inputs[0];
+  const Value& a = g.values[in_id];
+  const Value& grid = a.grid_source != kInvalidId ? g.values[a.grid_source] : a;  // (see Value::grid_source)
+  if (!on_int8_grid(grid) || !(grid.scale > 0.f)) return false;
+  // (a lookup is a gather, slower than a few vector instructions: only where a step is a costly
+  // function or a lookup already - a SiLU's sigmoid, not a hardswish)
+  if (std::none_of(steps_.begin(), steps_.end(), [](const Step& s) { return s.table || (s.u && s.u->costly); }))
+    return false;
+  // vals[0]: the input's grid points (as snap_to_grid writes them) and NaN; vals[k + 1]: step k's
+  // outputs of them
+  std::vector<float> vals((count + 1) * 257);
+  whole_grid_ = grid_of(grid);
+  for (int t = 0; t < 256; t++) vals[(size_t)t] = (whole_grid_.lo + (float)t) * whole_grid_.scale;
+  vals[256] = NAN;
+  for (size_t k = 0; k < count; k++) {
+    const Step& s = steps_[k];
+    // every output but the last stays in the chain (a slot or an alias), the last leaves it
+    if (k + 1 < count ? (s.slot < 0 && !s.alias) : (s.slot >= 0 || s.alias)) return false;
+    const float* x[2] = {nullptr, nullptr};
+    for (size_t i = 0; i < s.n->inputs.size(); i++) {
+      const uint32_t id = s.n->inputs[i];
+      for (size_t j = k; j-- > 0 && !x[i];)  // the latest earlier step writing it (as prepare)
+        if (steps_[j].n->output == id) x[i] = vals.data() + (j + 1) * 257;
+      if (!x[i] && id == in_id) x[i] = vals.data();
+      if (!x[i]) return false;  // (a value from outside the chain)
+    }
+    float* y = vals.data() + (k + 1) * 257;
+    if (s.alias) std::copy(x[0], x[0] + 257, y);  // (changes nothing: later steps read its input)
+    else step(s, x[0], x[1], y, 257);
+  }
+  std::copy(vals.end() - 257, vals.end(), whole_table_);
   return true;
 }
 
 void ChainRun::run(int64_t begin, int64_t end) const {
+  if (whole_) {  // one lookup from the chain's input to its last output
+    grid_table_lookup(whole_grid_, whole_table_, steps_[0].x[0] + begin, steps_.back().y + begin, end - begin);
+    return;
+  }
   ETNP_THREAD_LOCAL(FloatBuffer, buf);  // this thread's chunks of the local outputs
   if (buf.size() < (size_t)(slots_ * kChunk)) buf.resize((size_t)(slots_ * kChunk));
   float* lb = buf.data();
@@ -166,19 +221,10 @@ void ChainRun::run(int64_t begin, int64_t end) const {
     const int64_t len = std::min(kChunk, end - b);
     for (const Step& s : steps_) {
       if (s.alias) continue;
-      const Node& n = *s.n;
       float* y = s.slot >= 0 ? lb + s.slot * kChunk : s.y + b;
       const float* x0 = s.from[0] >= 0 ? lb + s.from[0] * kChunk : s.x[0] + b;
       const float* x1 = s.from[1] >= 0 ? lb + s.from[1] * kChunk : s.u ? nullptr : s.x[1] + b;
-      if (s.copies && !std::isfinite(n.out_min) && !std::isfinite(n.out_max)) {
-        finalize_range(*s.o, x0, y, len);  // copied and finished in one pass
-        continue;
-      }
-      if (s.table) grid_table_lookup(s.ga, s.t, x0, y, len);
-      else if (s.u) s.u->f(x0, y, len, n.fparam);
-      else s.b->same_shape(x0, x1, y, len);
-      clamp_range(y, len, n.out_min, n.out_max);  // as run_node: clamp_output, then finalize_value
-      if (!s.finished) finalize_range(*s.o, y, y, len);
+      step(s, x0, x1, y, len);
     }
   }
 }
