@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "delegates/xnnpack/xnn_node_util.h"
+#include "kernels/compute/vec_math.h"
 #include "kernels/kernel_util.h"
 #include "os/thread_slot.h"
 
@@ -150,13 +151,42 @@ bool ChainRun::prepare(Graph& g, size_t first, size_t count, const uint8_t* loca
     s.y = o.data.data();
     s.o = &o;
     n.snapped = false;
+    s.skip = s.silu = false;
+    s.silu_x = 0;
     s.table = s.u && unary_table(g, n, *s.u, s.t, s.ga);
     s.finished = n.snapped;
     n.snapped = false;  // (run_node's flag: the chain finishes its nodes itself)
   }
   total_ = out(g, g.nodes[first]).numel();
   whole_ = whole_table(g);
+  if (!whole_) join_silus();
   return true;
+}
+
+void ChainRun::join_silus() {
+  for (size_t k = 0; k + 1 < steps_.size(); k++) {
+    Step &sg = steps_[k], &m = steps_[k + 1];
+    const Node &sn = *sg.n, &mn = *m.n;
+    // the Sigmoid's output: plain float32 (nothing to finish), unclamped, local to the chain
+    if (sn.type != Sigmoid || sg.table || sg.slot < 0 || sg.o->dtype != FP32 || on_int8_grid(*sg.o) ||
+        std::isfinite(sn.out_min) || std::isfinite(sn.out_max) || mn.type != Multiply || !m.b)
+      continue;
+    const uint32_t x = sn.inputs[0], y = sn.output;
+    int xi;
+    if (mn.inputs[0] == x && mn.inputs[1] == y) xi = 0;
+    else if (mn.inputs[0] == y && mn.inputs[1] == x) xi = 1;
+    else continue;
+    bool read_later = false;  // (by a step after the Multiply: it then needs the Sigmoid's values)
+    for (size_t j = k + 2; j < steps_.size() && !read_later; j++)
+      for (uint32_t id : steps_[j].n->inputs) read_later |= id == y;
+    if (read_later) continue;
+    sg.skip = true;
+    m.silu = true;
+    m.silu_x = xi;
+    m.from[0] = sg.from[0];
+    m.x[0] = sg.x[0];
+    k++;
+  }
 }
 
 void ChainRun::step(const Step& s, const float* x0, const float* x1, float* y, int64_t len) const {
@@ -167,6 +197,7 @@ void ChainRun::step(const Step& s, const float* x0, const float* x1, float* y, i
   }
   if (s.table) grid_table_lookup(s.ga, s.t, x0, y, len);
   else if (s.u) s.u->f(x0, y, len, n.fparam);
+  else if (s.silu) vec_silu(x0, y, len);
   else s.b->same_shape(x0, x1, y, len);
   clamp_range(y, len, n.out_min, n.out_max);  // as run_node: clamp_output, then finalize_value
   if (!s.finished) finalize_range(*s.o, y, y, len);
@@ -220,7 +251,7 @@ void ChainRun::run(int64_t begin, int64_t end) const {
   for (int64_t b = begin; b < end; b += kChunk) {
     const int64_t len = std::min(kChunk, end - b);
     for (const Step& s : steps_) {
-      if (s.alias) continue;
+      if (s.alias || s.skip) continue;
       float* y = s.slot >= 0 ? lb + s.slot * kChunk : s.y + b;
       const float* x0 = s.from[0] >= 0 ? lb + s.from[0] * kChunk : s.x[0] + b;
       const float* x1 = s.from[1] >= 0 ? lb + s.from[1] * kChunk : s.u ? nullptr : s.x[1] + b;

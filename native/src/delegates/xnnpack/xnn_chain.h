@@ -51,6 +51,12 @@ class ChainRun {
     bool alias;     // a local copy that changes nothing: later steps read its input instead
     int slot;       // >= 0: a local output, chunk `slot` of the thread's buffer
     int from[2];    // per input: the slot of the local output it is, or -1 (then x[i])
+    // a SiLU: this Sigmoid's output is read only by the next step, a Multiply of it and the
+    // Sigmoid's input, which computes both in one pass (vec_silu: the same bits) - `skip` on the
+    // Sigmoid, `silu` on the Multiply (its x[0] / from[0] then the Sigmoid's input; silu_x: which
+    // of its inputs that is)
+    bool skip, silu;
+    int silu_x;
   };
   // Where every step reads only the chain's first input (a value on an int8 grid: 256 values and
   // NaN) or earlier steps' outputs, and only the last step's output leaves the chain, the chain
@@ -59,6 +65,7 @@ class ChainRun {
   // a step is a costly function or a lookup already (a static-int8 SiLU: Convert, Sigmoid,
   // Multiply, Convert; EfficientNet-B0 int8 3.85 -> 3.27 ms), not where all are cheap (a
   // hardswish's few vector instructions beat a gather).
+  void join_silus();
   bool whole_table(const Graph& g);
   void step(const Step& s, const float* x0, const float* x1, float* y, int64_t len) const;
   std::vector<Step> steps_;

@@ -14,6 +14,7 @@ namespace etnp {
 #if defined(__x86_64__)
 void vec_exp_avx512(const float*, float*, int64_t);
 void vec_sigmoid_avx512(const float*, float*, int64_t);
+void vec_silu_avx512(const float*, float*, int64_t);
 void vec_tanh_avx512(const float*, float*, int64_t);
 void vec_gelu_avx512(const float*, float*, int64_t);
 void vec_gelu_xnn_avx512(const float*, float*, int64_t);
@@ -22,6 +23,7 @@ void vec_softmax_avx512(const float*, float*, int64_t);
 void vec_softmax_xnn_avx512(const float*, float*, int64_t);
 void vec_exp_avx2(const float*, float*, int64_t);
 void vec_sigmoid_avx2(const float*, float*, int64_t);
+void vec_silu_avx2(const float*, float*, int64_t);
 void vec_tanh_avx2(const float*, float*, int64_t);
 void vec_gelu_avx2(const float*, float*, int64_t);
 void vec_gelu_xnn_avx2(const float*, float*, int64_t);
@@ -33,6 +35,7 @@ void vec_softmax_xnn_avx2(const float*, float*, int64_t);
 #if defined(__aarch64__)
 void vec_exp_neon(const float*, float*, int64_t);
 void vec_sigmoid_neon(const float*, float*, int64_t);
+void vec_silu_neon(const float*, float*, int64_t);
 void vec_tanh_neon(const float*, float*, int64_t);
 void vec_gelu_neon(const float*, float*, int64_t);
 void vec_gelu_xnn_neon(const float*, float*, int64_t);
@@ -165,22 +168,22 @@ void softmax_xnn_portable(const float* x, float* y, int64_t n) {
 }
 
 using Fn = void (*)(const float*, float*, int64_t);
-struct Table { Fn exp, sigmoid, tanh, gelu, softmax, hardswish, gelu_xnn, softmax_xnn; };
+struct Table { Fn exp, sigmoid, tanh, gelu, softmax, hardswish, gelu_xnn, softmax_xnn, silu; };
 
 const Table& table() {
   static const Table t = [] {
     using P = vec_impl::Path<Portable>;
     using F = vec_impl::Path<Fused>;
-    Table s{P::exp, P::sigmoid, P::tanh, F::gelu, softmax_portable, F::hardswish, P::gelu_xnn, softmax_xnn_portable};
+    Table s{P::exp, P::sigmoid, P::tanh, F::gelu, softmax_portable, F::hardswish, P::gelu_xnn, softmax_xnn_portable, P::silu};
 #if defined(__x86_64__)
     if (cpu_has_avx512f()) s = {vec_exp_avx512, vec_sigmoid_avx512, vec_tanh_avx512, vec_gelu_avx512, vec_softmax_avx512,
-                                  vec_hardswish_avx512, vec_gelu_xnn_avx512, vec_softmax_xnn_avx512};
+                                  vec_hardswish_avx512, vec_gelu_xnn_avx512, vec_softmax_xnn_avx512, vec_silu_avx512};
     else if (cpu_has_avx2_fma()) s = {vec_exp_avx2, vec_sigmoid_avx2, vec_tanh_avx2, vec_gelu_avx2, vec_softmax_avx2, vec_hardswish_avx2,
-                                         vec_gelu_xnn_avx2, vec_softmax_xnn_avx2};
+                                         vec_gelu_xnn_avx2, vec_softmax_xnn_avx2, vec_silu_avx2};
 #endif
 #if defined(__aarch64__)
     if (cpu_has_neon()) s = {vec_exp_neon, vec_sigmoid_neon, vec_tanh_neon, vec_gelu_neon, vec_softmax_neon, vec_hardswish_neon,
-                             vec_gelu_xnn_neon, vec_softmax_xnn_neon};
+                             vec_gelu_xnn_neon, vec_softmax_xnn_neon, vec_silu_neon};
 #endif
     return s;
   }();
@@ -191,6 +194,7 @@ const Table& table() {
 
 void vec_exp(const float* x, float* y, int64_t n) { table().exp(x, y, n); }
 void vec_sigmoid(const float* x, float* y, int64_t n) { table().sigmoid(x, y, n); }
+void vec_silu(const float* x, float* y, int64_t n) { table().silu(x, y, n); }
 void vec_tanh(const float* x, float* y, int64_t n) { table().tanh(x, y, n); }
 void vec_gelu(const float* x, float* y, int64_t n) { table().gelu(x, y, n); }
 void vec_gelu_xnn(const float* x, float* y, int64_t n) { table().gelu_xnn(x, y, n); }

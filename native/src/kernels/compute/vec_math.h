@@ -19,6 +19,8 @@ namespace etnp {
 
 void vec_exp(const float* x, float* y, int64_t n);
 void vec_sigmoid(const float* x, float* y, int64_t n);
+// x * vec_sigmoid(x), the same bits as vec_sigmoid then a multiply, in one pass
+void vec_silu(const float* x, float* y, int64_t n);
 void vec_tanh(const float* x, float* y, int64_t n);
 void vec_gelu(const float* x, float* y, int64_t n);  // x * (1 + erf(x / sqrt 2)) / 2
 // XNNPACK's float32 GELU (its rational 12/10 erf, FMA kernels) to the bit: what XNNPACK-delegated

@@ -73,6 +73,7 @@ struct Avx2 {
 
 void vec_exp_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::exp(x, y, n); }
 void vec_sigmoid_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::sigmoid(x, y, n); }
+void vec_silu_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::silu(x, y, n); }
 void vec_tanh_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::tanh(x, y, n); }
 void vec_gelu_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::gelu(x, y, n); }
 void vec_gelu_xnn_avx2(const float* x, float* y, int64_t n) { vec_impl::Path<Avx2>::gelu_xnn(x, y, n); }

@@ -64,6 +64,7 @@ struct Avx512 {
 
 void vec_exp_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512>::exp(x, y, n); }
 void vec_sigmoid_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512>::sigmoid(x, y, n); }
+void vec_silu_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512>::silu(x, y, n); }
 void vec_tanh_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512>::tanh(x, y, n); }
 void vec_gelu_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512>::gelu(x, y, n); }
 void vec_gelu_xnn_avx512(const float* x, float* y, int64_t n) { vec_impl::Path<Avx512>::gelu_xnn(x, y, n); }

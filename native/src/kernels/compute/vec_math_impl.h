@@ -304,6 +304,11 @@ inline void softmax_xnn_row(const float* x, float* y, int64_t n) {
 // pragma, so they could not inline the intrinsics).
 template <class S> struct ExpOp { typename S::V operator()(typename S::V v) const { return exp_full<S>(v); } };
 template <class S> struct SigmoidOp { typename S::V operator()(typename S::V v) const { return sigmoid<S>(v); } };
+// x * sigmoid(x) in one pass: the sigmoid's value times x, as a Sigmoid then a Multiply of the two
+// compute it (a multiply of the same two floats), without the pass between
+template <class S> struct SiluOp {
+  typename S::V operator()(typename S::V v) const { return S::mul(v, sigmoid<S>(v)); }
+};
 template <class S> struct TanhOp { typename S::V operator()(typename S::V v) const { return tanh<S>(v); } };
 template <class S> struct GeluOp { typename S::V operator()(typename S::V v) const { return gelu<S>(v); } };
 template <class S> struct GeluXnnOp { typename S::V operator()(typename S::V v) const { return gelu_xnn<S>(v); } };
@@ -320,6 +325,7 @@ template <class S>
 struct Path {
   static void exp(const float* x, float* y, int64_t n) { map<S>(x, y, n, ExpOp<S>()); }
   static void sigmoid(const float* x, float* y, int64_t n) { map<S>(x, y, n, SigmoidOp<S>()); }
+  static void silu(const float* x, float* y, int64_t n) { map<S>(x, y, n, SiluOp<S>()); }
   static void tanh(const float* x, float* y, int64_t n) { map<S>(x, y, n, TanhOp<S>()); }
   static void gelu(const float* x, float* y, int64_t n) { map<S>(x, y, n, GeluOp<S>()); }
   static void gelu_xnn(const float* x, float* y, int64_t n) { map<S>(x, y, n, GeluXnnOp<S>()); }

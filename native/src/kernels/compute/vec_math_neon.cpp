@@ -64,6 +64,7 @@ struct Neon {
 
 void vec_exp_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::exp(x, y, n); }
 void vec_sigmoid_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::sigmoid(x, y, n); }
+void vec_silu_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::silu(x, y, n); }
 void vec_tanh_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::tanh(x, y, n); }
 void vec_gelu_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::gelu(x, y, n); }
 void vec_gelu_xnn_neon(const float* x, float* y, int64_t n) { vec_impl::Path<Neon>::gelu_xnn(x, y, n); }
