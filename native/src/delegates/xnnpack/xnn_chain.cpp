@@ -152,7 +152,6 @@ bool ChainRun::prepare(Graph& g, size_t first, size_t count, const uint8_t* loca
     s.o = &o;
     n.snapped = false;
     s.skip = s.silu = false;
-    s.silu_x = 0;
     s.table = s.u && unary_table(g, n, *s.u, s.t, s.ga);
     s.finished = n.snapped;
     n.snapped = false;  // (run_node's flag: the chain finishes its nodes itself)
@@ -168,21 +167,17 @@ void ChainRun::join_silus() {
     Step &sg = steps_[k], &m = steps_[k + 1];
     const Node &sn = *sg.n, &mn = *m.n;
     // the Sigmoid's output: plain float32 (nothing to finish), unclamped, local to the chain
-    if (sn.type != Sigmoid || sg.table || sg.slot < 0 || sg.o->dtype != FP32 || on_int8_grid(*sg.o) ||
-        std::isfinite(sn.out_min) || std::isfinite(sn.out_max) || mn.type != Multiply || !m.b)
+    if (sn.type != Sigmoid || sg.table || sg.slot < 0 || sg.o->dtype != FP32 || std::isfinite(sn.out_min) ||
+        std::isfinite(sn.out_max) || mn.type != Multiply || !m.b)
       continue;
     const uint32_t x = sn.inputs[0], y = sn.output;
-    int xi;
-    if (mn.inputs[0] == x && mn.inputs[1] == y) xi = 0;
-    else if (mn.inputs[0] == y && mn.inputs[1] == x) xi = 1;
-    else continue;
+    if (!(mn.inputs[0] == x && mn.inputs[1] == y) && !(mn.inputs[0] == y && mn.inputs[1] == x)) continue;
     bool read_later = false;  // (by a step after the Multiply: it then needs the Sigmoid's values)
     for (size_t j = k + 2; j < steps_.size() && !read_later; j++)
       for (uint32_t id : steps_[j].n->inputs) read_later |= id == y;
     if (read_later) continue;
     sg.skip = true;
     m.silu = true;
-    m.silu_x = xi;
     m.from[0] = sg.from[0];
     m.x[0] = sg.x[0];
     k++;

@@ -53,10 +53,8 @@ class ChainRun {
     int from[2];    // per input: the slot of the local output it is, or -1 (then x[i])
     // a SiLU: this Sigmoid's output is read only by the next step, a Multiply of it and the
     // Sigmoid's input, which computes both in one pass (vec_silu: the same bits) - `skip` on the
-    // Sigmoid, `silu` on the Multiply (its x[0] / from[0] then the Sigmoid's input; silu_x: which
-    // of its inputs that is)
+    // Sigmoid, `silu` on the Multiply (its x[0] / from[0] then the Sigmoid's input)
     bool skip, silu;
-    int silu_x;
   };
   // Where every step reads only the chain's first input (a value on an int8 grid: 256 values and
   // NaN) or earlier steps' outputs, and only the last step's output leaves the chain, the chain
