@@ -24,17 +24,21 @@ _FILES = ("possible", "present", "online")
 _dir = None
 
 
-def online_cpus() -> int:
-    """The number of CPUs sysfs lists as online (what pthreadpool / cpuinfo count), or 0."""
-    try:
-        text = open(os.path.join(SYS_CPU, "online")).read().strip()
-    except OSError:
-        return 0
+def count_cpus(cpus: str) -> int:
+    """The number of CPUs in a CPU list, as sysfs and taskset write them ("0", "0-1", "0,2-3")."""
     n = 0
-    for part in text.split(","):
+    for part in cpus.strip().split(","):
         a, _, b = part.partition("-")
         n += int(b) - int(a) + 1 if b else 1
     return n
+
+
+def online_cpus() -> int:
+    """The number of CPUs sysfs lists as online (what pthreadpool / cpuinfo count), or 0."""
+    try:
+        return count_cpus(open(os.path.join(SYS_CPU, "online")).read())
+    except OSError:
+        return 0
 
 
 def note(n: int) -> str:

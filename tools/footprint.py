@@ -74,18 +74,9 @@ print("FOOTPRINT " + json.dumps(dict(base=base, peak=s["VmHWM"] - base, steady=s
 """
 
 
-def cpu_count(cpus: str) -> int:
-    """The number of CPUs in a taskset list ("0", "0-1", "0,2")."""
-    n = 0
-    for part in cpus.split(","):
-        a, _, b = part.partition("-")
-        n += int(b) - int(a) + 1 if b else 1
-    return n
-
-
 def measure(python: str, path: str, cpus: str, use_mmap: bool, env=None) -> dict:
-    cmd = cpu_view.prefix(cpu_count(cpus)) + ["taskset", "-c", cpus, python, "-c", CHILD, path,
-                                              "1" if use_mmap else "0"]
+    cmd = cpu_view.prefix(cpu_view.count_cpus(cpus)) + \
+        ["taskset", "-c", cpus, python, "-c", CHILD, path, "1" if use_mmap else "0"]
     # (the reference runs from / : `python -c` puts the working directory first on sys.path, and
     # run from a checkout it would import that checkout's package instead of its own)
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, cwd="/" if env is not None else None)

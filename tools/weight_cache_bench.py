@@ -25,7 +25,6 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import cpu_view  # noqa: E402
-import footprint  # noqa: E402
 from footprint import measure as ref_measure  # noqa: E402
 
 CHILD = r"""
@@ -69,7 +68,7 @@ MMAP = False  # --mmap
 
 
 def child(python, path, cache, cpus, hold=False):
-    cmd = cpu_view.prefix(footprint.cpu_count(cpus)) + \
+    cmd = cpu_view.prefix(cpu_view.count_cpus(cpus)) + \
         ["taskset", "-c", cpus, python, "-c", CHILD, path, cache, "1" if hold else "0", "1" if MMAP else "0"]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
