@@ -1009,21 +1009,20 @@ static void check_vec_math(std::mt19937& rng) {
   {  // SiLU in one pass: exactly x * vec_sigmoid(x), every length (tails) and in place
     std::vector<float> sg(x.size()), si(x.size());
     vec_sigmoid(x.data(), sg.data(), (int64_t)x.size());
-    for (size_t len : {(size_t)1, (size_t)7, (size_t)17, (size_t)33, x.size()}) {
-      vec_silu(x.data(), si.data(), (int64_t)len);
+    auto expect = [&](size_t len, const char* how) {  // si[0, len) against x * sigmoid(x)
       for (size_t i = 0; i < len; i++) {
         const float want = x[i] * sg[i];
         if (std::memcmp(&want, &si[i], 4) != 0 && !(want != want && si[i] != si[i]) && failures++ < 5)
-          std::printf("silu(%g) = %g, want %g (x * sigmoid)\n", x[i], si[i], want);
+          std::printf("silu%s(%g) = %g, want %g (x * sigmoid)\n", how, x[i], si[i], want);
       }
+    };
+    for (size_t len : {(size_t)1, (size_t)7, (size_t)17, (size_t)33, x.size()}) {
+      vec_silu(x.data(), si.data(), (int64_t)len);
+      expect(len, "");
     }
     si = x;
     vec_silu(si.data(), si.data(), (int64_t)si.size());
-    for (size_t i = 0; i < x.size(); i++) {
-      const float want = x[i] * sg[i];
-      if (std::memcmp(&want, &si[i], 4) != 0 && !(want != want && si[i] != si[i]) && failures++ < 5)
-        std::printf("silu in place (%g) = %g, want %g\n", x[i], si[i], want);
-    }
+    expect(si.size(), " in place");
   }
   struct F { const char* name; void (*f)(const float*, float*, int64_t); double (*ref)(double); double bound; };
   const F fs[] = {{"exp", vec_exp, [](double v) { return std::exp(v); }, 2},
