@@ -44,7 +44,8 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 echo "== kernel check (float and int8 GEMM vs naive loops, every CPU path)"
 for cpu in native avx512 avx2 generic; do ETNP_CPU=$cpu "$OUT/asan/kernel_check"; done
 for m in add mlp small_cnn_xnn xnn_ops qlinear_dyn_xnn qadd_constant_xnn q8da4w_xnn channels_last_xnn kv_state ops_kv_state \
-         conv_regimes_xnn half_xnn winograd_xnn winograd1d_xnn dead_taps_xnn; do
+         conv_regimes_xnn half_xnn winograd_xnn winograd1d_xnn dead_taps_xnn \
+         act_cnn_xnn qact_cnn_static_xnn; do  # (the last two: SiLU chains - one pass, int8 tables)
   "$OUT/asan/leak_harness" "tests/models/$m.pte" 20
 done
 # the Winograd transforms' other CPU paths (AVX2, scalar)
