@@ -55,12 +55,16 @@ def test_a_large_zero_state_costs_only_the_pages_written(tmp_path, use_mmap):
     rows = np.ones((1, 4, H, D), np.float32)
     for start in (0, positions // 2, positions - 4):  # 3 calls x 4 rows: a few pages each
         m([rows, start])
-    written = rss_bytes() - before
+    after_calls = rss_bytes()
+    written = after_calls - before
     assert written < nbytes // 8, written
-    # a write to every position makes the whole cache resident (the bound above is not vacuous)
+    # a write to every position makes the whole cache resident (the bound above is not vacuous);
+    # counted from after the load: the load ends by giving the C library's free heap back to the OS
+    # (os::trim_heap), which can take RSS below `before` by memory that is not the cache's (under
+    # PyPy, tens of MB its freed objects had left)
     for start in range(0, positions, 4):
         m([rows, start])
-    assert rss_bytes() - before > nbytes * 3 // 4
+    assert rss_bytes() - after_calls > nbytes * 3 // 4
     m.reset()  # back to zeros: the pages are given back
     assert rss_bytes() - before < nbytes // 8
 
