@@ -24,7 +24,7 @@ print("ok")
 MODELS_TO_CHECK = ["mobilenet_v2_xnn", "conv_inputs_xnn", "conv_regimes_xnn", "resblock1d_xnn", "half_xnn", "small_cnn_xnn", "act_cnn_xnn", "encoder_xnn", "mlp", "small_cnn", "ops_conv3d",
                    "qlinear_dyn_xnn", "qmlp_dyn_xnn", "custom_lstm", "qconv_chain_static_xnn", "qdw_block_static_xnn",
                    "qfire_static_xnn", "qregnet_block_static_xnn", "q8da4w_xnn", "winograd_xnn", "winograd1d_xnn",
-                   "dead_taps_xnn"]
+                   "dead_taps_xnn", "qsilu_dw_static_xnn"]
 
 
 @pytest.mark.parametrize("cpu", ["generic", "avx2", "avx512"])

@@ -57,6 +57,9 @@ TOLERANCES = {
     # outputs ~0.23 through eight int8 grids (seen: 1.7e-3; the reference runtime differs from ours
     # by one output step, 1.6e-3, on 3 of the 20 outputs - as it did before the int8 depthwise path)
     "qdw_block_static_xnn": (5e-3, 0),
+    # a static-int8 depthwise convolution reading a fused SiLU chain's float32 output; outputs ~0.5,
+    # one int8 step ~4e-3 (seen: 7.1e-3, the published ExecuTorch runtime's the same to 1.6e-3)
+    "qsilu_dw_static_xnn": (1.5e-2, 0),
     # fire modules (max pooling, concatenation of convolutions on one int8 grid, on int8 codes):
     # outputs ~0.25 (seen: 8.9e-4; the reference runtime gives exactly our outputs)
     "qfire_static_xnn": (5e-3, 0),

@@ -40,7 +40,8 @@ print("ok")
 """
 
 MODELS = ["mobilenet_v2_xnn", "conv_inputs_xnn", "small_cnn_xnn", "act_cnn_xnn", "encoder_xnn", "mlp_xnn", "qmlp_dyn_xnn", "qcnn_static_xnn",
-          "qadd_constant_xnn", "qact_cnn_static_xnn", "resblock1d_xnn", "winograd_xnn", "winograd1d_xnn"]
+          "qadd_constant_xnn", "qact_cnn_static_xnn", "qsilu_dw_static_xnn", "resblock1d_xnn", "winograd_xnn",
+          "winograd1d_xnn"]
 
 
 def run(mode, models, profile=False):
@@ -174,9 +175,12 @@ def saved_by_mode(script, args, tmp_path):
     return got
 
 
-@pytest.mark.parametrize("models", [["act_cnn_xnn", "qact_cnn_static_xnn", "mobilenet_v2_xnn", "qadd_constant_xnn"]])
+@pytest.mark.parametrize("models", [["act_cnn_xnn", "qact_cnn_static_xnn", "mobilenet_v2_xnn", "qadd_constant_xnn",
+                                     "qsilu_dw_static_xnn"]])
 def test_fusion_does_not_change_results(models, tmp_path):
-    # fused units compute the same arithmetic as the nodes one by one: bit-identical outputs
+    # fused units compute the same arithmetic as the nodes one by one: bit-identical outputs (also
+    # where a fused chain hands a static-int8 depthwise convolution float32 grid points instead of
+    # codes: qsilu_dw_static_xnn, whose float32-kernel sums differ from the integer ones in 6 outputs)
     import numpy as np
     got = saved_by_mode(SAME, models, tmp_path)
     assert got["on"].keys() == got["off"].keys() and got["on"]

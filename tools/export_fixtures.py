@@ -34,7 +34,7 @@ from fixture_models.portable_ops import (PRESERVED_OPS, Binary, Conv1dNet, Conv3
                                          MaskOps, MoreMath, MoreReduce, MoreShapes, Preserved, Reduce, Shapes, Unary)
 from fixture_models.quantized_models import (AddConstant, ConvChainQ8, FireQ8, InvertedResidualQ8, LayerNorms,
                                              Q4MLP, QBertBlocks, QBertLNBlocks, QC4MLP, QLinear, Q4Wide, QMLP, QuantPortable,
-                                             QuantToken, RegNetBlockQ8, ShuffleUnitQ8, quantize_8da4w)
+                                             QuantToken, RegNetBlockQ8, ShuffleUnitQ8, SiluDepthwiseQ8, quantize_8da4w)
 from fixture_models.xnnpack_models import (ActCNN, ConvInputs, ConvRegimes, DeadTaps, HalfXnn, InputViews,
                                            ResBlock1d, ScalarIO, Winograd1dConvs, WinogradConvs, XnnOps)
 
@@ -193,6 +193,13 @@ def add_issue14_fixtures(f):
     f["ops_kv_state"] = dict(methods={"forward": (opsm.KvCache(), (rnd(2, 3), torch.tensor(2)))}, reinplace=True,
                              calls=[(rnd(2, 3), torch.tensor(k)) for k in (2, 5, 2)])
     f["ops_random"] = dict(methods={"forward": (opsm.Random(), (rnd(50, 40),))}, no_reference=True)
+    # a static-int8 depthwise convolution reading a fused SiLU chain's float32 output (tests/test_xnn_fusion.py:
+    # bit-identical with fusion on and off; the reference runtime's outputs too). Seed 3: of seeds
+    # 0-11, the weights and input on which a float32 depthwise kernel's rounded sums move outputs
+    # (6 of them) off the integer sums' - what the test must be able to see.
+    torch.manual_seed(3)
+    f["qsilu_dw_static_xnn"] = dict(methods={"forward": (SiluDepthwiseQ8(), (rnd(1, 8, 40, 40),))}, xnn=True,
+                                    quant="static", runtime_reference=True)
 
 
 def quantize(model, inputs, dynamic, weight_bits=8):

@@ -218,6 +218,24 @@ class InvertedResidualQ8(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
+class SiluDepthwiseQ8(nn.Module):
+    """EfficientNet's MBConv in static int8: a pointwise expansion, then SiLU (an elementwise chain
+    Convert, Sigmoid, Multiply, Convert that our runtime fuses into one float32 pass), feeding a 5x5
+    depthwise convolution and its own SiLU, then a projection. The depthwise reads the chain's
+    float32 grid points: it must still sum in exact integers, as XNNPACK does - a float32 kernel's
+    rounded sums move an output by a quantization step now and then (on this fixture's 160k
+    depthwise outputs: a few), so fusion on and off would differ."""
+
+    def __init__(self):
+        super().__init__()
+        self.e = nn.Conv2d(8, 96, 1)
+        self.d = nn.Conv2d(96, 96, 5, padding=2, groups=96)
+        self.p = nn.Conv2d(96, 16, 1)
+
+    def forward(self, x):
+        return self.p(F.silu(self.d(F.silu(self.e(x)))))
+
+
 class FireQ8(nn.Module):
     """SqueezeNet-style fire modules in static int8: max pooling (ceil mode) and channel
     concatenations of convolutions' outputs on one int8 grid (our runtime moves their int8 codes)."""

@@ -513,12 +513,13 @@ class XnnDelegate : public DelegateHandle {
         drop(n.output);
       }
     }
-    // a depthwise node with an int8 filter runs on codes where its input or output is codes (on a
-    // float32 input and output the float kernel and a snapping pass cost less than converting the
-    // input); ETNP_XNN_CODES=off keeps the values float32 but the same arithmetic
+    // a depthwise node with an int8 filter on an int8-grid input runs on codes, its input's or
+    // ones converted from its float32 grid points: exact integer sums, as XNNPACK's. (The float
+    // kernel's rounded sums differ from them by a quantization step now and then - and a fused
+    // chain writing the input as float32 would then change the result.) ETNP_XNN_CODES=off keeps
+    // the values float32, the same arithmetic.
     for (Node& n : g_.nodes)
-      n.dw_int8 = n.type == DepthwiseConv2d && n.qdw.taps > 0 && !n.inputs.empty() && n.inputs[0] < nv && n.output < nv &&
-                  (codes[n.inputs[0]] || codes[n.output]);
+      n.dw_int8 = n.type == DepthwiseConv2d && n.qdw.taps > 0 && !n.inputs.empty() && n.inputs[0] < nv && n.output < nv;
     if (!codes_enabled()) return;
     for (uint32_t id = 0; id < nv; id++) g_.values[id].as_codes = codes[id] != 0;
   }
