@@ -256,6 +256,45 @@ static void check_qgemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, std::
         std::printf("qgemm accumulate M=%ld N=%ld K=%ld [%ld]: %g != %g\n", (long)M, (long)N, (long)K, (long)i, Acc[i], want);
     }
   }
+  {  // XNNPACK's static-int8 requantization (PackedQ8::bias_q, xnn_requant.cpp): the scales in grid
+     // units, integer biases, activations' scale 1, no float bias, a grid of inv 1 - codes and grid
+     // points exactly round(float(sum + bias_q) * scale) clamped (with a clamp in grid units too)
+    PackedQ8 e = p;
+    std::vector<int32_t> bq(N);
+    std::uniform_int_distribution<int32_t> bi(-300000, 300000);
+    for (auto& b : bq) b = bi(rng);
+    for (int64_t n = 0; n < N; n++) e.scale[(size_t)n] = 0.02f * sw[n] / 0.05f;
+    e.bias_q.assign(e.scale.size(), 0);
+    for (int64_t n = 0; n < N; n++) e.bias_q[(size_t)n] = bq[n];
+    std::vector<float> ones(M, 1.f);
+    QActivations ea = a;
+    ea.scale = ones.data();
+    const Int8Grid grid{1.f, -131.f, 124.f, 0.05f};
+    const int32_t shift = 131;
+    for (const std::array<float, 2>& lohi : {std::array<float, 2>{-1e30f, 1e30f}, std::array<float, 2>{0.f, 100.5f}}) {
+      std::vector<float> S(M * N);
+      std::vector<uint8_t> codes(M * N);
+      qgemm_q8(pool, M, ea, e, nullptr, lohi[0], lohi[1], S.data(), N, &grid);
+      QOutput out;
+      out.codes = codes.data();
+      out.ldc = N;
+      out.grid = &grid;
+      out.code_shift = shift;
+      qgemm_q8(pool, M, ea, e, nullptr, lohi[0], lohi[1], out);
+      for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+          int32_t acc = bq[n];
+          for (int64_t k = 0; k < K; k++) acc += (xi[m * K + k] - zp[m]) * W[k * N + n];
+          float t = (float)acc * e.scale[(size_t)n];
+          t = std::fmin(std::fmax(t, std::fmax(lohi[0], grid.lo)), std::fmin(lohi[1], grid.hi));
+          t = std::nearbyint(t);
+          const int64_t i = m * N + n;
+          if ((S[i] != t * grid.scale || codes[i] != (uint8_t)(t + shift)) && failures++ < 5)
+            std::printf("qgemm int bias M=%ld N=%ld K=%ld (%ld,%ld): %g / %d != %g / %d\n", (long)M, (long)N, (long)K,
+                        (long)m, (long)n, S[i], codes[i], t * grid.scale, (int)(t + shift));
+        }
+    }
+  }
   if (!uniform) {  // dynamic int8 rows (qd8): XNNPACK's epilogue fma(acc * sa, sw, bias), bit for bit
     a.scale_rows_first = true;
     std::vector<float> D(M * N);
@@ -786,6 +825,26 @@ static void check_depthwise_q8(std::mt19937& rng) {
       out.code_shift = 100;
       depthwise_q8(g, in, pw, bias, out, 0, g.N * g.OH);
       float_to_codes(snapped.data(), n_out, grid.inv, 100.f, want_codes.data());
+      PackedDwQ8 pe = pw;  // (as xnn_requant.cpp plans it)
+      std::vector<int32_t> eq((size_t)cs.C);
+      std::uniform_int_distribution<int32_t> bi(-50000, 50000);
+      for (auto& v : eq) v = bi(rng);
+      pe.bias_q.assign(pe.scale.size(), 0);
+      for (int64_t c = 0; c < cs.C; c++) pe.scale[(size_t)c] = in.scale * sw[(size_t)c] / grid.scale, pe.bias_q[(size_t)c] = eq[(size_t)c];
+      std::vector<uint8_t> exact((size_t)n_out, 7);
+      {
+        DwQ8Input ein = in;
+        ein.scale = 1.f;
+        DepthwiseGeom eg = g;
+        eg.lo = g.lo / grid.scale, eg.hi = g.hi / grid.scale;
+        const Int8Grid unit{1.f, grid.lo, grid.hi, grid.scale};
+        QOutput eo;
+        eo.codes = exact.data();
+        eo.ldc = cs.C;
+        eo.grid = &unit;
+        eo.code_shift = 100;
+        depthwise_q8(eg, ein, pe, nullptr, eo, 0, g.N * g.OH);
+      }
       for (int64_t n = 0; n < g.N; n++)
         for (int64_t oh = 0; oh < g.OH; oh++)
           for (int64_t ow = 0; ow < g.OW; ow++)
@@ -802,8 +861,12 @@ static void check_depthwise_q8(std::mt19937& rng) {
               want = std::min(std::max(want, (double)g.lo), (double)g.hi);
               const size_t at = (size_t)(((n * g.OH + oh) * g.OW + ow) * cs.C + c);
               const float snap = snap_to_grid(y[at], grid);
+              // XNNPACK's requantization (PackedDwQ8::bias_q): float(sum + bias_q) * scale in grid
+              // units, rounded - the code exactly (sx 1, scales sx * sw / grid scale, no float bias)
+              float t = (float)(int32_t)(acc + eq[c]) * pe.scale[(size_t)c];
+              t = std::nearbyint(std::fmin(std::fmax(t, std::fmax(g.lo / grid.scale, grid.lo)), std::fmin(g.hi / grid.scale, grid.hi)));
               if ((!(std::fabs(y[at] - want) <= 1e-5 * (1 + std::fabs(want))) || snapped[at] != snap ||
-                   codes[at] != want_codes[at]) &&
+                   codes[at] != want_codes[at] || exact[at] != (uint8_t)(t + 100.f)) &&
                   failures++ < 5)
                 std::printf("depthwise_q8 H=%ld W=%ld C=%ld K=%ld s=%ld d=%ld p=%ld (%ld,%ld,%ld,%ld): %g (snapped %g, code %d) != %g (%g, %d)\n",
                             (long)cs.H, (long)cs.W, (long)cs.C, (long)cs.K, (long)cs.s, (long)cs.d, (long)cs.p, (long)n,

@@ -34,7 +34,8 @@ from fixture_models.portable_ops import (PRESERVED_OPS, Binary, Conv1dNet, Conv3
                                          MaskOps, MoreMath, MoreReduce, MoreShapes, Preserved, Reduce, Shapes, Unary)
 from fixture_models.quantized_models import (AddConstant, ConvChainQ8, FireQ8, InvertedResidualQ8, LayerNorms,
                                              Q4MLP, QBertBlocks, QBertLNBlocks, QC4MLP, QLinear, Q4Wide, QMLP, QuantPortable,
-                                             QuantToken, RegNetBlockQ8, ShuffleUnitQ8, SiluDepthwiseQ8, quantize_8da4w)
+                                             QuantToken, ReferenceQ8, RegNetBlockQ8, ShuffleUnitQ8, SiluDepthwiseQ8,
+                                             quantize_8da4w)
 from fixture_models.xnnpack_models import (ActCNN, ConvInputs, ConvRegimes, DeadTaps, HalfXnn, InputViews,
                                            ResBlock1d, ScalarIO, Winograd1dConvs, WinogradConvs, XnnOps)
 
@@ -200,6 +201,9 @@ def add_issue14_fixtures(f):
     torch.manual_seed(3)
     f["qsilu_dw_static_xnn"] = dict(methods={"forward": (SiluDepthwiseQ8(), (rnd(1, 8, 40, 40),))}, xnn=True,
                                     quant="static", runtime_reference=True)
+    # static int8 bit for bit as the reference runtime computes it (tests/test_q8s_fidelity.py)
+    f["qref_static_xnn"] = dict(methods={"forward": (ReferenceQ8(), (rnd(2, 3, 32, 32),))}, xnn=True, quant="static",
+                                runtime_reference=True)
 
 
 def quantize(model, inputs, dynamic, weight_bits=8):

@@ -236,6 +236,33 @@ class SiluDepthwiseQ8(nn.Module):
         return self.p(F.silu(self.d(F.silu(self.e(x)))))
 
 
+class ReferenceQ8(nn.Module):
+    """Static int8 whose every rounding the reference runtime's arithmetic decides (XNNPACK's
+    requantization): a ReLU6 with an observer of its own after the stem (a clamp onto another grid,
+    which XNNPACK fuses into the convolution), an expansion, a 5x5 depthwise of stride 2, a
+    squeeze-and-excitation (global average pooling, two 1x1 convolutions, sigmoid, a broadcast
+    multiply), a projection, a residual block (its add), a mean over 8x8 pixels (a power of two:
+    averages on half steps) and a linear layer; the residual block's output is returned too."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.e = nn.Conv2d(16, 48, 1)
+        self.d = nn.Conv2d(48, 48, 5, stride=2, padding=2, groups=48)
+        self.s1, self.s2 = nn.Conv2d(48, 12, 1), nn.Conv2d(12, 48, 1)
+        self.p = nn.Conv2d(48, 24, 1)
+        self.r1, self.r2, self.r3 = nn.Conv2d(24, 72, 1), nn.Conv2d(72, 72, 3, padding=1, groups=72), nn.Conv2d(72, 24, 1)
+        self.fc = nn.Linear(24, 10)
+
+    def forward(self, x):
+        x = F.relu6(self.stem(x))
+        y = F.relu(self.d(F.relu(self.e(x))))
+        y = y * torch.sigmoid(self.s2(F.relu(self.s1(y.mean((2, 3), keepdim=True)))))
+        x = self.p(y)
+        x = x + self.r3(F.relu(self.r2(F.relu(self.r1(x)))))
+        return self.fc(x.mean((2, 3))), x
+
+
 class FireQ8(nn.Module):
     """SqueezeNet-style fire modules in static int8: max pooling (ceil mode) and channel
     concatenations of convolutions' outputs on one int8 grid (our runtime moves their int8 codes)."""

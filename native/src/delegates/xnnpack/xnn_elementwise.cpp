@@ -293,6 +293,12 @@ bool run_elementwise(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
                              ? take_input_buffer(g, n, n.move_operand, broadcast_shapes(wrap(a), wrap(bv)), sc)
                              : nullptr;
     ReadInputAt at(n.move_operand ? bv : a, moved);
+    if (int8_mul(g, n)) {  // the products, then XNNPACK's requantization of them (clamped, snapped)
+      b->node(ctx, a, bv, o, b->generic, nullptr);
+      mul_q8_finish(ctx, g, n);
+      n.snapped = true;
+      return true;
+    }
     n.snapped = b->node(ctx, a, bv, o, b->generic, &n);
     return true;
   }

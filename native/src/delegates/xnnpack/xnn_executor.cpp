@@ -76,6 +76,7 @@ class XnnDelegate : public DelegateHandle {
     if (cache && !mapping_ && named_data_ok_)
       cache->add(key, [this](SectionWriter& w) { write_packed_state(w, g_, dropped_); });
     expected_.clear();
+    for (auto& n : g_.nodes) plan_exact_requant(g_, n);  // (views of the packings: none changes after)
     chains_ = plan_chains(g_);
     chain_locals_ = plan_chain_locals(g_, chains_);
     then_ = plan_producer_chains(g_, chains_);
@@ -206,12 +207,14 @@ class XnnDelegate : public DelegateHandle {
 
   void add_memory(DelegateMemory& m) const override {
     auto bytes = [](const auto& v) { return (uint64_t)v.capacity() * sizeof(v[0]); };
-    auto q8 = [&](const PackedQ8& p) { return bytes(p.data) + bytes(p.col_sum) + bytes(p.scale); };
+    auto q8 = [&](const PackedQ8& p) { return bytes(p.data) + bytes(p.col_sum) + bytes(p.scale) + bytes(p.bias_q); };
     auto node = [&](const Node& n) {
       for (const PackedB& p : n.packed) m.packed_weights += bytes(p.data) + bytes(p.half);
       m.packed_weights += q8(n.qpacked) + bytes(n.qdw.w) + bytes(n.qdw.scale) + bytes(n.bias);
       for (const PackedQ8& p : n.qconv) m.packed_weights += q8(p);
       for (const PackedQ8& p : n.qblocks) m.packed_weights += q8(p);
+      for (const PackedQ8& p : n.qexact) m.packed_weights += q8(p);  // (views: their scales and biases)
+      m.packed_weights += bytes(n.qdw_exact.scale) + bytes(n.qdw_exact.bias_q);
       m.packed_weights += bytes(n.qb4.data);
     };
     m.mapped_weights += mapped_bytes_;  // (the views' bytes: a weight cache file's shared pages)

@@ -84,8 +84,13 @@ bool band_link(const Graph& g, const Uses& u, uint32_t id, size_t from) {
 // Node i -> Clamp j on its result (static int8 graphs keep ReLU/ReLU6 as separate Clamp nodes):
 // node i clamps its own output to the intersection of both ranges and writes the clamp's output.
 // For quantized values both must be on the same grid (then snapping before or after the clamp
-// gives the same points, the grid's zero being one of them).
-bool fuse_clamp(Graph& g, const Uses& u, size_t j) {
+// gives the same points, the grid's zero being one of them) - or, `requantizing`, on different
+// static-int8 grids behind a node that computes its result onto any grid (a convolution, fully
+// connected, add, multiply): XNNPACK fuses such a clamp into its producer whatever the
+// quantization, the producer then rounding once onto the clamp's grid (a ReLU6 with an observer of
+// its own: two roundings, through the producer's grid, give other points). fuse_nodes makes
+// those in every fusion mode, the same-grid ones where fusion is on.
+bool fuse_clamp_into(Graph& g, const Uses& u, size_t j, bool requantizing) {
   Node& cl = g.nodes[j];
   if (cl.type != Clamp || cl.inputs.size() != 1 || cl.output >= g.values.size()) return false;
   uint32_t x = cl.inputs[0];
@@ -98,8 +103,11 @@ bool fuse_clamp(Graph& g, const Uses& u, size_t j) {
   const Value &vx = g.values[x], &vo = g.values[cl.output];
   if (vx.is_constant || vo.is_constant || vx.dtype != vo.dtype || vx.quant != vo.quant || vx.dims != vo.dims) return false;
   if (vx.quant == Quant::PerTensor) {
-    if (vx.scale != vo.scale || vx.zero_point != vo.zero_point) return false;
-  } else if (vx.quant != Quant::None) {
+    const bool same = vx.scale == vo.scale && vx.zero_point == vo.zero_point;
+    const bool onto_any_grid = p.type == Conv2d || p.type == DepthwiseConv2d || p.type == FullyConnected ||
+                               p.type == Add || p.type == Multiply;
+    if (requantizing ? same || !onto_any_grid || !on_int8_grid(vx) || !(vo.scale > 0.f) : !same) return false;
+  } else if (vx.quant != Quant::None || requantizing) {
     return false;
   }
   // nothing before the clamp may read its output (a well-formed graph never does)
@@ -482,10 +490,12 @@ FusionMode fusion_mode() {
 }
 
 void fuse_nodes(Graph& g) {
+  // (XNNPACK's own rewrite: the graph's meaning, in every mode)
+  fuse_pass(g, [](Graph& gg, const Uses& u, size_t k) { return fuse_clamp_into(gg, u, k, true); });
   if (fusion_mode() == FusionMode::Off) return;
   // repeats first (the fusions below see the merged readers)
   fuse_pass(g, merge_repeat);
-  fuse_pass(g, fuse_clamp);
+  fuse_pass(g, [](Graph& gg, const Uses& u, size_t k) { return fuse_clamp_into(gg, u, k, false); });
   // residual adds first: a projection takes its add along when it joins a depthwise node
   fuse_pass(g, [](Graph& gg, const Uses& u, size_t k) { return fuse_residual(gg, u, k) || fuse_input_transpose(gg, u, k); });
   fuse_pass(g, fuse_expand_depthwise);

@@ -279,6 +279,7 @@ void decode_constant(Value& v, const uint8_t* p, size_t n) {
     }
     return;
   }
+  if (v.dtype == QINT32 || v.dtype == QCINT32) v.ints.assign((size_t)numel, 0);
   for (int64_t i = 0; i < numel; i++) {
     float x;
     switch (v.dtype) {
@@ -286,7 +287,13 @@ void decode_constant(Value& v, const uint8_t* p, size_t n) {
       case FP16: { uint16_t h; std::memcpy(&h, p + i * 2, 2); x = half_to_float(h); break; }
       case BF16: { uint16_t h; std::memcpy(&h, p + i * 2, 2); x = bf16_to_float(h); break; }
       case INT32: { int32_t q; std::memcpy(&q, p + i * 4, 4); x = (float)q; break; }
-      case QINT32: case QCINT32: { int32_t q; std::memcpy(&q, p + i * 4, 4); x = (float)q * scale_of(i); break; }
+      case QINT32: case QCINT32: {
+        int32_t q;
+        std::memcpy(&q, p + i * 4, 4);
+        x = (float)q * scale_of(i);
+        v.ints[(size_t)i] = q;
+        break;
+      }
       case QINT8: case QCINT8: x = ((float)(int8_t)p[i] - (float)v.zero_point) * scale_of(i); break;
       case QUINT8: x = ((float)p[i] - (float)v.zero_point) * scale_of(i); break;
       case QCINT4: case QBINT4: {  // two unsigned nibbles per byte, low first, zero point 8; rows padded to bytes

@@ -38,6 +38,7 @@ struct Value {
   float scale = 1.f;
   int32_t zero_point = 0;
   std::vector<float> scales;     // per channel (or per channel-group)
+  std::vector<int32_t> ints;     // an int32-quantized constant's integers (a static-int8 bias: exact_requant)
   int32_t channel_dim = 0, group_size = 0, nonbatch_dims = 1;
   uint32_t scale_buffer = 0, num_scales = 0;  // scales stored in constant data
   // runtime state
@@ -119,7 +120,13 @@ struct Node {
   PackedQB4 qb4;
   // DepthwiseConv2d (multiplier 1) on a static-int8 input with an int8 filter (taps > 0 when set)
   PackedDwQ8 qdw;
-  bool dw_int8 = false;  // runs on qdw (planned at load: where its input or output is kept as codes)
+  bool dw_int8 = false;  // runs on qdw (planned at load: an int8 filter, multiplier 1)
+  // Static-int8 Conv2d / FullyConnected / DepthwiseConv2d whose results XNNPACK's requantization
+  // gives (xnn_static_q8.cpp: plan_exact_requant): qconv / qpacked / qdw with the scales
+  // input scale * filter scale / output scale and the program's int32 bias (views of the same
+  // weights); empty / taps 0 where not planned
+  std::vector<PackedQ8> qexact;
+  PackedDwQ8 qdw_exact;
   // A Conv2d that was a DepthwiseConv2d of one input channel (lower_depthwise_as_conv): its filter
   // is still in the depthwise layout, [KH, KW, OC] taps-major (its dims say [OC, KH, KW, 1])
   bool filter_taps_major = false;

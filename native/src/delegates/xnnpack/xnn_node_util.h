@@ -171,11 +171,19 @@ bool int8_gap(const Graph& g, const Node& n);
 bool gap_reads_codes(const Node& n);
 bool convert_codes(KernelContext& ctx, Graph& g, Node& n);
 // An Add of two static-int8 values of one shape into a third (xnn_static_q8.cpp): it runs on its
-// own (no elementwise chain) on the operands' codes or grid points, and any of the three may be
-// kept as codes (with ETNP_XNN_CODES=off too: the same arithmetic, on float32 grid points).
+// own (no elementwise chain) on the operands' codes or grid points, in XNNPACK's fixed point
+// (add_q8_fixed) where it takes the scales, and any of the three may be kept as codes (with
+// ETNP_XNN_CODES=off too: the same arithmetic, on float32 grid points).
 // add_q8_node runs it; false, having done nothing, where the shapes differ.
 bool int8_add(const Graph& g, const Node& n);
 bool add_q8_node(KernelContext& ctx, Graph& g, Node& n);
+// A Multiply of two static-int8 values into a third (broadcasting; no elementwise chain), as
+// XNNPACK computes it: the output's grid index round(float(ia * ib) * (sa * sb / so)), ia / ib the
+// operands' grid indices. mul_q8_finish turns the float32 products of the operands' grid points
+// (the float path's, unclamped, unsnapped) into that: the integer product is recovered exactly
+// (|ia * ib| <= 2^16, the products' error is far below 1/2), scaled, clamped, snapped.
+bool int8_mul(const Graph& g, const Node& n);
+void mul_q8_finish(KernelContext& ctx, Graph& g, Node& n);
 // A static-int8 DepthwiseConv2d's int8 filter (Node::qdw), where input and filter allow it.
 void prepare_dw_q8(const Value* x, Node& n, const Value& w);
 // The depthwise convolution on the input's int8 codes with Node::qdw, output o finished (clamped,
@@ -183,6 +191,10 @@ void prepare_dw_q8(const Value* x, Node& n, const Value& w);
 // false, having done nothing, where the input or output does not allow it.
 bool depthwise_q8_rows(KernelContext& ctx, Node& n, const Value& a, const DepthwiseGeom& dg, const float* bias,
                        Value& o, Scratch& sc, ChainHook* then);
+// Node::qexact / qdw_exact for a static-int8 Conv2d, FullyConnected or DepthwiseConv2d with packed
+// int8 weights (xnn_requant.cpp: XNNPACK's requantization); cleared where it does not apply. After
+// the packing (views of it), once per method load.
+void plan_exact_requant(const Graph& g, Node& n);
 // A filter's int8 values: the program's bytes themselves where they are those values (an int8
 // filter kept as its bytes, Value::qraw: no copy), else a copy made here.
 struct Int8Values {

@@ -142,18 +142,34 @@ bool int8_gap(const Graph& g, const Node& n) {
 
 // GlobalAvgPooling2d of a static-int8 input (int8_gap), its byte codes (kept as codes, or the
 // grid points' codes): each channel's exact integer sum of codes (NCHW: a channel's pixels
-// contiguous; NHWC: columns), the mean (sum - HW * code of 0) * (scale / HW) in double - the
-// grid points' sum without their float32 roundings; run_node snaps the float32 output to its
-// grid.
-static void global_avg_pool_codes(KernelContext& ctx, const Node& n, const Value& a, Value& o, int64_t N, int64_t C,
+// contiguous; NHWC: columns) less HW * the code of 0. Onto a static-int8 output as XNNPACK
+// computes it - float32(sum) * (input scale / (output scale * HW)), clamped, plus the output's
+// zero point, rounded to nearest even: the code's parity breaks ties, not the grid index's (a mean
+// of 16 pixels lies on a half step often; measured against the reference runtime) - (true:
+// finished), else the mean sum * (scale / HW) in double, which run_node finishes (false).
+static bool global_avg_pool_codes(KernelContext& ctx, const Node& n, const Value& a, Value& o, int64_t N, int64_t C,
                                   int64_t HW, bool nchw) {
   ETNP_THREAD_LOCAL(std::vector<uint8_t>, buf);  // (a float32 input's codes)
   int32_t zp;
   const uint8_t* X = value_codes(ctx, n, a, a.numel(), buf, zp);
-  const double shift = (double)(zp + 128) * (double)HW, step = (double)a.scale / (double)HW;
+  const int64_t shift = (int64_t)(zp + 128) * HW;
+  const double step = (double)a.scale / (double)HW;
+  const bool q8 = on_int8_grid(o) && o.scale > 0.f && std::isfinite(o.scale);
+  const Int8Grid grid = q8 ? grid_of(o) : Int8Grid{};
+  const float scale = q8 ? a.scale / (o.scale * (float)HW) : 0.f, zpo = (float)o.zero_point;
+  float lo = 0.f, hi = 0.f;  // (the clamp in grid units, and the grid's)
+  if (q8) {
+    QOutput q;
+    q.grid = &grid;
+    q8_bounds(q, n.out_min, n.out_max, lo, hi);
+  }
   float* Y = o.data.data();
   auto finish = [&](const int64_t* sums, int64_t count, float* y) {
-    for (int64_t k = 0; k < count; k++) y[k] = (float)(((double)sums[k] - shift) * step);
+    if (q8)
+      for (int64_t k = 0; k < count; k++)
+        y[k] = (std::nearbyint(std::min(std::max((float)(sums[k] - shift) * scale, lo), hi) + zpo) - zpo) * grid.scale;
+    else
+      for (int64_t k = 0; k < count; k++) y[k] = (float)((double)(sums[k] - shift) * step);
   };
   constexpr int64_t kBlock = 256;
   if (nchw) {
@@ -165,7 +181,7 @@ static void global_avg_pool_codes(KernelContext& ctx, const Node& n, const Value
         finish(sums, m, Y + i0);
       }
     });
-    return;
+    return q8;
   }
   const int64_t cblocks = (C + kBlock - 1) / kBlock;
   parallel(ctx, N * cblocks, 1, [&](int64_t b, int64_t e) {
@@ -176,6 +192,7 @@ static void global_avg_pool_codes(KernelContext& ctx, const Node& n, const Value
       finish(sums, m, Y + img * C + c0);
     }
   });
+  return q8;
 }
 
 bool gap_reads_codes(const Node& n) {
@@ -194,7 +211,7 @@ void global_avg_pool(KernelContext& ctx, Graph& g, Node& n) {
       for (int64_t i = 0; i < N * C; i++) o.data[i] = std::nanf("");
       return;
     }
-    global_avg_pool_codes(ctx, n, a, o, N, C, HW, nchw);
+    n.snapped = global_avg_pool_codes(ctx, n, a, o, N, C, HW, nchw);
     return;
   }
   if (in(g, n, 0).as_codes) fail(n, "int8 codes on a global average pooling that cannot take them");  // (the plan rules it out)

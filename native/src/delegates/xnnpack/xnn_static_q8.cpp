@@ -73,8 +73,8 @@ int32_t codes_zero_point(const Value& a) { return a.dtype == QINT8 ? a.zero_poin
 int32_t zero_code(const Value& a) { return codes_zero_point(a) + 128; }
 
 // per-row quantisation parameters of the GEMM: one per-tensor pair repeated `rows` times
-QActivations repeated_params(const Value& a, int32_t zpa, int64_t rows, std::vector<float>& s, std::vector<int32_t>& z) {
-  s.assign((size_t)rows, a.scale);
+QActivations repeated_params(float scale, int32_t zpa, int64_t rows, std::vector<float>& s, std::vector<int32_t>& z) {
+  s.assign((size_t)rows, scale);
   z.assign((size_t)rows, zpa);
   QActivations qa;
   qa.scale = s.data();
@@ -113,6 +113,23 @@ struct OutputRows {
   }
   bool finished() const { return q.grid != nullptr; }
 };
+
+// What a static-int8 node's kernels run with: XNNPACK's requantization (xnn_requant.cpp) where it
+// is planned (`planned`: Node::qexact / qdw_exact) and the output is on its grid - activations'
+// scale 1, no float bias, the clamp in grid units and results in grid units (out's grid made inv
+// 1) - else the input's scale, the float bias and the node's clamp.
+struct Q8Params {
+  float sa;
+  const float* bias;
+  float lo, hi;
+  bool exact;
+};
+Q8Params q8_params(const Node& n, const Value& a, const float* bias, OutputRows& out, bool planned) {
+  if (!planned || !out.q.grid) return {a.scale, bias, n.out_min, n.out_max, false};
+  const float inv = out.grid.inv;
+  out.grid.inv = 1.f;
+  return {1.f, nullptr, n.out_min * inv, n.out_max * inv, true};
+}
 
 }  // namespace
 
@@ -163,14 +180,18 @@ bool depthwise_q8_rows(KernelContext& ctx, Node& n, const Value& a, const Depthw
   if (x.pad_code < 0 || x.pad_code > 255) return false;  // (a zero point outside the datatype's range)
   int32_t zpa;
   x.codes = value_codes(ctx, n, a, dg.N * dg.H * dg.W * dg.C, sc.q8, zpa);
-  x.scale = a.scale;
-  const OutputRows out(o, dg.C);
+  OutputRows out(o, dg.C);
+  const Q8Params pr = q8_params(n, a, bias, out, n.qdw_exact.taps > 0);
+  const PackedDwQ8& qdw = pr.exact ? n.qdw_exact : n.qdw;
+  x.scale = pr.sa;
+  DepthwiseGeom g = dg;
+  g.lo = pr.lo, g.hi = pr.hi;
   n.snapped = true;  // (clamped, and snapped or written as codes, or plain float32)
   // output rows across threads; below 64 Ki multiply-adds in all a region costs more than it saves
   const int64_t rows = dg.N * dg.OH, row_len = dg.OW * dg.C;
   const int64_t grain = rows * row_len * n.qdw.taps < (int64_t(1) << 16) ? rows : 1;
   parallel(ctx, rows, grain, [&](int64_t b, int64_t e) {
-    depthwise_q8(dg, x, n.qdw, bias, out.q, b, e);
+    depthwise_q8(g, x, qdw, pr.bias, out.q, b, e);
     if (then) then->run.run(b * row_len, e * row_len);
   });
   return true;
@@ -274,6 +295,36 @@ bool int8_add(const Graph& g, const Node& n) {
   return n.inputs[0] != n.output && n.inputs[1] != n.output;
 }
 
+bool int8_mul(const Graph& g, const Node& n) {
+  const size_t nv = g.values.size();
+  if (n.type != Multiply || n.inputs.size() != 2 || n.output >= nv || n.output2 != kInvalidId || n.pre || n.post ||
+      n.residual != kInvalidId || n.nchw_transposed != kInvalidId)
+    return false;
+  for (uint32_t id : {n.inputs[0], n.inputs[1], n.output})
+    if (id >= nv || !on_int8_grid(g.values[id]) || !(g.values[id].scale > 0.f) || !std::isfinite(g.values[id].scale))
+      return false;
+  return n.inputs[0] != n.output && n.inputs[1] != n.output;
+}
+
+void mul_q8_finish(KernelContext& ctx, Graph& g, Node& n) {
+  const Value &a = g.values[n.inputs[0]], &b = g.values[n.inputs[1]];
+  Value& o = g.values[n.output];
+  const float inv_ab = 1.f / (a.scale * b.scale), scale = a.scale * b.scale / o.scale;  // (XNNPACK's, in this order)
+  const Int8Grid grid = grid_of(o);
+  float lo, hi;  // the clamp in grid units, and the grid's (q8_bounds)
+  QOutput q;
+  q.grid = &grid;
+  q8_bounds(q, n.out_min, n.out_max, lo, hi);
+  // two snaps (vectorised): the products to ia * ib (a "grid" of step 1), then those times the
+  // scale, clamped, rounded, onto the output's grid
+  const Int8Grid ints{inv_ab, -0x1.0p+22f, 0x1.0p+22f, 1.f}, out{scale, lo, hi, grid.scale};
+  float* y = o.data.data();
+  parallel(ctx, o.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
+    snap_to_grid(ints, y + i0, i1 - i0);
+    snap_to_grid(out, y + i0, i1 - i0);
+  });
+}
+
 bool add_q8_node(KernelContext& ctx, Graph& g, Node& n) {
   if (!int8_add(g, n)) return false;
   const Value &a = in(g, n, 0), &b = in(g, n, 1);  // (their data present: in() checks)
@@ -295,18 +346,27 @@ bool add_q8_node(KernelContext& ctx, Graph& g, Node& n) {
     return x;
   };
   const Q8Operand qa = operand(a), qb = operand(b);
-  const OutputRows out(o, 0);
+  OutputRows out(o, 0);
   n.snapped = true;  // (clamped, and snapped or written as codes)
+  Q8AddFixed fx;  // XNNPACK's fixed-point add where it takes the scales (results in grid units)
+  if (add_fixed_params(a.scale, b.scale, o.scale, fx)) {
+    const float inv = out.grid.inv, lo = n.out_min * inv, hi = n.out_max * inv;
+    out.grid.inv = 1.f;
+    parallel(ctx, total, 1 << 12, [&](int64_t i0, int64_t i1) { add_q8_fixed(qa, qb, fx, lo, hi, out.q, i0, i1); });
+    return true;
+  }
   parallel(ctx, total, 1 << 12, [&](int64_t i0, int64_t i1) { add_q8(qa, qb, n.out_min, n.out_max, out.q, i0, i1); });
   return true;
 }
 
 void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, int64_t IC, int64_t OC,
                         const float* bias, Value& o, Scratch& sc) {
-  const PackedQ8& pq = n.qpacked;
   int32_t zpa;
   const uint8_t* rows = value_codes(ctx, n, a, M * IC, sc.q8, zpa);
   ETNP_THREAD_LOCAL(std::vector<uint8_t>, padded);
+  OutputRows out(o, OC);
+  const Q8Params pr = q8_params(n, a, bias, out, !n.qexact.empty());
+  const PackedQ8& pq = pr.exact ? n.qexact[0] : n.qpacked;
   if (pq.Kp != IC) {  // rows padded to the packed K (zero weights there)
     padded.assign((size_t)(M * pq.Kp), 0);
     for (int64_t m = 0; m < M; m++) std::memcpy(padded.data() + m * pq.Kp, rows + m * IC, (size_t)IC);
@@ -314,10 +374,9 @@ void fully_connected_q8(KernelContext& ctx, Node& n, const Value& a, int64_t M, 
   }
   ETNP_THREAD_LOCAL(std::vector<float>, s);
   ETNP_THREAD_LOCAL(std::vector<int32_t>, z);
-  QActivations qa = repeated_params(a, zpa, M, s, z);
+  QActivations qa = repeated_params(pr.sa, zpa, M, s, z);
   qa.data = rows;
-  const OutputRows out(o, OC);
-  qgemm_q8(ctx.pool, M, qa, pq, bias, n.out_min, n.out_max, out.q);
+  qgemm_q8(ctx.pool, M, qa, pq, pr.bias, pr.lo, pr.hi, out.q);
   n.snapped = out.finished();
 }
 
@@ -333,10 +392,13 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
   int32_t zpa;
   const uint8_t* codes = value_codes(ctx, n, a, N * H * W * C, sc.q8, zpa);
   const uint8_t pad_code = (uint8_t)(zpa + 128);
-  const float lo = n.out_min, hi = n.out_max;
   const bool pointwise = n.kh == 1 && n.kw == 1 && n.sh == 1 && n.sw == 1 && !n.pad_top && !n.pad_left &&
                          !n.pad_bottom && !n.pad_right;
-  const OutputRows out(o, OC);
+  OutputRows out(o, OC);
+  const Q8Params pr = q8_params(n, a, bias, out, n.qexact.size() == n.qconv.size());
+  const std::vector<PackedQ8>& packs = pr.exact ? n.qexact : n.qconv;
+  const float lo = pr.lo, hi = pr.hi;
+  bias = pr.bias;
   n.snapped = out.finished();
   // the chain after the node (Node::then) on the rows of a block as soon as the GEMM finished
   // them (the output is final there: snapped in the epilogue, or plain float32); one group
@@ -345,7 +407,7 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
   if (pointwise && G == 1 && C == Kp) {  // the codes are the GEMM's rows
     ETNP_THREAD_LOCAL(std::vector<float>, s);
     ETNP_THREAD_LOCAL(std::vector<int32_t>, z);
-    QActivations qa = repeated_params(a, zpa, M, s, z);
+    QActivations qa = repeated_params(pr.sa, zpa, M, s, z);
     qa.data = codes;
     if (ChainHook* then = take_chain(n, final_rows && M >= 192)) {  // blocks of rows, the chain after each
       const int64_t rows = balanced_rows(M, 96, 24, ctx.pool ? ctx.pool->num_threads() : 1),
@@ -356,12 +418,12 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
         qb.data += m0 * Kp;
         qb.scale += m0;
         qb.zero_point += m0;
-        qgemm_q8(nullptr, m1 - m0, qb, n.qconv[0], bias, lo, hi, out.at(m0 * OC));
+        qgemm_q8(nullptr, m1 - m0, qb, packs[0], bias, lo, hi, out.at(m0 * OC));
         then->run.run(m0 * OC, m1 * OC);
       });
       return true;
     }
-    qgemm_q8(ctx.pool, M, qa, n.qconv[0], bias, lo, hi, out.q);
+    qgemm_q8(ctx.pool, M, qa, packs[0], bias, lo, hi, out.q);
     return true;
   }
   const int64_t taps = (int64_t)n.kh * n.kw;
@@ -386,13 +448,13 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     uint8_t* col = sc.q8col.data();
     ETNP_THREAD_LOCAL(std::vector<float>, s);
     ETNP_THREAD_LOCAL(std::vector<int32_t>, z);
-    QActivations qa = repeated_params(a, zpa, M, s, z);
+    QActivations qa = repeated_params(pr.sa, zpa, M, s, z);
     qa.data = col;
     for (int64_t gi = 0; gi < G; gi++) {
       parallel(ctx, blocks, 1, [&](int64_t b, int64_t e) {
         unfold(gi, b * rows, std::min(M, e * rows), col + b * rows * Kp);
       });
-      qgemm_q8(ctx.pool, M, qa, n.qconv[gi], bias ? bias + gi * OCg : nullptr, lo, hi, out.at(gi * OCg));
+      qgemm_q8(ctx.pool, M, qa, packs[gi], bias ? bias + gi * OCg : nullptr, lo, hi, out.at(gi * OCg));
     }
     return true;
   }
@@ -417,7 +479,7 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
     ETNP_THREAD_LOCAL(std::vector<const uint8_t*>, ptrs);
     ETNP_THREAD_LOCAL(std::vector<float>, s);
     ETNP_THREAD_LOCAL(std::vector<int32_t>, z);
-    QActivations qa = repeated_params(a, zpa, rows, s, z);
+    QActivations qa = repeated_params(pr.sa, zpa, rows, s, z);
     if (indirect) {
       pad.assign((size_t)C, pad_code);
       ptrs.resize((size_t)(rows * taps));
@@ -436,13 +498,13 @@ bool conv2d_q8(KernelContext& ctx, Graph& g, Node& n, const Value& a, int64_t N,
       }
       bool done;
       if (grouped)
-        done = qgemm_q8_grouped(m1 - m0, ptrs.data(), taps, ICg, OCg, p0, p1, qa, n.qconv[0], bias, lo, hi, out.at(m0 * OC));
+        done = qgemm_q8_grouped(m1 - m0, ptrs.data(), taps, ICg, OCg, p0, p1, qa, packs[0], bias, lo, hi, out.at(m0 * OC));
       else if (indirect)
-        done = qgemm_q8_indirect(m1 - m0, ptrs.data(), taps, gi * ICg, p0, p1, qa, n.qconv[gi], gb, lo, hi,
+        done = qgemm_q8_indirect(m1 - m0, ptrs.data(), taps, gi * ICg, p0, p1, qa, packs[gi], gb, lo, hi,
                                  out.at(m0 * OC + gi * OCg));
       else {
         unfold(gi, m0, m1, buf.data());
-        qgemm_q8(nullptr, m1 - m0, qa, n.qconv[gi], gb, lo, hi, out.at(m0 * OC + gi * OCg));
+        qgemm_q8(nullptr, m1 - m0, qa, packs[gi], gb, lo, hi, out.at(m0 * OC + gi * OCg));
         done = true;
       }
       if (!done) fail(n, "int8 convolution kernel unavailable for its packed filter");

@@ -20,4 +20,18 @@ struct Q8Operand {
 // elements [begin, end) (the same indices in a, b and out)
 void add_q8(const Q8Operand& a, const Q8Operand& b, float lo, float hi, const QOutput& out, int64_t begin, int64_t end);
 
+// XNNPACK's static-int8 add, in fixed point: the output's grid index
+// t = (rounding + am * ia + bm * ib) >> shift (arithmetic shift; rounding = 2^(shift - 1)), ia / ib
+// the operands' grid indices (code - shift, or the float32 grid point over its scale, rounded:
+// exact). Multipliers and shift from the scales (add_fixed_params: XNNPACK's, so results are the
+// reference runtime's bit for bit); lo / hi and out's grid in grid units (its inv 1), t stored as
+// store_q8_row stores it.
+struct Q8AddFixed {
+  int32_t am = 0, bm = 0, shift = 0;
+};
+// false where XNNPACK takes no such scales (a ratio to the output scale outside [2^-10, 2^8))
+bool add_fixed_params(float a_scale, float b_scale, float out_scale, Q8AddFixed& p);
+void add_q8_fixed(const Q8Operand& a, const Q8Operand& b, const Q8AddFixed& p, float lo, float hi, const QOutput& out,
+                  int64_t begin, int64_t end);
+
 }  // namespace etnp

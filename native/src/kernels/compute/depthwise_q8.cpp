@@ -46,6 +46,8 @@ ETNP_TARGET_INLINE("avx512f") void finish16(const DepthwiseGeom& g, const Packed
   const __mmask16 mask = cols >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << cols) - 1);
   const __m512 s = _mm512_mul_ps(_mm512_set1_ps(x.scale), _mm512_loadu_ps(w.scale.data() + c));
   const __m512 b = bias ? _mm512_maskz_loadu_ps(mask, bias + c) : _mm512_setzero_ps();
+  if (!w.bias_q.empty())  // (the sum, an exact integer, plus the integer bias: one rounding, as XNNPACK's)
+    acc = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_cvtps_epi32(acc), _mm512_loadu_si512(w.bias_q.data() + c)));
   const __m512 r = _mm512_fmadd_ps(acc, s, b);
   store_q8_16(out, o + c, cols, mask, r, bounds);
 }
@@ -142,6 +144,8 @@ ETNP_TARGET_INLINE("avx2,fma") void finish8(const DepthwiseGeom& g, const Packed
                                             int64_t o, int64_t c, __m256 acc) {
   const int64_t cols = std::min<int64_t>(8, g.C - c);
   const __m256 s = _mm256_mul_ps(_mm256_set1_ps(x.scale), _mm256_loadu_ps(w.scale.data() + c));
+  if (!w.bias_q.empty())  // (as finish16)
+    acc = _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_cvtps_epi32(acc), _mm256_loadu_si256((const __m256i*)(w.bias_q.data() + c))));
   __m256 b = _mm256_setzero_ps();
   if (bias) {
     if (cols >= 8) {

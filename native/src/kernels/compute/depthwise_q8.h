@@ -28,6 +28,7 @@ struct PackedDwQ8 {
   int64_t taps = 0, C = 0;
   PackedArray<float> w;      // [taps][C rounded up to 16] (a view where a weight cache file holds it)
   PackedArray<float> scale;  // [C rounded up to 16]
+  PackedArray<int32_t> bias_q;  // empty, or [C rounded up to 16] integers added to the sums (as PackedQ8::bias_q)
 };
 // w[t * C + c]: tap t (row-major over the kernel window), channel c; taps <= kMaxDwQ8Taps
 PackedDwQ8 pack_dw_q8(int64_t taps, int64_t C, const int8_t* w, const float* scales);

@@ -71,11 +71,14 @@ ETNP_SLP_ONLY void block(const float* const* rows, const int64_t* wrow, int64_t 
 // together): per block of 8 channels, the taps' products summed, then scale, bias and clamp.
 template <int P>
 void pixels(const float* const* rows, const int64_t* wrow, int64_t ntaps, int64_t xstep, const float* wd,
-            int64_t C, const float* s, const float* b, float lo, float hi, float* r) {
+            int64_t C, const float* s, const float* b, const int32_t* bq, float lo, float hi, float* r) {
   for (int64_t c0 = 0; c0 < C; c0 += CB) {
     float acc[P * CB];
     block<P>(rows, wrow, ntaps, xstep, wd, c0, acc);
     const int64_t cols = std::min<int64_t>(CB, C - c0);
+    if (bq)  // (as the other paths: the exact integer sum plus the integer bias, rounded once)
+      for (int p = 0; p < P; p++)
+        for (int64_t l = 0; l < cols; l++) acc[p * CB + l] = (float)((int32_t)acc[p * CB + l] + bq[c0 + l]);
     for (int p = 0; p < P; p++)
       for (int64_t l = 0; l < cols; l++) r[p * C + c0 + l] = clamp_f32(acc[p * CB + l] * s[c0 + l] + b[c0 + l], lo, hi);
   }
@@ -103,6 +106,7 @@ void depthwise_q8_generic(const DepthwiseGeom& g, const DwQ8Input& x, const Pack
   vrow.resize((size_t)g.KH);
   float* s = sb.data();
   float* b = s + ldw;
+  const int32_t* bq = w.bias_q.empty() ? nullptr : w.bias_q.data();
   for (int64_t c = 0; c < ldw; c++) {  // (as the other paths: sx * sw[c], the bias or 0)
     s[c] = x.scale * w.scale[(size_t)c];
     b[c] = bias && c < C ? bias[c] : 0.f;
@@ -126,7 +130,7 @@ void depthwise_q8_generic(const DepthwiseGeom& g, const DwQ8Input& x, const Pack
             trow[(size_t)n] = vrow[(size_t)i] + (iw0 + j * g.dw) * C;
             twrow[(size_t)n] = (i * g.KW + j) * ldw;
           }
-        pixels<kPixels>(trow.data(), twrow.data(), n, xstep, w.w.data(), C, s, b, g.lo, g.hi, res.data() + ow * C);
+        pixels<kPixels>(trow.data(), twrow.data(), n, xstep, w.w.data(), C, s, b, bq, g.lo, g.hi, res.data() + ow * C);
         ow += kPixels;
       } else {  // one pixel, the taps inside the width
         for (int64_t i = 0; i < g.KH; i++)
@@ -136,7 +140,7 @@ void depthwise_q8_generic(const DepthwiseGeom& g, const DwQ8Input& x, const Pack
             trow[(size_t)n] = vrow[(size_t)i] + iw * C;
             twrow[(size_t)n++] = (i * g.KW + j) * ldw;
           }
-        pixels<1>(trow.data(), twrow.data(), n, 0, w.w.data(), C, s, b, g.lo, g.hi, res.data() + ow * C);
+        pixels<1>(trow.data(), twrow.data(), n, 0, w.w.data(), C, s, b, bq, g.lo, g.hi, res.data() + ow * C);
         ow++;
       }
     }

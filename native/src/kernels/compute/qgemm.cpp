@@ -60,7 +60,8 @@ void rows_groups4(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActivat
           for (int t = 0; t < 4; t++) acc[j] += (int32_t)x[g * 4 + t] * (int32_t)b[j * 4 + t];
       for (int64_t j = 0, n = p * NR; j < NR && n < w.N; j++, n++) {
         float& c = C[(m - m0) * ldc + n - p0 * NR];
-        c = q8_finish(acc[j], offset, w.col_sum[n], a.scale[m], w.scale[n], bias ? bias[n] : 0.f, lo, hi,
+        const uint32_t bq = w.bias_q.empty() ? 0u : (uint32_t)w.bias_q[(size_t)n];  // (wrapping, as the vector paths')
+        c = q8_finish((int32_t)((uint32_t)acc[j] + bq), offset, w.col_sum[n], a.scale[m], w.scale[n], bias ? bias[n] : 0.f, lo, hi,
                       accumulate ? &c : nullptr, a.scale_rows_first);
       }
     }

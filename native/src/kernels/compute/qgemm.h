@@ -28,6 +28,10 @@ struct PackedQ8 {
   PackedArray<int8_t, UninitAllocator<int8_t>> data;  // (a view where a weight cache file holds it; 64-byte aligned)
   PackedArray<int32_t> col_sum;    // sum_k w(k, n), zero-padded to whole 16-column panels
   PackedArray<float> scale;        // per output column, zero-padded likewise
+  // Empty, or integers added to the int32 sums before the scale (zero-padded likewise): a static-int8
+  // node requantized as XNNPACK does it, result = float(sum + bias_q[n]) * scale[n] in grid units
+  // (xnn_static_q8.cpp: exact_requant), with the activations' scale 1 and no float bias.
+  PackedArray<int32_t> bias_q;
 };
 // w(k, n) = W[k * rsw + n * csw] (int8 values); panels packed in parallel on POOL where given
 PackedQ8 pack_q8(int64_t K, int64_t N, const int8_t* W, int64_t rsw, int64_t csw, const float* scales,

@@ -90,6 +90,8 @@ ETNP_TARGET("avx2,fma") void tile(int64_t m0, int64_t p0, const int16_t* x, cons
     // column parameters padded to whole panels (pack_q8; q8_avx2_call pads the bias)
     const int64_t c0 = n0 + 8 * v;
     const __m256i cs = U ? _mm256_setzero_si256() : _mm256_loadu_si256((const __m256i*)(w.col_sum.data() + c0));
+    const __m256i bq = U || w.bias_q.empty() ? _mm256_setzero_si256()  // (the uniform start has it)
+                                             : _mm256_loadu_si256((const __m256i*)(w.bias_q.data() + c0));
     const __m256 sw = _mm256_loadu_ps((U ? c.uni_scale : w.scale.data()) + c0), bv = _mm256_loadu_ps(c.bias + c0);
 #pragma GCC unroll 6
     for (int i = 0; i < ROWS; i++) {
@@ -99,7 +101,7 @@ ETNP_TARGET("avx2,fma") void tile(int64_t m0, int64_t p0, const int16_t* x, cons
         r = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), sw, bv);
       } else {
         const __m256i off = _mm256_set1_epi32(q8_code_offset(a.zero_point[m0 + i]));
-        q = _mm256_sub_epi32(q, _mm256_mullo_epi32(off, cs));
+        q = _mm256_sub_epi32(_mm256_add_epi32(q, bq), _mm256_mullo_epi32(off, cs));
         const __m256 sa = _mm256_set1_ps(a.scale[m0 + i]), f = _mm256_cvtepi32_ps(q);
         r = a.scale_rows_first ? _mm256_fmadd_ps(_mm256_mul_ps(f, sa), sw, bv)
                                : _mm256_fmadd_ps(f, _mm256_mul_ps(sa, sw), bv);
@@ -159,7 +161,8 @@ Q8Avx2Call q8_avx2_call(int64_t M, const QActivations& a, const PackedQ8& w, con
     for (int64_t n = 0; n < padded; n++) {
       // (wrapping int32 arithmetic, as the per-row epilogue's vpmulld: a corrupt zero point
       // must not be undefined behaviour)
-      corr_buf[(size_t)n] = (int32_t)((uint32_t)q8_code_offset(a.zero_point[0]) * (uint32_t)w.col_sum[(size_t)n]);
+      corr_buf[(size_t)n] = (int32_t)((uint32_t)q8_code_offset(a.zero_point[0]) * (uint32_t)w.col_sum[(size_t)n] -
+                                      (w.bias_q.empty() ? 0u : (uint32_t)w.bias_q[(size_t)n]));
       scale_buf[(size_t)n] = a.scale[0] * w.scale[(size_t)n];
     }
     c.uni_corr = corr_buf.data();

@@ -87,13 +87,15 @@ struct RowOut {
 };
 
 // The terms of a row's epilogue for a panel's 16 columns: the zero points' correction
-// (128 + za) * col_sum and the scale sa * sw - per panel where all rows share them (static int8)
+// (128 + za) * col_sum less the integer bias (PackedQ8::bias_q, or none) and the scale sa * sw -
+// per panel where all rows share them (static int8)
 struct RowTerms {
   uint32_t corr[NR];
   float scale[NR];
 };
-void row_terms(int32_t offset, float sa, const int32_t* col_sum, const float* sw, RowTerms& t) {
-  for (int64_t j = 0; j < NR; j++) t.corr[j] = (uint32_t)offset * (uint32_t)col_sum[j];
+void row_terms(int32_t offset, float sa, const int32_t* col_sum, const float* sw, const int32_t* bias_q, RowTerms& t) {
+  for (int64_t j = 0; j < NR; j++)
+    t.corr[j] = (uint32_t)offset * (uint32_t)col_sum[j] - (bias_q ? (uint32_t)bias_q[j] : 0u);
   for (int64_t j = 0; j < NR; j++) t.scale[j] = sa * sw[j];
 }
 
@@ -218,8 +220,9 @@ void q8_rows_columns(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActi
     for (int64_t j = 0; bias && j < cols; j++) bp[j] = bias[n0 + j];
     const int32_t* cs = w.col_sum.data() + n0;
     const float* sw = w.scale.data() + n0;
+    const int32_t* bq = w.bias_q.empty() ? nullptr : w.bias_q.data() + n0;
     RowTerms rt;
-    if (a.uniform && !a.scale_rows_first) row_terms(q8_code_offset(a.zero_point[m0]), a.scale[m0], cs, sw, rt);
+    if (a.uniform && !a.scale_rows_first) row_terms(q8_code_offset(a.zero_point[m0]), a.scale[m0], cs, sw, bq, rt);
     for (int64_t m = 0; m < rows; m += 2) {
       const int64_t rr = std::min<int64_t>(2, rows - m);
       uint32_t acc[2][NR] = {};
@@ -238,7 +241,7 @@ void q8_rows_columns(int64_t m0, int64_t m1, int64_t p0, int64_t p1, const QActi
                             row * out.ldc + n0);
           continue;
         }
-        if (!a.uniform) row_terms(q8_code_offset(a.zero_point[row]), a.scale[row], cs, sw, rt);
+        if (!a.uniform) row_terms(q8_code_offset(a.zero_point[row]), a.scale[row], cs, sw, bq, rt);
         finish(acc[r], cols, rt, sw, bp, o, row * out.ldc + n0);
       }
     }
