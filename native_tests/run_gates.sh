@@ -48,9 +48,11 @@ for m in add mlp small_cnn_xnn xnn_ops qlinear_dyn_xnn qadd_constant_xnn q8da4w_
          act_cnn_xnn qact_cnn_static_xnn; do  # (the last two: SiLU chains - one pass, int8 tables)
   "$OUT/asan/leak_harness" "tests/models/$m.pte" 20
 done
-# the Winograd transforms' other CPU paths (AVX2, scalar)
-for cpu in avx2 generic; do
-  for m in winograd_xnn winograd1d_xnn; do ETNP_CPU=$cpu "$OUT/asan/leak_harness" "tests/models/$m.pte" 3; done
+# the Winograd transforms' other CPU paths (AVX2, scalar); static int8 with XNNPACK's
+# requantization (integer biases in every GEMM / depthwise path, fixed-point adds, exact multiplies,
+# pooling, a clamp fused onto another grid) on each path
+for cpu in native avx2 generic; do
+  for m in winograd_xnn winograd1d_xnn qref_static_xnn; do ETNP_CPU=$cpu "$OUT/asan/leak_harness" "tests/models/$m.pte" 3; done
 done
 # LLM programs (token ids below the vocabulary, input_pos 0): KV caches as state (index_put, then
 # reset), llama::update_cache / custom_sdpa, 4-bit (8da4w) linears in the XNNPACK delegate

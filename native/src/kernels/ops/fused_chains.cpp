@@ -5,7 +5,6 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/compute/row_sums.h"
 #include "kernels/compute/vec_math.h"
 #include "kernels/kernel_util.h"
 #include "os/thread_slot.h"
@@ -55,12 +54,13 @@ bool fused_rms_norm(KernelContext& ctx, EValue* const* a) {
     for (int64_t r = b; r < e; r++) {
       const float* xr = X + r * D;
       float* yr = Y + r * D;
-      // mean(x * x): the squares rounded to float (mul.out), summed by mean.out's row_sums_f64 in
-      // double, divided in double, rounded; + eps and 1 / sqrt in double as add.out and rsqrt.out
-      double acc = 0;
+      // mean(x * x): the squares rounded to float (mul.out), summed as mean.out sums them (in
+      // float32, one after the other, from 0) and divided by (float)D; + eps and 1 / sqrt in
+      // double as add.out and rsqrt.out
+      float acc = 0.f;
       for (int64_t j = 0; j < D; j++) sq[(size_t)j] = xr[j] * xr[j];
-      row_sums_f64(sq.data(), 1, D, D, &acc);
-      const float mean = (float)(acc / (double)D);
+      for (int64_t j = 0; j < D; j++) acc += sq[(size_t)j];
+      const float mean = acc / (float)D;
       const float shifted = (float)((double)mean + (double)eps);
       const float rs = (float)(1.0 / std::sqrt((double)shifted));
       for (int64_t j = 0; j < D; j++) {

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "kernels/compute/row_extreme.h"
-#include "kernels/compute/row_sums.h"
 #include "kernels/kernel_util.h"
 
 namespace etnp {
@@ -82,15 +81,43 @@ void reduce(KernelContext& ctx, const Tensor& x, const Dims& dims, bool keepdim,
     resize_tensor(out, nd, shape);
     if (x.numel() == 0 && extreme && rows > 0 && out.numel()) throw_exec("cannot compute max/min of an empty tensor");
     if (x.dtype == DType::F32 && out.dtype == DType::F32 && (op == Op::Sum || op == Op::Mean)) {
+      // as ExecuTorch 1.3.1's kernels, bit for bit (more accurate sums moved a static-int8
+      // ShuffleNet's logits, requantized after its mean, off the reference runtime's): a sum over
+      // one innermost dim (its optimized kernel) in 8 lanes, element j into lane j % 8 while whole
+      // eights remain, the lanes then added in order and the rest one by one; every other sum and
+      // every mean (the portable kernel) in float32, element after element, from 0 (the mean then
+      // / (float)R)
       const float* X = x.ptr<float>();
       float* Y = out.ptr<float>();
+      bool innermost = op == Op::Sum && dims.n == 1;
+      if (innermost) {
+        const int64_t d = dims.d[0] < 0 ? dims.d[0] + x.dim : dims.d[0];
+        for (int64_t i = d + 1; i < x.dim; i++) innermost = innermost && x.sizes[i] == 1;
+      }
+      if (innermost) {
+        parallel(ctx, rows, 16, [&](int64_t b, int64_t e) {
+          for (int64_t k = b; k < e; k++) {
+            const float* row = X + k * R;
+            float lane[8] = {};
+            int64_t j = 0;
+            for (; j + 8 <= R; j += 8)
+              for (int l = 0; l < 8; l++) lane[l] += row[j + l];
+            float sum = lane[0];
+            for (int l = 1; l < 8; l++) sum += lane[l];
+            for (; j < R; j++) sum += row[j];
+            Y[k] = sum;
+          }
+        });
+        return;
+      }
       parallel(ctx, rows, 16, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; k++) {
-          // in double (exact for rows of like magnitudes), 8 independent lanes (kernels/compute/row_sums.h)
-          double acc;
-          row_sums_f64(X + k * R, 1, R, R, &acc);
-          if (op == Op::Mean) acc = R ? acc / (double)R : NAN;
-          Y[k] = (float)acc;
+        constexpr int64_t kLanes = 8;
+        for (int64_t k0 = b; k0 < e; k0 += kLanes) {
+          const int64_t n = std::min(kLanes, e - k0);
+          float acc[kLanes] = {};
+          for (int64_t j = 0; j < R; j++)
+            for (int64_t i = 0; i < n; i++) acc[i] += X[(k0 + i) * R + j];
+          for (int64_t i = 0; i < n; i++) Y[k0 + i] = op == Op::Mean ? acc[i] / (float)R : acc[i];
         }
       });
       return;
@@ -144,6 +171,13 @@ void reduce(KernelContext& ctx, const Tensor& x, const Dims& dims, bool keepdim,
       int64_t best = 0;
       switch (op) {
         case Op::Sum: case Op::Mean:
+          if (x.dtype == DType::F32 && out.dtype == DType::F32) {  // (float32 adds, as the rows above)
+            const float* X = x.ptr<float>();
+            float f = 0.f;
+            for (auto o : r.reduced) f += X[base + o];
+            acc = op == Op::Mean ? f / (float)R : f;
+            break;
+          }
           for (auto o : r.reduced) acc += load_f64(x.data, x.dtype, base + o);
           if (op == Op::Mean) acc = R ? acc / (double)R : NAN;
           break;
