@@ -632,6 +632,25 @@ static void check_row_sums(std::mt19937& rng) {
                       got[(size_t)r], want);
       }
     }
+  // row_sums_sequential_f32 (ExecuTorch's mean order): each row's float32 adds in order, from its
+  // first element (not 0 + it: a row of one -0 sums to -0), across the 8-row and 256-column blocks
+  for (int64_t rows : {1, 3, 8, 9, 17})
+    for (int64_t len : {0, 1, 7, 8, 255, 256, 257, 600}) {  // (len 1: row 1 is just its -0)
+      const int64_t stride = len + 5;
+      std::vector<float> x((size_t)(rows * stride));
+      for (auto& v : x) v = u(rng) * (u(rng) > 90.f ? 1e5f : 1.f);  // (magnitudes apart: order matters)
+      if (len && rows > 1) x[(size_t)stride] = -0.f;  // (row 1 starts at -0)
+      std::vector<float> got((size_t)rows, -1.f);
+      row_sums_sequential_f32(x.data(), rows, len, stride, got.data());
+      for (int64_t r = 0; r < rows; r++) {
+        const float* row = x.data() + r * stride;
+        float want = len ? row[0] : 0.f;
+        for (int64_t j = 1; j < len; j++) want += row[j];
+        if (std::memcmp(&got[(size_t)r], &want, 4) != 0 && failures++ < 5)
+          std::printf("row_sums_sequential_f32 rows=%ld len=%ld row %ld: %.9g != %.9g\n", (long)rows, (long)len,
+                      (long)r, got[(size_t)r], want);
+      }
+    }
 }
 
 // code_row_sums / code_column_sums (global average pooling of int8 codes) against plain integer

@@ -1,5 +1,7 @@
 #include "kernels/compute/row_sums.h"
 
+#include <algorithm>
+
 #include "kernels/compute/cpu_features.h"
 #include "util/compiler.h"
 
@@ -79,6 +81,25 @@ void row_sums_f64(const float* x, int64_t rows, int64_t len, int64_t stride, dou
   }
 #endif
   for (; r < rows; r++) out[r] = row_sum_generic(x + r * stride, len);
+}
+
+void row_sums_sequential_f32(const float* x, int64_t rows, int64_t len, int64_t stride, float* out) {
+  constexpr int64_t kRows = 8, kCols = 256;  // a block: 8 rows x 256 columns, transposed (8 KB)
+  float t[kCols * kRows];
+  for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
+    const int64_t n = std::min(kRows, rows - r0);
+    float acc[kRows] = {};
+    for (int64_t j0 = 0; j0 < len; j0 += kCols) {
+      const int64_t m = std::min(kCols, len - j0);
+      for (int64_t i = 0; i < kRows; i++)  // (rows past the last: zeros, summed and dropped)
+        for (int64_t j = 0; j < m; j++) t[j * kRows + i] = i < n ? x[(r0 + i) * stride + j0 + j] : 0.f;
+      if (j0 == 0)  // (the first element itself, not 0 + it: a -0 stays -0, as ExecuTorch's)
+        for (int64_t i = 0; i < kRows; i++) acc[i] = t[i];
+      for (int64_t j = j0 == 0 ? 1 : 0; j < m; j++)
+        for (int64_t i = 0; i < kRows; i++) acc[i] += t[j * kRows + i];  // (vectorised across the rows)
+    }
+    for (int64_t i = 0; i < n; i++) out[r0 + i] = acc[i];
+  }
 }
 
 }  // namespace etnp

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/compute/row_sums.h"
 #include "kernels/compute/vec_math.h"
 #include "kernels/kernel_util.h"
 #include "os/thread_slot.h"
@@ -49,23 +50,28 @@ bool fused_rms_norm(KernelContext& ctx, EValue* const* a) {
   float* Y = a[3]->t.ptr<float>();
   const float eps = *eps_t.ptr<float>();
   parallel(ctx, x.numel() / D, std::max<int64_t>(1, 4096 / D), [&](int64_t b, int64_t e) {
+    constexpr int64_t kRows = 8;  // rows at a time (row_sums_sequential_f32: side by side)
     ETNP_THREAD_LOCAL(std::vector<float>, sq);  // (not out: it may be x's memory - see disjoint_or_same)
-    sq.resize((size_t)D);
-    for (int64_t r = b; r < e; r++) {
-      const float* xr = X + r * D;
-      float* yr = Y + r * D;
-      // mean(x * x): the squares rounded to float (mul.out), summed as mean.out sums them (in
-      // float32, one after the other, from 0) and divided by (float)D; + eps and 1 / sqrt in
-      // double as add.out and rsqrt.out
-      float acc = 0.f;
-      for (int64_t j = 0; j < D; j++) sq[(size_t)j] = xr[j] * xr[j];
-      for (int64_t j = 0; j < D; j++) acc += sq[(size_t)j];
-      const float mean = acc / (float)D;
-      const float shifted = (float)((double)mean + (double)eps);
-      const float rs = (float)(1.0 / std::sqrt((double)shifted));
-      for (int64_t j = 0; j < D; j++) {
-        const float n = xr[j] * rs;
-        yr[j] = n * W[j];
+    sq.resize((size_t)(kRows * D));
+    for (int64_t r0 = b; r0 < e; r0 += kRows) {
+      const int64_t n = std::min(kRows, e - r0);
+      // mean(x * x): the squares rounded to float (mul.out, stored: no multiply-add contracted),
+      // summed as mean.out sums them (row_sums_sequential_f32) and divided by (float)D; + eps and
+      // 1 / sqrt in double as add.out and rsqrt.out
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < D; j++) sq[(size_t)(i * D + j)] = X[(r0 + i) * D + j] * X[(r0 + i) * D + j];
+      float acc[kRows];
+      row_sums_sequential_f32(sq.data(), n, D, D, acc);
+      for (int64_t i = 0; i < n; i++) {
+        const float* xr = X + (r0 + i) * D;
+        float* yr = Y + (r0 + i) * D;
+        const float mean = acc[i] / (float)D;
+        const float shifted = (float)((double)mean + (double)eps);
+        const float rs = (float)(1.0 / std::sqrt((double)shifted));
+        for (int64_t j = 0; j < D; j++) {
+          const float nx = xr[j] * rs;
+          yr[j] = nx * W[j];
+        }
       }
     }
   });

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/compute/row_extreme.h"
+#include "kernels/compute/row_sums.h"
 #include "kernels/kernel_util.h"
 
 namespace etnp {
@@ -111,14 +112,9 @@ void reduce(KernelContext& ctx, const Tensor& x, const Dims& dims, bool keepdim,
         return;
       }
       parallel(ctx, rows, 16, [&](int64_t b, int64_t e) {
-        constexpr int64_t kLanes = 8;
-        for (int64_t k0 = b; k0 < e; k0 += kLanes) {
-          const int64_t n = std::min(kLanes, e - k0);
-          float acc[kLanes] = {};
-          for (int64_t j = 0; j < R; j++)
-            for (int64_t i = 0; i < n; i++) acc[i] += X[(k0 + i) * R + j];
-          for (int64_t i = 0; i < n; i++) Y[k0 + i] = op == Op::Mean ? acc[i] / (float)R : acc[i];
-        }
+        row_sums_sequential_f32(X + b * R, e - b, R, R, Y + b);
+        if (op == Op::Mean)
+          for (int64_t k = b; k < e; k++) Y[k] /= (float)R;
       });
       return;
     }
@@ -173,8 +169,8 @@ void reduce(KernelContext& ctx, const Tensor& x, const Dims& dims, bool keepdim,
         case Op::Sum: case Op::Mean:
           if (x.dtype == DType::F32 && out.dtype == DType::F32) {  // (float32 adds, as the rows above)
             const float* X = x.ptr<float>();
-            float f = 0.f;
-            for (auto o : r.reduced) f += X[base + o];
+            float f = R ? X[base + r.reduced[0]] : 0.f;  // (from the first element: a -0 stays -0)
+            for (int64_t j = 1; j < R; j++) f += X[base + r.reduced[(size_t)j]];
             acc = op == Op::Mean ? f / (float)R : f;
             break;
           }
