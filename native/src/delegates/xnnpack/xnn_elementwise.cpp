@@ -294,8 +294,16 @@ bool run_elementwise(KernelContext& ctx, Graph& g, Node& n, Scratch& sc) {
                              : nullptr;
     ReadInputAt at(n.move_operand ? bv : a, moved);
     if (int8_mul(g, n)) {  // the products, then XNNPACK's requantization of them (clamped, snapped)
-      b->node(ctx, a, bv, o, b->generic, nullptr);
-      mul_q8_finish(ctx, g, n);
+      const MulRequant rq = mul_q8_requant(g, n);
+      ensure_shape(o, broadcast_shapes(wrap(a), wrap(bv)));
+      BroadcastPlan p;
+      if (plan_broadcast(a.shape, bv.shape, o.shape, p)) {  // each task's part while in cache
+        broadcast_binary(ctx.pool, p, a.cdata(), bv.cdata(), o.data.data(), MulF(), rq);
+      } else {
+        b->node(ctx, a, bv, o, b->generic, nullptr);
+        float* y = o.data.data();
+        parallel(ctx, o.numel(), 1 << 14, [&](int64_t i0, int64_t i1) { rq(y + i0, i1 - i0); });
+      }
       n.snapped = true;
       return true;
     }

@@ -179,11 +179,19 @@ bool int8_add(const Graph& g, const Node& n);
 bool add_q8_node(KernelContext& ctx, Graph& g, Node& n);
 // A Multiply of two static-int8 values into a third (broadcasting; no elementwise chain), as
 // XNNPACK computes it: the output's grid index round(float(ia * ib) * (sa * sb / so)), ia / ib the
-// operands' grid indices. mul_q8_finish turns the float32 products of the operands' grid points
-// (the float path's, unclamped, unsnapped) into that: the integer product is recovered exactly
-// (|ia * ib| <= 2^16, the products' error is far below 1/2), scaled, clamped, snapped.
+// operands' grid indices. MulRequant turns float32 products of the operands' grid points (the float
+// path's, unclamped, unsnapped) into that, in place: the integer product recovered exactly
+// (|ia * ib| <= 2^16, the products' error is far below 1/2), scaled, clamped, snapped - two
+// vectorised snaps (run_elementwise applies it to each task's part while in cache).
 bool int8_mul(const Graph& g, const Node& n);
-void mul_q8_finish(KernelContext& ctx, Graph& g, Node& n);
+struct MulRequant {
+  Int8Grid ints, out;  // the products to ia * ib (a grid of step 1), those onto the output's grid
+  void operator()(float* y, int64_t len) const {
+    snap_to_grid(ints, y, len);
+    snap_to_grid(out, y, len);
+  }
+};
+MulRequant mul_q8_requant(const Graph& g, const Node& n);
 // A static-int8 DepthwiseConv2d's int8 filter (Node::qdw), where input and filter allow it.
 void prepare_dw_q8(const Value* x, Node& n, const Value& w);
 // The depthwise convolution on the input's int8 codes with Node::qdw, output o finished (clamped,

@@ -306,23 +306,15 @@ bool int8_mul(const Graph& g, const Node& n) {
   return n.inputs[0] != n.output && n.inputs[1] != n.output;
 }
 
-void mul_q8_finish(KernelContext& ctx, Graph& g, Node& n) {
-  const Value &a = g.values[n.inputs[0]], &b = g.values[n.inputs[1]];
-  Value& o = g.values[n.output];
+MulRequant mul_q8_requant(const Graph& g, const Node& n) {
+  const Value &a = g.values[n.inputs[0]], &b = g.values[n.inputs[1]], &o = g.values[n.output];
   const float inv_ab = 1.f / (a.scale * b.scale), scale = a.scale * b.scale / o.scale;  // (XNNPACK's, in this order)
   const Int8Grid grid = grid_of(o);
   float lo, hi;  // the clamp in grid units, and the grid's (q8_bounds)
   QOutput q;
   q.grid = &grid;
   q8_bounds(q, n.out_min, n.out_max, lo, hi);
-  // two snaps (vectorised): the products to ia * ib (a "grid" of step 1), then those times the
-  // scale, clamped, rounded, onto the output's grid
-  const Int8Grid ints{inv_ab, -0x1.0p+22f, 0x1.0p+22f, 1.f}, out{scale, lo, hi, grid.scale};
-  float* y = o.data.data();
-  parallel(ctx, o.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
-    snap_to_grid(ints, y + i0, i1 - i0);
-    snap_to_grid(out, y + i0, i1 - i0);
-  });
+  return {{inv_ab, -0x1.0p+22f, 0x1.0p+22f, 1.f}, {scale, lo, hi, grid.scale}};
 }
 
 bool add_q8_node(KernelContext& ctx, Graph& g, Node& n) {
@@ -350,9 +342,8 @@ bool add_q8_node(KernelContext& ctx, Graph& g, Node& n) {
   n.snapped = true;  // (clamped, and snapped or written as codes)
   Q8AddFixed fx;  // XNNPACK's fixed-point add where it takes the scales (results in grid units)
   if (add_fixed_params(a.scale, b.scale, o.scale, fx)) {
-    const float inv = out.grid.inv, lo = n.out_min * inv, hi = n.out_max * inv;
-    out.grid.inv = 1.f;
-    parallel(ctx, total, 1 << 12, [&](int64_t i0, int64_t i1) { add_q8_fixed(qa, qb, fx, lo, hi, out.q, i0, i1); });
+    const Q8Params pr = q8_params(n, a, nullptr, out, true);  // (the clamp and results in grid units)
+    parallel(ctx, total, 1 << 12, [&](int64_t i0, int64_t i1) { add_q8_fixed(qa, qb, fx, pr.lo, pr.hi, out.q, i0, i1); });
     return true;
   }
   parallel(ctx, total, 1 << 12, [&](int64_t i0, int64_t i1) { add_q8(qa, qb, n.out_min, n.out_max, out.q, i0, i1); });
