@@ -31,19 +31,25 @@ bool int_biases(const Graph& g, const Node& n, int64_t OC, std::vector<int32_t>&
   return true;
 }
 
-// A view of p's panels with the requantization scales sx * p.scale[c] / so and the biases b[c]
-// (columns c of p; zeros past them, as the packing pads)
+// The requantization scales sx * sw[c] / so and the biases b[c] of n channels into scale / bias_q,
+// sized as the packing's padded scales sw (zeros past the n, as the packing pads)
+void requant_columns(const PackedArray<float>& sw, int64_t n, float sx, float so, const int32_t* b,
+                     PackedArray<float>& scale, PackedArray<int32_t>& bias_q) {
+  scale.assign(sw.size(), 0.f);
+  bias_q.assign(sw.size(), 0);
+  for (int64_t c = 0; c < n && c < (int64_t)sw.size(); c++) {
+    scale[(size_t)c] = sx * sw[(size_t)c] / so;
+    bias_q[(size_t)c] = b[c];
+  }
+}
+
+// A view of p's panels with the requantization scales and biases of its columns (requant_columns)
 PackedQ8 requant_view(const PackedQ8& p, float sx, float so, const int32_t* b) {
   PackedQ8 v;
   v.K = p.K, v.N = p.N, v.Kp = p.Kp, v.pairs = p.pairs, v.columns = p.columns;
   v.data.set_view(p.data.data(), p.data.size());
   v.col_sum.set_view(p.col_sum.data(), p.col_sum.size());
-  v.scale.assign(p.scale.size(), 0.f);
-  v.bias_q.assign(p.scale.size(), 0);
-  for (int64_t c = 0; c < p.N && c < (int64_t)p.scale.size(); c++) {
-    v.scale[(size_t)c] = sx * p.scale[(size_t)c] / so;
-    v.bias_q[(size_t)c] = b[c];
-  }
+  requant_columns(p.scale, p.N, sx, so, b, v.scale, v.bias_q);
   return v;
 }
 
@@ -71,12 +77,7 @@ void plan_exact_requant(const Graph& g, Node& n) {
     PackedDwQ8& v = n.qdw_exact;
     v.taps = q.taps, v.C = q.C;
     v.w.set_view(q.w.data(), q.w.size());
-    v.scale.assign(q.scale.size(), 0.f);
-    v.bias_q.assign(q.scale.size(), 0);
-    for (int64_t c = 0; c < q.C && c < (int64_t)q.scale.size(); c++) {
-      v.scale[(size_t)c] = sx * q.scale[(size_t)c] / so;
-      v.bias_q[(size_t)c] = b[(size_t)c];
-    }
+    requant_columns(q.scale, q.C, sx, so, b.data(), v.scale, v.bias_q);
     return;
   }
   if (n.type == FullyConnected) {
