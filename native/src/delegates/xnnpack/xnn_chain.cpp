@@ -30,7 +30,7 @@ bool chainable(const Graph& g, const Node& n) {
   for (uint32_t id : n.inputs)
     if (id >= nv || id == n.output) return false;
   // (an add of int8 values runs on its own, on their int8 codes where they are kept so; a multiply
-  // of int8 values on its own too, requantized as XNNPACK does: mul_q8_finish)
+  // of int8 values on its own too, requantized as XNNPACK does: MulRequant)
   return !dynamically_quantized(g.values[n.output]) && !int8_add(g, n) && !int8_mul(g, n);
 }
 

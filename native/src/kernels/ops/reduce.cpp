@@ -86,8 +86,8 @@ void reduce(KernelContext& ctx, const Tensor& x, const Dims& dims, bool keepdim,
       // ShuffleNet's logits, requantized after its mean, off the reference runtime's): a sum over
       // one innermost dim (its optimized kernel) in 8 lanes, element j into lane j % 8 while whole
       // eights remain, the lanes then added in order and the rest one by one; every other sum and
-      // every mean (the portable kernel) in float32, element after element, from 0 (the mean then
-      // / (float)R)
+      // every mean (the portable kernel) in float32, element after element, from the first
+      // (row_sums_sequential_f32; the mean then / (float)R)
       const float* X = x.ptr<float>();
       float* Y = out.ptr<float>();
       bool innermost = op == Op::Sum && dims.n == 1;
